@@ -1,0 +1,13 @@
+#pragma once
+/// Subcommands register themselves on the CLI11 app; main.cpp is the composition root.
+#include <CLI/CLI.hpp>
+
+namespace cpsim::app {
+/// Exit codes: 0 ok, 1 simulation/runtime failure, 2 bad input.
+void register_run(CLI::App& app, int& rc);
+void register_check(CLI::App& app, int& rc);
+void register_collective(CLI::App& app, int& rc);
+void register_partition(CLI::App& app, int& rc);
+void register_kernels(CLI::App& app, int& rc);
+void register_sweep(CLI::App& app, int& rc);
+}  // namespace cpsim::app

@@ -1,0 +1,26 @@
+#pragma once
+/// Engines replay a finalized TaskGraph on a Topology and return per-op start/end times.
+#include "engine/trace.hpp"
+#include "model/topology.hpp"
+#include "schedule/task_graph.hpp"
+
+namespace cpsim::engine {
+
+struct ReplayOptions {
+  /// Compute ops run this much slower (0.2 = 20 %) while a transfer of the same GPU is in
+  /// flight (SM and HBM contention with NCCL kernels). 0 = ideal overlap.
+  double interference = 0;
+  bool verbose = false;          ///< let SimGrid log
+};
+
+/// Contention-free: each transfer takes extra_latency + route latency + bytes / min(route bw,
+/// max_rate). Deterministic, fast, no SimGrid.
+Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
+                      const ReplayOptions& opt = {});
+
+/// SimGrid: a host per GPU, flows share links (max-min fairness). Creates the process's one
+/// simgrid::s4u::Engine: call at most once per process.
+Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
+                     const ReplayOptions& opt = {});
+
+}  // namespace cpsim::engine

@@ -1,0 +1,59 @@
+#pragma once
+/// Kernel cost models: what one compute op costs on one GPU. A strategy with named factories:
+/// a measured/published profile table (kernels/profiles/*.csv) with interpolation, falling back
+/// to a roofline with an efficiency curve. Every cost says which source priced it.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "scenario/specs.hpp"
+
+namespace cpsim::model {
+
+enum class CostSource : uint8_t { Measured, Published, Roofline };
+const char* cost_source_name(CostSource s);
+
+/// One attention kernel call (FlashAttention-style, BF16 in, FP32 accumulate).
+struct AttentionCall {
+  int64_t q_len = 0;
+  int64_t kv_len = 0;
+  uint8_t mask = 0;              ///< 0 full, 1 causal diagonal, 2 document, 3 causal offset
+  double unmasked_fraction = 1;  ///< computed pairs / (q_len * kv_len)
+  int heads_q = 0, heads_kv = 0, head_dim = 0;
+  int batch = 1;
+  bool backward = false;
+};
+
+struct Cost {
+  double time_s = 0;
+  double flops = 0;              ///< FLOPs the kernel performs (FlashAttention convention)
+  CostSource source = CostSource::Roofline;
+  bool extrapolated = false;     ///< outside the measured range: priced by the fallback
+};
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  virtual Cost attention(const AttentionCall& call) const = 0;
+  /// BF16 GEMM [m x k] * [k x n].
+  virtual Cost gemm(double m, double n, double k) const = 0;
+  /// A memory-bound op that reads + writes `bytes` in total (norms, merges, elementwise).
+  virtual Cost memory_bound(double bytes) const = 0;
+  /// Chunked linear-attention (Gated DeltaNet) forward or backward over `tokens` tokens with
+  /// `heads` heads of key_dim x value_dim state, chunk size `chunk`.
+  virtual Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim,
+                                int chunk, bool backward) const = 0;
+  virtual std::string describe() const = 0;
+
+  /// Roofline: FLOPs / (peak x efficiency(shape)), bytes / HBM bandwidth.
+  static std::unique_ptr<CostModel> roofline(const scenario::GpuSpec& gpu);
+  /// Profile table for `gpu` read from a CSV; shapes outside it fall back to the roofline.
+  static std::unique_ptr<CostModel> from_profile(const std::string& csv_path,
+                                                 const scenario::GpuSpec& gpu);
+  /// "auto": the bundled profile matching the GPU (measured first, then published), else
+  /// roofline; "none": roofline; otherwise a CSV path.
+  static std::unique_ptr<CostModel> make(const std::string& choice,
+                                         const scenario::GpuSpec& gpu);
+};
+
+}  // namespace cpsim::model

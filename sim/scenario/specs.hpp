@@ -1,0 +1,172 @@
+#pragma once
+/// Plain validated structs produced by the scenario stage. Every quantity is in SI units
+/// (bytes, seconds, bytes per second, FLOP/s) and carries its unit in its name.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cpsim::scenario {
+
+/// One GPU model (platforms/*.yaml `gpu:` or a named GPU preset).
+struct GpuSpec {
+  std::string name;                 ///< "H100-SXM"
+  double peak_flops = 0;            ///< dense BF16 peak, FLOP/s
+  double gemm_flops = 0;            ///< best measured BF16 GEMM, FLOP/s (roofline plateau)
+  double hbm_Bps = 0;               ///< measured HBM bandwidth, bytes/s
+  double memory_bytes = 0;          ///< HBM capacity, bytes
+};
+
+/// Per-direction link class (every link is modelled split-duplex: one link per direction).
+struct LinkSpec {
+  double bw_Bps = 0;       ///< nominal per-direction bandwidth
+  double latency_s = 0;    ///< one-way wire + switch latency
+  double efficiency = 1;   ///< fraction of nominal bandwidth NCCL-style transfers reach
+};
+
+enum class IntraFabric { NVSwitch, PCIe };
+
+/// NCCL cost facts used by the collective model (calibration.md, NCCL tuning.cc).
+struct NcclSpec {
+  /// base latency per collective launch, seconds, per protocol (LL, LL128, Simple)
+  double base_latency_s[3] = {6.6e-6, 14.0e-6, 8.4e-6};
+  /// per-hop latency on NVLink / PCIe / network, per protocol
+  double hop_nvlink_s[3] = {0.6e-6, 1.9e-6, 3.4e-6};
+  double hop_pcie_s[3] = {1.0e-6, 2.5e-6, 5.7e-6};
+  double hop_net_s[3] = {2.7e-6, 4.0e-6, 14.0e-6};
+  /// data bytes per wire byte for each protocol (LL 0.5, LL128 120/128, Simple 1)
+  double protocol_efficiency[3] = {0.5, 120.0 / 128.0, 1.0};
+  /// cap of one NCCL send/recv pair (p2p uses few channels); 0 = no cap
+  double p2p_max_Bps = 0;
+  /// fixed software latency of one p2p send/recv
+  double p2p_latency_s = 0;
+};
+
+/// A cluster: nodes of GPUs joined by an intra-node fabric and (if nodes > 1) a rail-optimised
+/// leaf/spine network.
+struct PlatformSpec {
+  std::string name;              ///< preset name or file stem
+  std::string file;              ///< where it was read from
+  GpuSpec gpu;
+  int nodes = 1;
+  int gpus_per_node = 8;
+  IntraFabric intra = IntraFabric::NVSwitch;
+  LinkSpec nvlink;               ///< NVSwitch: GPU <-> switch, one per GPU per direction
+  /// GPUs that share one NVLink domain (8 for DGX, 72 for NVL72). Must be a multiple of
+  /// gpus_per_node; GPUs in the same domain talk over NVLink even across nodes.
+  int nvlink_domain_gpus = 8;
+  // PCIe tree: GPUs behind PCIe switches under CPU root complexes.
+  LinkSpec pcie;                 ///< GPU <-> PCIe switch
+  LinkSpec pcie_uplink;          ///< PCIe switch <-> CPU root complex
+  LinkSpec cpu_link;             ///< root complex <-> root complex (UPI / xGMI)
+  int gpus_per_pcie_switch = 2;
+  int pcie_switches_per_cpu = 2;
+  // Inter-node network (rail-optimised leaf/spine).
+  int nics_per_node = 0;
+  LinkSpec nic;                  ///< NIC <-> leaf switch port, per direction
+  int nodes_per_leaf = 32;       ///< nodes under one rail leaf switch
+  int spines = 1;
+  double oversubscription = 1.0; ///< leaf downlink : uplink bandwidth ratio
+  double switch_latency_s = 0;   ///< per switch traversal
+  NcclSpec nccl;
+
+  int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+/// A transformer layer kind.
+enum class LayerKind { FullAttention, LinearAttention };
+
+/// A model (scenarios/models/*.yaml).
+struct ModelSpec {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;
+  int heads_q = 0;
+  int heads_kv = 0;
+  int head_dim = 0;
+  int ffn_hidden = 0;            ///< SwiGLU intermediate size
+  int vocab = 0;
+  bool tied_embeddings = false;
+  /// layer pattern: kinds repeated to fill `layers` (e.g. linear, linear, linear, full)
+  std::vector<LayerKind> pattern = {LayerKind::FullAttention};
+  // Linear attention (Gated DeltaNet) geometry.
+  int linear_heads_v = 0;        ///< value heads, each with a key_dim x value_dim state
+  int linear_heads_k = 0;
+  int linear_key_dim = 128;
+  int linear_value_dim = 128;
+  int linear_conv_width = 4;
+  /// total parameter count for memory accounting when the text stack is not all; 0 = computed
+  double total_params = 0;
+};
+
+enum class AttentionScheme { Ring, AllGather, Ulysses, Usp, DoubleRing };
+enum class Layout { Contiguous, ZigZag, Striped };
+enum class LinearScheme { StateAllGather, Relay };
+enum class Recompute { None, Selective, Full };
+enum class EngineKind { SimGrid, Analytic };
+enum class Scope { AttentionLayer, Layer, Step };
+enum class UlyssesPlacement { IntraNode, InterNode };
+
+struct AttentionSpec {
+  AttentionScheme scheme = AttentionScheme::Ring;
+  Layout layout = Layout::ZigZag;
+  int stripe_width = 1;          ///< striped layout: tokens per stripe
+  int ulysses_degree = 0;        ///< USP: Ulysses degree u (ring degree = cp / u)
+  UlyssesPlacement ulysses_placement = UlyssesPlacement::IntraNode;
+  bool replicate_kv_heads = true;///< Ulysses with heads_kv < degree
+  bool dkv_fp32 = false;         ///< ring backward sends dK,dV in fp32
+  int inner_ring = 0;            ///< double ring: inner ring size (0 = GPUs per node)
+};
+
+struct ParallelSpec {
+  int tp = 1, cp = 1, pp = 1, dp = 1;
+  bool sequence_parallel = true;
+  std::vector<std::string> order = {"tp", "cp", "pp", "dp"};  ///< innermost first
+  int virtual_stages = 1;
+  int zero_stage = 1;
+  double dp_bucket_bytes = 25e6;
+  AttentionSpec attention;
+  LinearScheme linear = LinearScheme::StateAllGather;
+};
+
+struct TrainingSpec {
+  int64_t seq_len = 0;           ///< tokens per sequence
+  int micro_batch = 1;           ///< sequences per micro-batch
+  int micro_batches = 1;         ///< gradient accumulation steps per optimizer step
+  Recompute recompute = Recompute::Full;
+  /// packed documents: lengths summing to seq_len (empty = one document)
+  std::vector<int64_t> documents;
+};
+
+struct PerturbSpec {
+  std::map<int, double> gpu_slowdown;   ///< rank -> factor (1.2 = 20 % slower)
+  double jitter_cv = 0;                 ///< per-kernel multiplicative noise, coefficient of variation
+  double gpu_variation_cv = 0;          ///< static per-GPU variation drawn once per run
+  double interference = -1;             ///< compute slowdown while comm overlaps; <0 = platform default
+};
+
+struct SimulationSpec {
+  EngineKind engine = EngineKind::SimGrid;
+  Scope scope = Scope::Step;
+  uint64_t seed = 1;
+};
+
+struct CostSpec {
+  std::string profile = "auto";   ///< "auto", "none" (roofline only) or a CSV path
+};
+
+/// A fully resolved scenario.
+struct Scenario {
+  std::string name;
+  std::string file;
+  PlatformSpec platform;
+  ModelSpec model;
+  TrainingSpec training;
+  ParallelSpec parallel;
+  SimulationSpec simulation;
+  CostSpec cost;
+  PerturbSpec perturb;
+};
+
+}  // namespace cpsim::scenario

@@ -1,0 +1,201 @@
+#include "schedule/task_graph.hpp"
+
+#include <algorithm>
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/graphviz.hpp>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+namespace cpsim::schedule {
+
+const char* stream::name(uint16_t s) {
+  switch (s) {
+    case kCompute: return "compute";
+    case kCpSend: return "cp-send";
+    case kCpRecv: return "cp-recv";
+    case kTpSend: return "tp-send";
+    case kTpRecv: return "tp-recv";
+    case kDpSend: return "dp-send";
+    case kDpRecv: return "dp-recv";
+    case kPpSend: return "pp-send";
+    case kPpRecv: return "pp-recv";
+    default: return "stream";
+  }
+}
+
+const char* mask_name(uint8_t mask) {
+  switch (mask) {
+    case 0: return "full";
+    case 1: return "causal";
+    case 2: return "document";
+    case 3: return "causal-offset";
+    default: return "?";
+  }
+}
+
+OpId TaskGraph::add(const Op& op) {
+  if (finalized_) throw std::logic_error("TaskGraph::add after finalize");
+  ops_.push_back(op);
+  num_ranks_ = std::max({num_ranks_, op.rank + 1, op.peer + 1});
+  return static_cast<OpId>(ops_.size() - 1);
+}
+
+OpId TaskGraph::add_compute(int rank, uint16_t stream, double duration_s, const OpLabel& label,
+                            double flops) {
+  Op op;
+  op.kind = OpKind::Compute;
+  op.rank = rank;
+  op.stream = stream;
+  op.duration_s = duration_s;
+  op.flops = flops;
+  op.label = label;
+  return add(op);
+}
+
+OpId TaskGraph::add_transfer(int src, uint16_t src_stream, int dst, uint16_t dst_stream,
+                             double bytes, const OpLabel& label, double max_rate_Bps,
+                             double extra_latency_s) {
+  Op op;
+  op.kind = OpKind::Transfer;
+  op.rank = src;
+  op.stream = src_stream;
+  op.peer = dst;
+  op.peer_stream = dst_stream;
+  op.bytes = bytes;
+  op.max_rate_Bps = max_rate_Bps;
+  op.extra_latency_s = extra_latency_s;
+  op.label = label;
+  return add(op);
+}
+
+void TaskGraph::add_edge(OpId before, OpId after) {
+  if (before == kNoOp || after == kNoOp || before == after) return;
+  if (finalized_) throw std::logic_error("TaskGraph::add_edge after finalize");
+  edge_from_.push_back(before);
+  edge_to_.push_back(after);
+}
+
+uint32_t TaskGraph::intern(std::string_view s) {
+  auto it = string_ids_.find(std::string(s));
+  if (it != string_ids_.end()) return it->second;
+  auto id = static_cast<uint32_t>(strings_.size());
+  strings_.emplace_back(s);
+  string_ids_.emplace(std::string(s), id);
+  return id;
+}
+
+int32_t TaskGraph::add_shape(const KernelShape& s) {
+  shapes_.push_back(s);
+  return static_cast<int32_t>(shapes_.size() - 1);
+}
+
+namespace {
+void build_csr(size_t n, const std::vector<OpId>& key, const std::vector<OpId>& val,
+               std::vector<uint32_t>& off, std::vector<OpId>& out) {
+  off.assign(n + 1, 0);
+  for (OpId k : key) off[k + 1]++;
+  for (size_t i = 0; i < n; ++i) off[i + 1] += off[i];
+  out.resize(val.size());
+  std::vector<uint32_t> cur(off.begin(), off.end() - 1);
+  for (size_t e = 0; e < key.size(); ++e) out[cur[key[e]]++] = val[e];
+}
+}  // namespace
+
+void TaskGraph::finalize() {
+  if (finalized_) return;
+  const size_t n = ops_.size();
+  build_csr(n, edge_to_, edge_from_, pred_off_, pred_);
+  build_csr(n, edge_from_, edge_to_, succ_off_, succ_);
+
+  // Queues in deterministic order of first appearance.
+  std::map<std::pair<int, uint16_t>, uint32_t> qidx;
+  queue_of_.assign(n, {});
+  peer_queue_of_.assign(n, {});
+  auto slot = [&](int rank, uint16_t s, OpId id) -> QueueSlot {
+    auto [it, inserted] = qidx.try_emplace({rank, s}, static_cast<uint32_t>(queues_.size()));
+    if (inserted) queues_.push_back({rank, s, {}});
+    auto& q = queues_[it->second];
+    q.ops.push_back(id);
+    return {it->second, static_cast<uint32_t>(q.ops.size() - 1)};
+  };
+  for (OpId id = 0; id < n; ++id) {
+    const Op& op = ops_[id];
+    queue_of_[id] = slot(op.rank, op.stream, id);
+    if (op.kind == OpKind::Transfer) peer_queue_of_[id] = slot(op.peer, op.peer_stream, id);
+  }
+
+  // Topological order over explicit edges plus stream order (Kahn; deterministic).
+  std::vector<uint32_t> indeg(n, 0);
+  auto for_each_succ = [&](OpId id, auto&& f) {
+    for (uint32_t e = succ_off_[id]; e < succ_off_[id + 1]; ++e) f(succ_[e]);
+    for (const QueueSlot* qs : {&queue_of_[id], &peer_queue_of_[id]}) {
+      if (qs->queue == UINT32_MAX) continue;
+      const auto& q = queues_[qs->queue].ops;
+      if (qs->pos + 1 < q.size()) f(q[qs->pos + 1]);
+    }
+  };
+  for (OpId id = 0; id < n; ++id) for_each_succ(id, [&](OpId s) { indeg[s]++; });
+  topo_.clear();
+  topo_.reserve(n);
+  std::vector<OpId> ready;
+  for (OpId id = 0; id < n; ++id)
+    if (indeg[id] == 0) ready.push_back(id);
+  size_t head = 0;
+  while (head < ready.size()) {
+    OpId id = ready[head++];
+    topo_.push_back(id);
+    for_each_succ(id, [&](OpId s) {
+      if (--indeg[s] == 0) ready.push_back(s);
+    });
+  }
+  if (topo_.size() != n) {
+    // Name one op on the cycle to make the builder bug findable.
+    OpId stuck = 0;
+    for (OpId id = 0; id < n; ++id)
+      if (indeg[id] > 0) { stuck = id; break; }
+    throw std::logic_error("TaskGraph has a cycle (or a stream deadlock) through op " +
+                           describe(stuck));
+  }
+  finalized_ = true;
+}
+
+std::pair<const OpId*, const OpId*> TaskGraph::preds(OpId id) const {
+  return {pred_.data() + pred_off_[id], pred_.data() + pred_off_[id + 1]};
+}
+std::pair<const OpId*, const OpId*> TaskGraph::succs(OpId id) const {
+  return {succ_.data() + succ_off_[id], succ_.data() + succ_off_[id + 1]};
+}
+
+std::string TaskGraph::describe(OpId id) const {
+  const Op& op = ops_[id];
+  const OpLabel& l = op.label;
+  std::ostringstream os;
+  if (l.layer >= 0) os << "L" << l.layer << ' ';
+  if (l.micro >= 0) os << "mb" << l.micro << ' ';
+  if (l.phase == Phase::Forward) os << "fwd ";
+  if (l.phase == Phase::Backward) os << "bwd ";
+  if (l.phase == Phase::Optimizer) os << "opt ";
+  if (l.scheme) os << strings_[l.scheme] << ' ';
+  if (l.step >= 0) os << "step " << l.step << ' ';
+  os << strings_[l.name];
+  if (l.chunk_q >= 0) os << " q" << l.chunk_q << "/kv" << l.chunk_kv;
+  if (op.kind == OpKind::Transfer)
+    os << " [r" << op.rank << "->r" << op.peer << "]";
+  else
+    os << " [r" << op.rank << "]";
+  return os.str();
+}
+
+std::string TaskGraph::to_dot() const {
+  using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+  G g(ops_.size());
+  for (size_t e = 0; e < edge_from_.size(); ++e) boost::add_edge(edge_from_[e], edge_to_[e], g);
+  std::ostringstream os;
+  boost::write_graphviz(os, g, [&](std::ostream& out, const auto& v) {
+    out << "[label=\"" << describe(static_cast<OpId>(v)) << "\"]";
+  });
+  return os.str();
+}
+
+}  // namespace cpsim::schedule

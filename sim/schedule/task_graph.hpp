@@ -1,0 +1,143 @@
+#pragma once
+/// The task graph every schedule builder produces and every engine replays: compute and
+/// transfer ops placed on (rank, stream) with happens-before edges. Ops on one (rank, stream)
+/// run in insertion order, as kernels on a CUDA stream do. A transfer occupies its sender's
+/// stream and its receiver's stream and starts only when both have reached it and all its
+/// predecessors are done (NCCL send/recv semantics).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace cpsim::schedule {
+
+using OpId = uint32_t;
+inline constexpr OpId kNoOp = UINT32_MAX;
+
+enum class OpKind : uint8_t { Compute, Transfer };
+enum class Phase : uint8_t { None, Forward, Backward, Optimizer };
+
+/// Well-known streams. Builders may use others; engines treat every id alike.
+namespace stream {
+inline constexpr uint16_t kCompute = 0;
+inline constexpr uint16_t kCpSend = 1;   ///< context-parallel p2p / collectives, send side
+inline constexpr uint16_t kCpRecv = 2;   ///< context-parallel receive side
+inline constexpr uint16_t kTpSend = 3;
+inline constexpr uint16_t kTpRecv = 4;
+inline constexpr uint16_t kDpSend = 5;
+inline constexpr uint16_t kDpRecv = 6;
+inline constexpr uint16_t kPpSend = 7;
+inline constexpr uint16_t kPpRecv = 8;
+const char* name(uint16_t s);
+}  // namespace stream
+
+/// The attention kernel shape a compute op runs (for profiles and traces).
+struct KernelShape {
+  int64_t q_len = 0;
+  int64_t kv_len = 0;
+  uint8_t mask = 0;              ///< 0 full, 1 causal (diagonal), 2 document, 3 causal with offset
+  double unmasked_fraction = 1;  ///< computed (i, j) pairs / (q_len * kv_len)
+  int heads_q = 0, heads_kv = 0, head_dim = 0;
+};
+const char* mask_name(uint8_t mask);
+
+/// What a user reads in a trace. Strings are interned in the graph to keep ops small.
+struct OpLabel {
+  uint32_t name = 0;       ///< interned: "attn_fwd", "kv_p2p", "merge", "allgather_kv", ...
+  uint32_t scheme = 0;     ///< interned: "ring-zigzag", "ulysses", "tp", "dp", ... (0 = "")
+  uint32_t category = 0;   ///< interned: "attention", "gemm", "memory", "p2p", "collective"
+  int32_t layer = -1;
+  int32_t micro = -1;      ///< micro-batch
+  int32_t step = -1;       ///< ring step or collective algorithm step
+  int32_t chunk_q = -1, chunk_kv = -1;
+  Phase phase = Phase::None;
+  int32_t shape = -1;      ///< index into shapes(), -1 if not an attention kernel
+};
+
+struct Op {
+  OpKind kind = OpKind::Compute;
+  uint16_t stream = 0;        ///< compute: its stream; transfer: sender's stream
+  uint16_t peer_stream = 0;   ///< transfer: receiver's stream
+  int32_t rank = 0;           ///< compute: its GPU; transfer: sender
+  int32_t peer = -1;          ///< transfer: receiver
+  double duration_s = 0;      ///< compute: time on an idle GPU
+  double flops = 0;           ///< compute: model FLOPs (for TFLOP/s), informational
+  double bytes = 0;           ///< transfer: bytes on the wire
+  double max_rate_Bps = 0;    ///< transfer: cap of the software path (0 = none)
+  double extra_latency_s = 0; ///< transfer: software latency added before data moves
+  OpLabel label;
+};
+
+/// Append-only DAG. Call finalize() once after building; engines require it.
+class TaskGraph {
+ public:
+  OpId add(const Op& op);
+  OpId add_compute(int rank, uint16_t stream, double duration_s, const OpLabel& label,
+                   double flops = 0);
+  OpId add_transfer(int src, uint16_t src_stream, int dst, uint16_t dst_stream, double bytes,
+                    const OpLabel& label, double max_rate_Bps = 0, double extra_latency_s = 0);
+  /// `before` must finish before `after` starts. Ignores kNoOp on either side.
+  void add_edge(OpId before, OpId after);
+
+  uint32_t intern(std::string_view s);
+  const std::string& str(uint32_t id) const { return strings_[id]; }
+  int32_t add_shape(const KernelShape& s);
+  const std::vector<KernelShape>& shapes() const { return shapes_; }
+
+  /// Builds adjacency and per-(rank, stream) queues. Throws std::logic_error on a cycle.
+  void finalize();
+  bool finalized() const { return finalized_; }
+
+  size_t size() const { return ops_.size(); }
+  const Op& op(OpId id) const { return ops_[id]; }
+  Op& op_mut(OpId id) { return ops_[id]; }
+  const std::vector<Op>& ops() const { return ops_; }
+  int num_ranks() const { return num_ranks_; }
+  size_t num_edges() const { return edge_from_.size(); }
+
+  /// Explicit predecessors / successors (after finalize).
+  std::pair<const OpId*, const OpId*> preds(OpId id) const;
+  std::pair<const OpId*, const OpId*> succs(OpId id) const;
+
+  /// A (rank, stream) queue: the ops that occupy it, in order.
+  struct Queue {
+    int rank;
+    uint16_t stream;
+    std::vector<OpId> ops;
+  };
+  const std::vector<Queue>& queues() const { return queues_; }
+  /// For each op: its position in the sender-side queue and receiver-side queue.
+  /// `queue_of[op]` = {queue index, position}; transfers also have `peer_queue_of`.
+  struct QueueSlot {
+    uint32_t queue = UINT32_MAX;
+    uint32_t pos = 0;
+  };
+  const std::vector<QueueSlot>& queue_of() const { return queue_of_; }
+  const std::vector<QueueSlot>& peer_queue_of() const { return peer_queue_of_; }
+
+  /// Topological order (explicit edges plus stream order); valid after finalize().
+  const std::vector<OpId>& topo_order() const { return topo_; }
+
+  /// Graphviz DOT of the graph (small graphs only).
+  std::string to_dot() const;
+
+  /// A readable one-line description of an op: "L3 fwd ring-zigzag step 2 attn_fwd [r1]".
+  std::string describe(OpId id) const;
+
+ private:
+  std::vector<Op> ops_;
+  std::vector<OpId> edge_from_, edge_to_;
+  std::vector<uint32_t> pred_off_, succ_off_;
+  std::vector<OpId> pred_, succ_;
+  std::vector<std::string> strings_{""};
+  std::unordered_map<std::string, uint32_t> string_ids_{{"", 0}};
+  std::vector<KernelShape> shapes_;
+  std::vector<Queue> queues_;
+  std::vector<QueueSlot> queue_of_, peer_queue_of_;
+  std::vector<OpId> topo_;
+  int num_ranks_ = 0;
+  bool finalized_ = false;
+};
+
+}  // namespace cpsim::schedule
