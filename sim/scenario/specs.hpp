@@ -137,6 +137,10 @@ struct TrainingSpec {
   Recompute recompute = Recompute::Full;
   /// packed documents: lengths summing to seq_len (empty = one document)
   std::vector<int64_t> documents;
+  /// or documents drawn from a distribution ("uniform", "lognormal"; empty = none)
+  std::string doc_distribution;
+  int64_t doc_mean_tokens = 0;
+  uint64_t doc_seed = 1;
 };
 
 struct PerturbSpec {
