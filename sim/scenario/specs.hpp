@@ -88,6 +88,8 @@ struct ModelSpec {
   int ffn_hidden = 0;            ///< SwiGLU intermediate size
   int vocab = 0;
   bool tied_embeddings = false;
+  /// gated attention (Qwen3-Next style): the query projection also produces an output gate
+  bool attention_output_gate = false;
   /// layer pattern: kinds repeated to fill `layers` (e.g. linear, linear, linear, full)
   std::vector<LayerKind> pattern = {LayerKind::FullAttention};
   // Linear attention (Gated DeltaNet) geometry.

@@ -1,0 +1,84 @@
+// `cpsim run` and `cpsim check`.
+#include <iostream>
+#include <memory>
+
+#include "app/commands.hpp"
+#include "app/simulate.hpp"
+#include "scenario/load.hpp"
+
+namespace cpsim::app {
+
+namespace {
+struct RunArgs {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::string json, trace, trace_ranks, trace_layers, engine;
+  bool quiet = false;
+};
+}  // namespace
+
+void register_run(CLI::App& app, int& rc) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "simulate a scenario and print a summary");
+  cmd->add_option("scenario", args->scenario, "scenario YAML file")->required();
+  cmd->add_option("--set", args->sets, "override a scenario key: key.path=value (repeatable)");
+  cmd->add_option("--json", args->json, "write the full result as JSON");
+  cmd->add_option("--trace", args->trace, "write a Chrome/Perfetto trace (JSON)");
+  cmd->add_option("--trace-ranks", args->trace_ranks, "keep only these ranks in the trace, e.g. 0-7");
+  cmd->add_option("--trace-layers", args->trace_layers, "keep only these layers in the trace, e.g. 0-3");
+  cmd->add_option("--engine", args->engine, "shortcut for --set simulation.engine=simgrid|analytic");
+  cmd->add_flag("-q,--quiet", args->quiet, "print nothing on success");
+  cmd->callback([args, &rc] {
+    scenario::Scenario sc;
+    auto sets = args->sets;
+    if (!args->engine.empty()) sets.push_back("simulation.engine=" + args->engine);
+    try {
+      sc = scenario::load_scenario(args->scenario, sets);
+    } catch (const scenario::InputError& e) {
+      std::cerr << e.what() << "\n";
+      rc = 2;
+      return;
+    }
+    SimulateOptions opt;
+    opt.json_path = args->json;
+    opt.trace_path = args->trace;
+    try {
+      if (!args->trace_ranks.empty()) opt.trace_filter.ranks = parse_index_list(args->trace_ranks);
+      if (!args->trace_layers.empty()) opt.trace_filter.layers = parse_index_list(args->trace_layers);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "error: --trace-ranks/--trace-layers: " << e.what() << "\n";
+      rc = 2;
+      return;
+    }
+    try {
+      const SimulateOutput out = simulate(sc, opt);
+      if (!args->quiet) std::cout << out.summary;
+    } catch (const std::invalid_argument& e) {
+      std::cerr << args->scenario << ": error: " << e.what() << "\n";
+      rc = 2;
+    } catch (const std::exception& e) {
+      std::cerr << args->scenario << ": simulation failed: " << e.what() << "\n";
+      rc = 1;
+    }
+  });
+}
+
+void register_check(CLI::App& app, int& rc) {
+  auto path = std::make_shared<std::string>();
+  auto sets = std::make_shared<std::vector<std::string>>();
+  auto* cmd = app.add_subcommand("check", "validate a scenario file only");
+  cmd->add_option("scenario", *path, "scenario YAML file")->required();
+  cmd->add_option("--set", *sets, "override a scenario key: key.path=value (repeatable)");
+  cmd->callback([path, sets, &rc] {
+    try {
+      const auto sc = scenario::load_scenario(*path, *sets);
+      std::cout << *path << ": ok (" << sc.model.name << " on " << sc.platform.name << ", "
+                << sc.platform.total_gpus() << " GPUs)\n";
+    } catch (const scenario::InputError& e) {
+      std::cerr << e.what() << "\n";
+      rc = 2;
+    }
+  });
+}
+
+}  // namespace cpsim::app

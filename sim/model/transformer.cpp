@@ -1,0 +1,226 @@
+#include "model/transformer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace cpsim::model {
+
+using scenario::LayerKind;
+using scenario::ModelSpec;
+
+double full_attention_layer_params(const ModelSpec& m) {
+  const double h = m.hidden, d = m.head_dim;
+  const double q_out = m.heads_q * d * (m.attention_output_gate ? 2.0 : 1.0);
+  const double qkv = h * (q_out + 2.0 * m.heads_kv * d);
+  const double o = m.heads_q * d * h;
+  return qkv + o + 2.0 * h;  // + two RMSNorm weights (attention, MLP)
+}
+
+double linear_attention_layer_params(const ModelSpec& m) {
+  // Gated DeltaNet: q, k (key heads), v, output gate z (value heads), beta and decay a (one per
+  // value head), a depthwise short convolution over q, k, v, per-head decay parameters, the
+  // output norm and the output projection.
+  const double h = m.hidden;
+  const double qk = 2.0 * m.linear_heads_k * m.linear_key_dim;
+  const double vz = 2.0 * m.linear_heads_v * m.linear_value_dim;
+  const double in_proj = h * (qk + vz + 2.0 * m.linear_heads_v);
+  const double conv = (qk + m.linear_heads_v * m.linear_value_dim) * m.linear_conv_width;
+  const double out_proj = m.linear_heads_v * m.linear_value_dim * h;
+  return in_proj + conv + 2.0 * m.linear_heads_v + m.linear_value_dim + out_proj + 2.0 * h;
+}
+
+double mlp_params(const ModelSpec& m) { return 3.0 * m.hidden * m.ffn_hidden; }
+
+double embedding_params(const ModelSpec& m) {
+  return static_cast<double>(m.vocab) * m.hidden * (m.tied_embeddings ? 1.0 : 2.0);
+}
+
+LayerKind layer_kind(const ModelSpec& m, int i) {
+  if (m.pattern.empty()) return LayerKind::FullAttention;
+  return m.pattern[static_cast<size_t>(i) % m.pattern.size()];
+}
+
+int count_layers(const ModelSpec& m, LayerKind kind) {
+  int n = 0;
+  for (int i = 0; i < m.layers; ++i) n += layer_kind(m, i) == kind;
+  return n;
+}
+
+double text_stack_params(const ModelSpec& m) {
+  double p = embedding_params(m) + m.hidden;  // + final norm
+  for (int i = 0; i < m.layers; ++i) {
+    p += mlp_params(m);
+    p += layer_kind(m, i) == LayerKind::FullAttention ? full_attention_layer_params(m)
+                                                       : linear_attention_layer_params(m);
+  }
+  return p;
+}
+
+double total_params(const ModelSpec& m) {
+  return m.total_params > 0 ? m.total_params : text_stack_params(m);
+}
+
+double kv_block_bytes(int64_t tokens, int heads_kv, int head_dim, double elem_bytes) {
+  return 2.0 * static_cast<double>(tokens) * heads_kv * head_dim * elem_bytes;
+}
+
+double linear_state_numbers(const ModelSpec& m) {
+  return static_cast<double>(m.linear_heads_v) * m.linear_key_dim * m.linear_value_dim;
+}
+
+UlyssesBytes ulysses_bytes_lesson(const ModelSpec& m, int64_t seq_len, int degree) {
+  const double l = static_cast<double>(seq_len) / degree;
+  const double leave = static_cast<double>(degree - 1) / degree;
+  UlyssesBytes b;
+  b.q = leave * l * m.heads_q * m.head_dim * kBf16Bytes;
+  b.k = leave * l * m.heads_kv * m.head_dim * kBf16Bytes;
+  b.v = b.k;
+  b.o = b.q;
+  return b;
+}
+
+UlyssesBytes ulysses_bytes_replicated(const ModelSpec& m, int64_t seq_len, int degree) {
+  UlyssesBytes b = ulysses_bytes_lesson(m, seq_len, degree);
+  if (m.heads_kv < degree) {
+    // Each GPU needs one KV head for all s tokens; it has L of them and receives (N-1) x L.
+    const double l = static_cast<double>(seq_len) / degree;
+    b.k = (degree - 1) * l * m.head_dim * kBf16Bytes;
+    b.v = b.k;
+  }
+  return b;
+}
+
+double activation_bytes_per_layer(int64_t s, int b, int h, int heads, bool flash_attention) {
+  const double sd = static_cast<double>(s);
+  double bytes = 34.0 * sd * b * h;
+  if (!flash_attention) bytes += 5.0 * heads * sd * sd * b;
+  return bytes;
+}
+
+double scores_bytes_one_head(int64_t s) {
+  return static_cast<double>(s) * static_cast<double>(s) * kBf16Bytes;
+}
+
+double full_recompute_bytes(int64_t s, int b, int h, int layers) {
+  return 2.0 * static_cast<double>(s) * b * h * layers;
+}
+
+double model_state_bytes(double params) { return 16.0 * params; }
+
+double ring_allreduce_bytes_per_gpu(double bytes, int n) {
+  return 2.0 * (n - 1) / n * bytes;
+}
+
+double tp_bytes_per_gpu(const ModelSpec& m, int64_t tokens, int t) {
+  const double per_allreduce = static_cast<double>(tokens) * m.hidden * kBf16Bytes;
+  return 4.0 * m.layers * ring_allreduce_bytes_per_gpu(per_allreduce, t);
+}
+
+double model_flops_per_step(const ModelSpec& m, int64_t seq_len, double sequences,
+                            double pairs_per_seq) {
+  // Matmul FLOPs: 2 per parameter per token in the layers and the LM head (the input embedding
+  // is a lookup); attention: 4 x pairs x H_q x d per full-attention layer; linear attention:
+  // the chunked delta rule's state products, ~ 4 x H_v x d_k x d_v per token (read and update).
+  double matmul_params = 0;
+  for (int i = 0; i < m.layers; ++i)
+    matmul_params += mlp_params(m) + (layer_kind(m, i) == LayerKind::FullAttention
+                                          ? full_attention_layer_params(m)
+                                          : linear_attention_layer_params(m));
+  matmul_params += static_cast<double>(m.vocab) * m.hidden;
+  const double tokens = static_cast<double>(seq_len) * sequences;
+  double fwd = 2.0 * matmul_params * tokens;
+  fwd += 4.0 * pairs_per_seq * sequences * m.heads_q * m.head_dim *
+         count_layers(m, LayerKind::FullAttention);
+  fwd += 4.0 * tokens * linear_state_numbers(m) * count_layers(m, LayerKind::LinearAttention);
+  return 3.0 * fwd;
+}
+
+namespace {
+std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  return buf;
+}
+}  // namespace
+
+MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
+  const auto& m = sc.model;
+  const auto& p = sc.parallel;
+  const auto& tr = sc.training;
+  MemoryEstimate est;
+  const double params_rank = total_params(m) / (p.tp * p.pp);
+  // ZeRO: stage 1 shards optimizer states (12 B), stage 2 also gradients (2 B), stage 3 also
+  // weights (2 B) over the data-parallel group; CP ranks hold full replicas of their TP shard.
+  const double dp = p.dp;
+  double w = 2, g = 2, o = 12;
+  if (p.zero_stage >= 1) o /= dp;
+  if (p.zero_stage >= 2) g /= dp;
+  if (p.zero_stage >= 3) w /= dp;
+  est.terms.push_back({"weights (bf16)", w * params_rank});
+  est.terms.push_back({"gradients (bf16)", g * params_rank});
+  est.terms.push_back({"optimizer states (fp32 master + Adam)", o * params_rank});
+
+  // Activations per micro-batch on one rank: tokens split by CP, and by TP under SP.
+  const int64_t s_local = tr.seq_len / p.cp;
+  const double sp_div = p.sequence_parallel ? p.tp : 1.0;
+  const int layers_stage = (m.layers + p.pp - 1) / p.pp;
+  const int in_flight = std::min(p.pp, tr.micro_batches);  // 1F1B: stage 0 holds pp micro-batches
+  const double full_layer =
+      activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div;
+  double act = 0;
+  if (tr.recompute == scenario::Recompute::Full) {
+    act = full_recompute_bytes(s_local, tr.micro_batch, m.hidden, layers_stage) / sp_div *
+              in_flight +
+          full_layer;  // the one layer being recomputed in the backward
+  } else {
+    act = full_layer * layers_stage * in_flight;
+  }
+  est.terms.push_back({"activations", act});
+
+  // Logits on the last stage: bf16 logits plus the fp32 copy the loss upcasts to.
+  const double logits =
+      static_cast<double>(s_local) * tr.micro_batch * m.vocab / p.tp * (kBf16Bytes + kFp32Bytes);
+  est.terms.push_back({"logits (bf16 + fp32 loss)", logits});
+
+  // CP buffers for one layer (the live one).
+  const int heads_kv_rank = std::max(1, m.heads_kv / p.tp);
+  const int heads_q_rank = m.heads_q / p.tp;
+  double cp_buf = 0;
+  switch (p.attention.scheme) {
+    case scenario::AttentionScheme::Ring:
+    case scenario::AttentionScheme::DoubleRing:
+      // two KV receive buffers + fp32 output and LSE accumulators
+      cp_buf = 2 * kv_block_bytes(s_local, heads_kv_rank, m.head_dim) +
+               static_cast<double>(s_local) * heads_q_rank * (m.head_dim + 1) * kFp32Bytes;
+      break;
+    case scenario::AttentionScheme::AllGather:
+      cp_buf = kv_block_bytes(tr.seq_len, heads_kv_rank, m.head_dim);
+      break;
+    case scenario::AttentionScheme::Ulysses:
+    case scenario::AttentionScheme::Usp: {
+      const int u = p.attention.scheme == scenario::AttentionScheme::Ulysses
+                        ? p.cp
+                        : std::max(1, p.attention.ulysses_degree);
+      const double seg = static_cast<double>(s_local) * u;  // tokens after the all-to-all
+      const int hq = heads_q_rank / u;
+      const int hkv = std::max(1, heads_kv_rank / u);
+      cp_buf = seg * (2.0 * hq + 2.0 * hkv) * m.head_dim * kBf16Bytes;
+      break;
+    }
+  }
+  est.terms.push_back({"context-parallel buffers", cp_buf * tr.micro_batch});
+  est.terms.push_back({"CUDA context, NCCL buffers, allocator slack", 3e9});
+
+  for (const auto& t : est.terms) est.peak_bytes += t.bytes;
+  est.capacity_bytes = sc.platform.gpu.memory_bytes;
+  est.fits = est.peak_bytes <= est.capacity_bytes;
+  auto sorted = est.terms;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const MemoryTerm& a, const MemoryTerm& b) { return a.bytes > b.bytes; });
+  est.verdict = (est.fits ? "fits: " : "OOM: ") + gb(est.peak_bytes) + " of " +
+                gb(est.capacity_bytes) + " per GPU; largest: " + sorted[0].name + " " +
+                gb(sorted[0].bytes) + ", " + sorted[1].name + " " + gb(sorted[1].bytes);
+  return est;
+}
+
+}  // namespace cpsim::model

@@ -1,0 +1,81 @@
+#pragma once
+/// Pure accounting for a transformer on a device mesh: parameter counts, FLOPs, bytes that the
+/// lesson's figures are made of, and per-rank memory. No SimGrid, no graph.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scenario/specs.hpp"
+
+namespace cpsim::model {
+
+inline constexpr double kBf16Bytes = 2;
+inline constexpr double kFp32Bytes = 4;
+
+/// Parameters of one layer kind, and of the whole model.
+double full_attention_layer_params(const scenario::ModelSpec& m);
+double linear_attention_layer_params(const scenario::ModelSpec& m);
+double mlp_params(const scenario::ModelSpec& m);
+double embedding_params(const scenario::ModelSpec& m);   ///< input + output (if untied)
+/// Sum over layers and embeddings, as the text stack computes.
+double text_stack_params(const scenario::ModelSpec& m);
+/// total_params if given (e.g. the anchor's 27,781,427,952), else text_stack_params.
+double total_params(const scenario::ModelSpec& m);
+
+/// Layer kind of layer `i` from the repeating pattern.
+scenario::LayerKind layer_kind(const scenario::ModelSpec& m, int i);
+int count_layers(const scenario::ModelSpec& m, scenario::LayerKind kind);
+
+/// Bytes of one K,V block: 2 (K and V) x tokens x kv_heads x head_dim x 2 B.
+double kv_block_bytes(int64_t tokens, int heads_kv, int head_dim, double elem_bytes = kBf16Bytes);
+/// Numbers in one linear-attention layer's recurrent state: heads_v x key_dim x value_dim.
+double linear_state_numbers(const scenario::ModelSpec& m);
+
+/// Ulysses bytes leaving one GPU per layer forward, the lesson's accounting: every tensor's
+/// (N-1)/N of Q, K, V, O at L = s/N tokens, KV heads not replicated.
+struct UlyssesBytes {
+  double q = 0, k = 0, v = 0, o = 0;
+  double total() const { return q + k + v + o; }
+};
+UlyssesBytes ulysses_bytes_lesson(const scenario::ModelSpec& m, int64_t seq_len, int degree);
+/// What the schedule really moves when heads_kv < degree and KV heads are replicated: every GPU
+/// receives (N-1) x L tokens of the KV head its query heads need, for K and for V.
+UlyssesBytes ulysses_bytes_replicated(const scenario::ModelSpec& m, int64_t seq_len, int degree);
+
+/// Activation memory (Korthikanti et al. 2022, bytes, BF16).
+/// Per layer without recomputation: 34 s b h + 5 a s^2 b (the s^2 term dropped with FlashAttention).
+double activation_bytes_per_layer(int64_t s, int b, int h, int heads, bool flash_attention);
+/// Scores of one head of one layer materialised: s x s x 2 B.
+double scores_bytes_one_head(int64_t s);
+/// Full recomputation keeps each layer's input only: 2 s b h per layer.
+double full_recompute_bytes(int64_t s, int b, int h, int layers);
+
+/// Mixed-precision Adam model states: 16 B/param (2 weights + 2 grads + 12 optimizer).
+double model_state_bytes(double params);
+
+/// Ring all-reduce bytes sent per GPU: 2 (N-1)/N x S.
+double ring_allreduce_bytes_per_gpu(double bytes, int n);
+
+/// TP all-reduce bytes per GPU per `tokens` tokens: 4 all-reduces of tokens x h x 2 B per layer.
+double tp_bytes_per_gpu(const scenario::ModelSpec& m, int64_t tokens, int t);
+
+/// Model FLOPs of one training step (forward + backward = 3x forward, no recomputation), for
+/// `sequences` sequences of `seq_len` tokens, causal attention under `pairs_per_seq` pairs.
+double model_flops_per_step(const scenario::ModelSpec& m, int64_t seq_len, double sequences,
+                            double pairs_per_seq);
+
+/// Per-rank memory, with the terms named so an OOM verdict can list the largest.
+struct MemoryTerm {
+  std::string name;
+  double bytes = 0;
+};
+struct MemoryEstimate {
+  std::vector<MemoryTerm> terms;
+  double peak_bytes = 0;
+  double capacity_bytes = 0;
+  bool fits = true;
+  std::string verdict;  ///< "fits: 61.2 of 80.0 GB" or "OOM: 93.1 of 80.0 GB; largest: ..."
+};
+MemoryEstimate estimate_memory(const scenario::Scenario& sc);
+
+}  // namespace cpsim::model

@@ -1,0 +1,213 @@
+#include "report/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cpsim::report {
+
+using schedule::OpId;
+using schedule::OpKind;
+using schedule::TaskGraph;
+
+namespace {
+
+using Intervals = std::vector<std::pair<double, double>>;
+
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+
+double measure(const Intervals& v) {
+  double s = 0;
+  for (const auto& iv : v) s += iv.second - iv.first;
+  return s;
+}
+
+/// |a \ b| for merged interval lists.
+double measure_minus(const Intervals& a, const Intervals& b) {
+  double s = 0;
+  size_t j = 0;
+  for (const auto& iv : a) {
+    double cur = iv.first;
+    while (j < b.size() && b[j].second <= cur) ++j;
+    size_t k = j;
+    while (k < b.size() && b[k].first < iv.second) {
+      if (b[k].first > cur) s += b[k].first - cur;
+      cur = std::max(cur, b[k].second);
+      ++k;
+    }
+    if (cur < iv.second) s += iv.second - cur;
+  }
+  return s;
+}
+
+Intervals unite(const Intervals& a, const Intervals& b) {
+  Intervals v = a;
+  v.insert(v.end(), b.begin(), b.end());
+  return merged(std::move(v));
+}
+
+bool is_cp_stream(uint16_t s) {
+  return s == schedule::stream::kCpSend || s == schedule::stream::kCpRecv;
+}
+
+/// The predecessor whose completion released op `id` (explicit edges and stream order), or
+/// kNoOp if it started unblocked at time 0.
+OpId releaser(const TaskGraph& g, const engine::Trace& tr, OpId id) {
+  OpId best = schedule::kNoOp;
+  double best_end = -1;
+  auto consider = [&](OpId p) {
+    if (tr.end_s[p] > best_end || (tr.end_s[p] == best_end && p > best)) {
+      best_end = tr.end_s[p];
+      best = p;
+    }
+  };
+  auto [b, e] = g.preds(id);
+  for (const OpId* it = b; it != e; ++it) consider(*it);
+  for (const auto* slots : {&g.queue_of(), &g.peer_queue_of()}) {
+    const auto& qs = (*slots)[id];
+    if (qs.queue == UINT32_MAX || qs.pos == 0) continue;
+    consider(g.queues()[qs.queue].ops[qs.pos - 1]);
+  }
+  return best;
+}
+
+}  // namespace
+
+Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::Trace& tr,
+               const schedule::BuildInfo& info, const schedule::Pricer& pricer) {
+  Result r;
+  r.name = sc.name;
+  r.engine = tr.engine;
+  r.scope = info.scope;
+  r.step_time_s = tr.makespan_s;
+  r.ops = g.size();
+  r.sim_wall_s = tr.wall_s;
+  r.bytes_per_link_class = tr.bytes_per_link_class;
+  r.pricing = pricer.sources();
+  r.extrapolated_ops = pricer.extrapolated();
+  r.memory = model::estimate_memory(sc);
+  r.model_flops = info.model_flops;
+
+  const int nr = g.num_ranks();
+  std::vector<Intervals> comp(nr), comm(nr), cp(nr), attn(nr);
+  r.ranks.resize(nr);
+  std::map<std::string, double> by_cat, by_op;
+  for (OpId id = 0; id < g.size(); ++id) {
+    const auto& op = g.op(id);
+    const double s = tr.start_s[id], e = tr.end_s[id];
+    by_cat[g.str(op.label.category).empty() ? "other" : g.str(op.label.category)] += e - s;
+    by_op[g.str(op.label.name)] += e - s;
+    if (op.kind == OpKind::Compute) {
+      comp[op.rank].push_back({s, e});
+      if (g.str(op.label.category) == "attention") attn[op.rank].push_back({s, e});
+    } else {
+      comm[op.rank].push_back({s, e});
+      comm[op.peer].push_back({s, e});
+      r.ranks[op.rank].bytes_sent += op.bytes;
+      r.ranks[op.peer].bytes_received += op.bytes;
+      if (is_cp_stream(op.stream)) {
+        cp[op.rank].push_back({s, e});
+        cp[op.peer].push_back({s, e});
+      }
+    }
+  }
+  int active = 0;
+  double attn_max = 0, attn_sum = 0, cp_bytes = 0;
+  for (int k = 0; k < nr; ++k) {
+    auto& m = r.ranks[k];
+    m.rank = k;
+    const Intervals c = merged(comp[k]), x = merged(comm[k]), p = merged(cp[k]),
+                    a = merged(attn[k]);
+    m.compute_s = measure(c);
+    m.comm_s = measure(x);
+    m.exposed_comm_s = measure_minus(x, c);
+    m.idle_s = std::max(0.0, tr.makespan_s - measure(unite(c, x)));
+    m.attention_compute_s = measure(a);
+    m.cp_comm_s = measure(p);
+    m.cp_exposed_s = measure_minus(p, c);
+    if (c.empty() && x.empty()) continue;
+    active++;
+    r.compute_s += m.compute_s;
+    r.exposed_comm_s += m.exposed_comm_s;
+    r.idle_s += m.idle_s;
+    r.attention.exposed_comm_s += m.cp_exposed_s;
+    r.attention.comm_s += m.cp_comm_s;
+    r.attention.compute_s += m.attention_compute_s;
+    attn_max = std::max(attn_max, m.attention_compute_s);
+    attn_sum += m.attention_compute_s;
+  }
+  for (OpId id = 0; id < g.size(); ++id) {
+    const auto& op = g.op(id);
+    if (op.kind == OpKind::Transfer && is_cp_stream(op.stream)) cp_bytes += op.bytes;
+  }
+  r.gpus = active;
+  if (active > 0) {
+    r.compute_s /= active;
+    r.exposed_comm_s /= active;
+    r.idle_s /= active;
+    r.attention.exposed_comm_s /= active;
+    r.attention.comm_s /= active;
+    r.attention.compute_s /= active;
+    r.attention.bytes_sent_per_rank = cp_bytes / active;
+    for (auto& [k, v] : by_cat) r.time_by_category[k] = v / active;
+    for (auto& [k, v] : by_op) r.time_by_op[k] = v / active;
+  }
+  r.attention.overlap_fraction =
+      r.attention.comm_s > 0 ? 1.0 - r.attention.exposed_comm_s / r.attention.comm_s : 1.0;
+  r.attention.imbalance = attn_sum > 0 ? attn_max / (attn_sum / active) : 1.0;
+  r.bubble_ratio = r.compute_s > 0 ? r.idle_s / r.compute_s : 0;
+  if (r.step_time_s > 0) {
+    r.tokens_per_s = info.tokens / r.step_time_s;
+    r.tflops_per_gpu = r.model_flops / r.step_time_s / std::max(1, info.ranks) / 1e12;
+    r.mfu = r.tflops_per_gpu * 1e12 / sc.platform.gpu.peak_flops;
+  }
+
+  // Waits: an op that started later than its stream allowed waited on its releaser.
+  for (OpId id = 0; id < g.size(); ++id) {
+    const OpId rel = releaser(g, tr, id);
+    if (rel == schedule::kNoOp) continue;
+    const auto& op = g.op(id);
+    const auto& qs = g.queue_of()[id];
+    const double own_ready =
+        qs.pos == 0 ? 0.0 : tr.end_s[g.queues()[qs.queue].ops[qs.pos - 1]];
+    const double wait = tr.start_s[id] - own_ready;
+    if (wait > 0 && g.op(rel).rank != op.rank) r.ranks[op.rank].waited_on[g.op(rel).rank] += wait;
+  }
+
+  // Critical path: walk back from the op that ends last through releasers.
+  if (g.size() > 0) {
+    OpId cur = 0;
+    for (OpId id = 0; id < g.size(); ++id)
+      if (tr.end_s[id] > tr.end_s[cur]) cur = id;
+    r.critical_path.length_s = tr.makespan_s;
+    while (cur != schedule::kNoOp) {
+      r.critical_path.ops.push_back(cur);
+      const auto& op = g.op(cur);
+      const double d = tr.end_s[cur] - tr.start_s[cur];
+      const std::string cat = g.str(op.label.category).empty() ? "other" : g.str(op.label.category);
+      r.critical_path.by_category[cat] += d;
+      if (op.kind == OpKind::Compute) r.critical_path.compute_by_rank[op.rank] += d;
+      cur = releaser(g, tr, cur);
+    }
+    std::reverse(r.critical_path.ops.begin(), r.critical_path.ops.end());
+    double best = 0;
+    for (const auto& [rank, s] : r.critical_path.compute_by_rank)
+      if (s > best * (1 + 1e-9)) {
+        best = s;
+        r.straggler_rank = rank;
+      }
+  }
+  return r;
+}
+
+}  // namespace cpsim::report

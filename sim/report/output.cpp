@@ -1,0 +1,293 @@
+#include "report/output.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace cpsim::report {
+
+using nlohmann::json;
+using schedule::OpKind;
+
+namespace {
+
+const char* layout_name(scenario::Layout l) {
+  switch (l) {
+    case scenario::Layout::Contiguous: return "contiguous";
+    case scenario::Layout::ZigZag: return "zigzag";
+    case scenario::Layout::Striped: return "striped";
+  }
+  return "?";
+}
+
+const char* scheme_key(scenario::AttentionScheme s) {
+  switch (s) {
+    case scenario::AttentionScheme::Ring: return "ring";
+    case scenario::AttentionScheme::AllGather: return "allgather";
+    case scenario::AttentionScheme::Ulysses: return "ulysses";
+    case scenario::AttentionScheme::Usp: return "usp";
+    case scenario::AttentionScheme::DoubleRing: return "double-ring";
+  }
+  return "?";
+}
+
+json link_json(const scenario::LinkSpec& l) {
+  return {{"bw_Bps", l.bw_Bps}, {"latency_s", l.latency_s}, {"efficiency", l.efficiency}};
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+json scenario_json(const scenario::Scenario& sc) {
+  const auto& p = sc.platform;
+  const auto& m = sc.model;
+  json j;
+  j["name"] = sc.name;
+  j["file"] = sc.file;
+  j["platform"] = {
+      {"name", p.name},
+      {"gpu", {{"name", p.gpu.name}, {"peak_flops", p.gpu.peak_flops}, {"gemm_flops", p.gpu.gemm_flops},
+               {"hbm_Bps", p.gpu.hbm_Bps}, {"memory_bytes", p.gpu.memory_bytes}}},
+      {"nodes", p.nodes},
+      {"gpus_per_node", p.gpus_per_node},
+      {"intra_fabric", p.intra == scenario::IntraFabric::NVSwitch ? "nvswitch" : "pcie"},
+      {"nvlink", link_json(p.nvlink)},
+      {"nvlink_domain_gpus", p.nvlink_domain_gpus},
+      {"pcie", link_json(p.pcie)},
+      {"nics_per_node", p.nics_per_node},
+      {"nic", link_json(p.nic)},
+      {"nodes_per_leaf", p.nodes_per_leaf},
+      {"spines", p.spines},
+      {"oversubscription", p.oversubscription},
+      {"nccl_p2p_max_Bps", p.nccl.p2p_max_Bps}};
+  json pattern = json::array();
+  for (auto k : m.pattern) pattern.push_back(k == scenario::LayerKind::FullAttention ? "full" : "linear");
+  j["model"] = {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden},
+                {"heads_q", m.heads_q}, {"heads_kv", m.heads_kv}, {"head_dim", m.head_dim},
+                {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
+                {"tied_embeddings", m.tied_embeddings}, {"pattern", pattern},
+                {"linear_heads_v", m.linear_heads_v}, {"linear_heads_k", m.linear_heads_k},
+                {"linear_key_dim", m.linear_key_dim}, {"linear_value_dim", m.linear_value_dim},
+                {"total_params", model::total_params(m)}};
+  const auto& t = sc.training;
+  const char* rc[] = {"none", "selective", "full"};
+  j["training"] = {{"seq_len", t.seq_len}, {"micro_batch", t.micro_batch},
+                   {"micro_batches", t.micro_batches}, {"recompute", rc[static_cast<int>(t.recompute)]},
+                   {"documents", t.documents}, {"doc_distribution", t.doc_distribution},
+                   {"doc_mean_tokens", t.doc_mean_tokens}};
+  const auto& pa = sc.parallel;
+  j["parallel"] = {{"tp", pa.tp}, {"cp", pa.cp}, {"pp", pa.pp}, {"dp", pa.dp},
+                   {"sequence_parallel", pa.sequence_parallel}, {"order", pa.order},
+                   {"zero_stage", pa.zero_stage}, {"dp_bucket_bytes", pa.dp_bucket_bytes},
+                   {"attention", {{"scheme", scheme_key(pa.attention.scheme)},
+                                  {"layout", layout_name(pa.attention.layout)},
+                                  {"stripe_width", pa.attention.stripe_width},
+                                  {"ulysses_degree", pa.attention.ulysses_degree},
+                                  {"replicate_kv_heads", pa.attention.replicate_kv_heads},
+                                  {"dkv_fp32", pa.attention.dkv_fp32}}},
+                   {"linear_attention", pa.linear == scenario::LinearScheme::Relay ? "relay" : "state-allgather"}};
+  const char* scopes[] = {"attention-layer", "layer", "step"};
+  j["simulation"] = {{"engine", sc.simulation.engine == scenario::EngineKind::SimGrid ? "simgrid" : "analytic"},
+                     {"scope", scopes[static_cast<int>(sc.simulation.scope)]},
+                     {"seed", sc.simulation.seed}};
+  j["cost"] = {{"profile", sc.cost.profile}};
+  json slow = json::object();
+  for (const auto& [k, v] : sc.perturb.gpu_slowdown) slow[std::to_string(k)] = v;
+  j["perturb"] = {{"slow_gpus", slow}, {"jitter_cv", sc.perturb.jitter_cv},
+                  {"gpu_variation_cv", sc.perturb.gpu_variation_cv},
+                  {"interference", sc.perturb.interference}};
+  return j;
+}
+
+json result_json(const Result& r, const scenario::Scenario& sc, const schedule::TaskGraph& g) {
+  json j;
+  j["name"] = r.name;
+  j["engine"] = r.engine;
+  j["scope"] = r.scope;
+  j["step_time_s"] = r.step_time_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["tflops_per_gpu"] = r.tflops_per_gpu;
+  j["mfu"] = r.mfu;
+  j["model_flops"] = r.model_flops;
+  j["gpus"] = r.gpus;
+  j["breakdown"] = {{"compute_s", r.compute_s}, {"exposed_comm_s", r.exposed_comm_s},
+                    {"idle_s", r.idle_s}, {"bubble_ratio", r.bubble_ratio}};
+  j["time_by_category_s"] = r.time_by_category;
+  j["time_by_op_s"] = r.time_by_op;
+  json ranks = json::array();
+  for (const auto& m : r.ranks) {
+    json w = json::object();
+    for (const auto& [k, v] : m.waited_on) w[std::to_string(k)] = v;
+    ranks.push_back({{"rank", m.rank}, {"compute_s", m.compute_s}, {"comm_s", m.comm_s},
+                     {"exposed_comm_s", m.exposed_comm_s}, {"idle_s", m.idle_s},
+                     {"attention_compute_s", m.attention_compute_s},
+                     {"bytes_sent", m.bytes_sent}, {"bytes_received", m.bytes_received},
+                     {"waited_on_s", w}});
+  }
+  j["ranks"] = ranks;
+  j["attention"] = {{"exposed_comm_s", r.attention.exposed_comm_s},
+                    {"overlap_fraction", r.attention.overlap_fraction},
+                    {"imbalance", r.attention.imbalance}, {"comm_s", r.attention.comm_s},
+                    {"compute_s", r.attention.compute_s},
+                    {"bytes_sent_per_rank", r.attention.bytes_sent_per_rank}};
+  json terms = json::array();
+  for (const auto& t : r.memory.terms) terms.push_back({{"name", t.name}, {"bytes", t.bytes}});
+  j["memory"] = {{"peak_bytes_per_rank", r.memory.peak_bytes},
+                 {"capacity_bytes", r.memory.capacity_bytes}, {"fits", r.memory.fits},
+                 {"verdict", r.memory.verdict}, {"terms", terms}};
+  json path = json::array();
+  const size_t keep = 200;  // the path's tail is what ends the step; keep it readable
+  const size_t first = r.critical_path.ops.size() > keep ? r.critical_path.ops.size() - keep : 0;
+  for (size_t i = first; i < r.critical_path.ops.size(); ++i)
+    path.push_back(g.describe(r.critical_path.ops[i]));
+  j["critical_path"] = {{"length_s", r.critical_path.length_s},
+                        {"by_category_s", r.critical_path.by_category},
+                        {"ops", r.critical_path.ops.size()}, {"last_ops", path}};
+  json crank = json::object();
+  for (const auto& [k, v] : r.critical_path.compute_by_rank) crank[std::to_string(k)] = v;
+  j["critical_path"]["compute_by_rank_s"] = crank;
+  j["straggler_rank"] = r.straggler_rank;
+  j["pricing"] = r.pricing;
+  j["extrapolated_ops"] = r.extrapolated_ops;
+  json links = json::object();
+  for (const auto& [k, v] : r.bytes_per_link_class) links[k] = v;
+  j["bytes_per_link_class"] = links;
+  j["simulation"] = {{"ops", r.ops}, {"wall_s", r.sim_wall_s}};
+  j["scenario"] = scenario_json(sc);
+  return j;
+}
+
+std::string summary_table(const Result& r, const scenario::Scenario& sc) {
+  std::ostringstream os;
+  const auto& a = sc.parallel.attention;
+  os << "cpsim: " << r.name << "  (" << sc.model.name << ", " << sc.training.seq_len
+     << " tokens, " << sc.platform.name << ", tp" << sc.parallel.tp << " cp" << sc.parallel.cp
+     << " pp" << sc.parallel.pp << " dp" << sc.parallel.dp << ", " << schedule::scheme_name(a)
+     << ", " << r.scope << ", " << r.engine << ")\n";
+  auto line = [&](const std::string& k, const std::string& v) {
+    os << "  " << k << std::string(k.size() < 28 ? 28 - k.size() : 1, ' ') << v << "\n";
+  };
+  line(r.scope == "step" ? "step time" : "time", fmt("%.4f s", r.step_time_s));
+  if (r.scope != "attention-layer") {
+    line("throughput", fmt("%.0f tokens/s", r.tokens_per_s));
+    line("model TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu) + fmt("  (MFU %.1f %%)", 100 * r.mfu));
+  } else {
+    line("attention TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu));
+  }
+  line("compute (mean per GPU)", fmt("%.4f s", r.compute_s));
+  line("exposed communication", fmt("%.4f s", r.exposed_comm_s));
+  line("idle / bubble", fmt("%.4f s", r.idle_s));
+  line("attention comm (CP)", fmt("%.4f s", r.attention.comm_s) +
+                                  fmt(", exposed %.4f s", r.attention.exposed_comm_s) +
+                                  fmt(", overlap %.1f %%", 100 * r.attention.overlap_fraction));
+  line("attention imbalance", fmt("%.3f (max/mean)", r.attention.imbalance));
+  line("CP bytes sent per GPU", fmt("%.3f GB", r.attention.bytes_sent_per_rank / 1e9));
+  line("memory per GPU", r.memory.verdict);
+  if (r.straggler_rank >= 0)
+    line("critical-path straggler", "rank " + std::to_string(r.straggler_rank));
+  std::string src;
+  for (const auto& [kind, m] : r.pricing) {
+    for (const auto& [s, n] : m) src += kind + "=" + s + " ";
+  }
+  line("kernel costs from", src + (r.extrapolated_ops ? fmt("(%.0f extrapolated)", static_cast<double>(r.extrapolated_ops)) : ""));
+  line("simulated", std::to_string(r.ops) + fmt(" ops in %.3f s wall", r.sim_wall_s));
+  return os.str();
+}
+
+json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const TraceFilter& f) {
+  auto keep_rank = [&](int r) {
+    return f.ranks.empty() || std::find(f.ranks.begin(), f.ranks.end(), r) != f.ranks.end();
+  };
+  auto keep_layer = [&](int l) {
+    return l < 0 || f.layers.empty() || std::find(f.layers.begin(), f.layers.end(), l) != f.layers.end();
+  };
+  json ev = json::array();
+  std::vector<char> named(static_cast<size_t>(g.num_ranks()), 0);
+  std::map<std::pair<int, int>, bool> threads;
+  auto meta = [&](int pid, int tid) {
+    if (!named[pid]) {
+      named[pid] = 1;
+      ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", "GPU " + std::to_string(pid)}}}});
+      ev.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+    }
+    if (!threads[{pid, tid}]) {
+      threads[{pid, tid}] = true;
+      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid},
+                    {"args", {{"name", schedule::stream::name(static_cast<uint16_t>(tid))}}}});
+    }
+  };
+  const char* phases[] = {"", "fwd", "bwd", "opt"};
+  for (schedule::OpId id = 0; id < g.size(); ++id) {
+    const auto& op = g.op(id);
+    if (!keep_layer(op.label.layer)) continue;
+    const double ts = tr.start_s[id] * 1e6, dur = (tr.end_s[id] - tr.start_s[id]) * 1e6;
+    json args = {{"op", id}, {"layer", op.label.layer}, {"phase", phases[static_cast<int>(op.label.phase)]},
+                 {"scheme", g.str(op.label.scheme)}, {"step", op.label.step}, {"micro_batch", op.label.micro}};
+    if (op.label.shape >= 0) {
+      const auto& s = g.shapes()[static_cast<size_t>(op.label.shape)];
+      args["shape"] = {{"q_len", s.q_len}, {"kv_len", s.kv_len}, {"mask", schedule::mask_name(s.mask)},
+                       {"unmasked_fraction", s.unmasked_fraction}, {"heads_q", s.heads_q},
+                       {"heads_kv", s.heads_kv}, {"head_dim", s.head_dim}};
+    }
+    if (op.flops > 0) args["flops"] = op.flops;
+    const std::string name = g.str(op.label.name);
+    const std::string cat = g.str(op.label.category).empty() ? "other" : g.str(op.label.category);
+    if (op.kind == OpKind::Compute) {
+      if (!keep_rank(op.rank)) continue;
+      meta(op.rank, op.stream);
+      ev.push_back({{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", op.rank}, {"tid", op.stream},
+                    {"ts", ts}, {"dur", dur}, {"args", args}});
+      continue;
+    }
+    args["bytes"] = op.bytes;
+    args["src"] = op.rank;
+    args["dst"] = op.peer;
+    const bool ks = keep_rank(op.rank), kr = keep_rank(op.peer);
+    if (ks) {
+      meta(op.rank, op.stream);
+      ev.push_back({{"ph", "X"}, {"name", name + " send"}, {"cat", cat}, {"pid", op.rank}, {"tid", op.stream},
+                    {"ts", ts}, {"dur", dur}, {"args", args}});
+    }
+    if (kr) {
+      meta(op.peer, op.peer_stream);
+      ev.push_back({{"ph", "X"}, {"name", name + " recv"}, {"cat", cat}, {"pid", op.peer}, {"tid", op.peer_stream},
+                    {"ts", ts}, {"dur", dur}, {"args", args}});
+    }
+    if (ks && kr) {
+      ev.push_back({{"ph", "s"}, {"id", id}, {"name", name}, {"cat", "flow"}, {"pid", op.rank},
+                    {"tid", op.stream}, {"ts", ts}});
+      ev.push_back({{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", name}, {"cat", "flow"}, {"pid", op.peer},
+                    {"tid", op.peer_stream}, {"ts", ts + dur}});
+    }
+  }
+  return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
+}
+
+void write_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + path + ": cannot create " + tmp);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw std::runtime_error("cannot write " + path + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + ": rename failed");
+  }
+}
+
+}  // namespace cpsim::report

@@ -1,0 +1,35 @@
+#pragma once
+/// Result formats: JSON (the contract in DESIGN.md), the terminal summary, Chrome trace events
+/// for Perfetto, and an atomic file writer (temp file + rename) for all of them.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/metrics.hpp"
+
+namespace cpsim::report {
+
+/// The fully resolved scenario echoed back (every default filled in).
+nlohmann::json scenario_json(const scenario::Scenario& sc);
+
+nlohmann::json result_json(const Result& r, const scenario::Scenario& sc,
+                           const schedule::TaskGraph& g);
+
+/// The table a newcomer reads.
+std::string summary_table(const Result& r, const scenario::Scenario& sc);
+
+struct TraceFilter {
+  std::vector<int> ranks;    ///< empty = all
+  std::vector<int> layers;   ///< empty = all (ops without a layer are always kept)
+};
+/// Chrome trace-event JSON: a process per GPU, a thread per stream, an "X" event per op with
+/// its label and arguments, flow arrows from each send to its receive.
+nlohmann::json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr,
+                            const TraceFilter& filter = {});
+
+/// Writes `text` to `path` atomically: a reader sees the old file or the whole new one.
+/// Throws std::runtime_error naming the path on failure.
+void write_atomic(const std::string& path, const std::string& text);
+
+}  // namespace cpsim::report

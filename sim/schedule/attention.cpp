@@ -1,0 +1,173 @@
+#include "schedule/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace cpsim::schedule {
+
+namespace {
+/// Standard normal from two uniforms (Box-Muller), written out so that the same seed gives the
+/// same numbers with every standard library.
+double normal(std::mt19937_64& rng) {
+  constexpr double kTwoPi = 6.283185307179586;
+  const double u1 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+  const double u2 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+}
+}  // namespace
+
+Pricer::Pricer(const model::CostModel& cost, const scenario::Scenario& sc, int num_ranks)
+    : cost_(cost), factor_(static_cast<size_t>(num_ranks), 1.0),
+      jitter_cv_(sc.perturb.jitter_cv), rng_(sc.simulation.seed) {
+  if (sc.perturb.gpu_variation_cv > 0) {
+    std::mt19937_64 static_rng(sc.simulation.seed ^ 0x9e3779b97f4a7c15ULL);
+    for (auto& f : factor_)
+      f *= std::max(0.5, 1.0 + sc.perturb.gpu_variation_cv * normal(static_rng));
+  }
+  for (const auto& [rank, slow] : sc.perturb.gpu_slowdown)
+    if (rank >= 0 && rank < num_ranks) factor_[static_cast<size_t>(rank)] *= slow;
+}
+
+double Pricer::time(int rank, const model::Cost& c, const std::string& kind) {
+  sources_[kind][model::cost_source_name(c.source)]++;
+  if (c.extrapolated) extrapolated_++;
+  double t = c.time_s * factor_[static_cast<size_t>(rank)];
+  if (jitter_cv_ > 0) t *= std::max(0.5, 1.0 + jitter_cv_ * normal(rng_));
+  return t;
+}
+
+BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>& kv,
+                     const Documents& docs) {
+  BlockWork w;
+  std::vector<char> kv_used(kv.size(), 0);
+  for (const auto& qc : q) {
+    int64_t row_pairs = 0;
+    for (size_t j = 0; j < kv.size(); ++j) {
+      const int64_t p = count_pairs(qc, kv[j], docs);
+      if (p > 0) kv_used[j] = 1;
+      row_pairs += p;
+    }
+    if (row_pairs > 0) w.q_len += qc.tokens();
+    w.pairs += row_pairs;
+  }
+  for (size_t j = 0; j < kv.size(); ++j)
+    if (kv_used[j]) w.kv_len += kv[j].tokens();
+  if (w.pairs == 0) return w;
+  const double full = static_cast<double>(w.q_len) * static_cast<double>(w.kv_len);
+  if (static_cast<double>(w.pairs) >= full) {
+    w.mask = 0;
+  } else if (docs.starts.size() > 1) {
+    w.mask = 2;
+  } else {
+    w.mask = 1;
+  }
+  return w;
+}
+
+std::string scheme_name(const scenario::AttentionSpec& a) {
+  auto layout = [&] {
+    switch (a.layout) {
+      case scenario::Layout::Contiguous: return "contiguous";
+      case scenario::Layout::ZigZag: return "zigzag";
+      case scenario::Layout::Striped: return "striped";
+    }
+    return "?";
+  };
+  switch (a.scheme) {
+    case scenario::AttentionScheme::Ring: return std::string("ring-") + layout();
+    case scenario::AttentionScheme::DoubleRing: return std::string("double-ring-") + layout();
+    case scenario::AttentionScheme::AllGather: return std::string("allgather-") + layout();
+    case scenario::AttentionScheme::Ulysses: return "ulysses";
+    case scenario::AttentionScheme::Usp:
+      return "usp-u" + std::to_string(a.ulysses_degree) + "-" + layout();
+  }
+  return "?";
+}
+
+OpLabel make_label(TaskGraph& g, const AttentionCtx& ctx, const char* name,
+                   const std::string& scheme, Phase phase, int step) {
+  OpLabel l;
+  l.name = g.intern(name);
+  l.scheme = g.intern(scheme);
+  l.layer = ctx.layer;
+  l.micro = ctx.micro;
+  l.phase = phase;
+  l.step = step;
+  return l;
+}
+
+OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w,
+                          const AttnGeometry& geo, bool backward, OpLabel label) {
+  if (w.pairs == 0) return kNoOp;
+  model::AttentionCall call;
+  call.q_len = w.q_len;
+  call.kv_len = w.kv_len;
+  call.mask = w.mask;
+  call.unmasked_fraction =
+      static_cast<double>(w.pairs) / (static_cast<double>(w.q_len) * static_cast<double>(w.kv_len));
+  call.heads_q = geo.heads_q;
+  call.heads_kv = geo.heads_kv;
+  call.head_dim = geo.head_dim;
+  call.batch = geo.batch;
+  call.backward = backward;
+  const model::Cost c = ctx.pricer.cost().attention(call);
+  KernelShape shape{w.q_len, w.kv_len, w.mask, call.unmasked_fraction,
+                    geo.heads_q, geo.heads_kv, geo.head_dim};
+  label.shape = ctx.g.add_shape(shape);
+  label.category = ctx.g.intern("attention");
+  return ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "attention"), label,
+                           c.flops);
+}
+
+OpId add_memory_op(AttentionCtx& ctx, int rank, double bytes, OpLabel label) {
+  const model::Cost c = ctx.pricer.cost().memory_bound(bytes);
+  label.category = ctx.g.intern("memory");
+  return ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "memory"), label);
+}
+
+namespace {
+Partition partition_for(const AttentionCtx& ctx, int ranks) {
+  const auto& a = ctx.sc.parallel.attention;
+  return make_partition(ctx.sc.training.seq_len, ranks, a.layout, a.stripe_width);
+}
+
+std::vector<OpId> dispatch(AttentionCtx& ctx, const std::vector<OpId>& entry, bool backward) {
+  const auto& a = ctx.sc.parallel.attention;
+  const int n = static_cast<int>(ctx.group.size());
+  if (n == 1) {
+    // No context parallelism: one causal kernel over the whole (document-masked) sequence.
+    std::vector<OpId> exit(1);
+    const Partition p = make_partition(ctx.sc.training.seq_len, 1, scenario::Layout::Contiguous);
+    OpLabel l = make_label(ctx.g, ctx, backward ? "attn_bwd" : "attn_fwd", "local",
+                           backward ? Phase::Backward : Phase::Forward);
+    const OpId k = add_attention_kernel(ctx, ctx.group[0], block_work(p.chunks[0], p.chunks[0], ctx.docs),
+                                        ctx.geo, backward, l);
+    ctx.g.add_edge(entry[0], k);
+    exit[0] = k == kNoOp ? entry[0] : k;
+    return exit;
+  }
+  switch (a.scheme) {
+    case scenario::AttentionScheme::Ring:
+    case scenario::AttentionScheme::DoubleRing:
+      return ring_pass(ctx, partition_for(ctx, n), backward, entry, scheme_name(a));
+    case scenario::AttentionScheme::AllGather:
+      return allgather_pass(ctx, partition_for(ctx, n), backward, entry);
+    case scenario::AttentionScheme::Ulysses:
+      return ulysses_pass(ctx, backward, entry);
+    case scenario::AttentionScheme::Usp:
+      return usp_pass(ctx, backward, entry);
+  }
+  throw std::logic_error("unknown attention scheme");
+}
+}  // namespace
+
+std::vector<OpId> attention_forward(AttentionCtx& ctx, const std::vector<OpId>& entry) {
+  return dispatch(ctx, entry, false);
+}
+
+std::vector<OpId> attention_backward(AttentionCtx& ctx, const std::vector<OpId>& entry) {
+  return dispatch(ctx, entry, true);
+}
+
+}  // namespace cpsim::schedule

@@ -1,0 +1,100 @@
+#pragma once
+/// Attention schedule builders: one per context-parallel scheme, sharing the partition and the
+/// work accounting. Each appends one layer's forward or backward for one CP group to the graph.
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/cost_model.hpp"
+#include "model/topology.hpp"
+#include "scenario/specs.hpp"
+#include "schedule/partition.hpp"
+#include "schedule/task_graph.hpp"
+
+namespace cpsim::schedule {
+
+/// Prices compute ops: the cost model's time on an idle GPU, scaled by the rank's perturbation
+/// (slow GPU, static fleet variation) and seeded per-kernel jitter. Records which source priced
+/// each op kind so results can say so.
+class Pricer {
+ public:
+  Pricer(const model::CostModel& cost, const scenario::Scenario& sc, int num_ranks);
+  const model::CostModel& cost() const { return cost_; }
+  /// Time of `c` on `rank`, recorded under `kind` ("attention", "gemm", ...).
+  double time(int rank, const model::Cost& c, const std::string& kind);
+  /// Per-rank static factor (>= 0; 1 = nominal).
+  double rank_factor(int rank) const { return factor_[static_cast<size_t>(rank)]; }
+  /// kind -> source name -> op count, plus kinds that were extrapolated.
+  const std::map<std::string, std::map<std::string, long>>& sources() const { return sources_; }
+  long extrapolated() const { return extrapolated_; }
+
+ private:
+  const model::CostModel& cost_;
+  std::vector<double> factor_;
+  double jitter_cv_ = 0;
+  std::mt19937_64 rng_;
+  std::map<std::string, std::map<std::string, long>> sources_;
+  long extrapolated_ = 0;
+};
+
+/// Per-rank attention geometry after the TP split.
+struct AttnGeometry {
+  int heads_q = 0;
+  int heads_kv = 0;
+  int head_dim = 0;
+  int batch = 1;
+};
+
+struct AttentionCtx {
+  TaskGraph& g;
+  const model::Topology& topo;
+  Pricer& pricer;
+  const scenario::Scenario& sc;
+  std::vector<int> group;       ///< CP group, global GPU ids in ring order
+  int layer = 0;
+  int micro = 0;
+  AttnGeometry geo;
+  Documents docs;
+};
+
+/// Per-rank entry deps in (kNoOp = none), per-rank exit ops out (attention output ready /
+/// gradients of Q, K, V at their owners). Throws std::invalid_argument for impossible layouts.
+std::vector<OpId> attention_forward(AttentionCtx& ctx, const std::vector<OpId>& entry);
+std::vector<OpId> attention_backward(AttentionCtx& ctx, const std::vector<OpId>& entry);
+
+/// The same for a linear-attention (Gated DeltaNet) layer's sequence mixing.
+std::vector<OpId> linear_attention_forward(AttentionCtx& ctx, const std::vector<OpId>& entry);
+std::vector<OpId> linear_attention_backward(AttentionCtx& ctx, const std::vector<OpId>& entry);
+
+// Scheme builders (attention_*.cpp); `part` splits the sequence over ctx.group.
+std::vector<OpId> ring_pass(AttentionCtx& ctx, const Partition& part, bool backward,
+                            const std::vector<OpId>& entry, const std::string& scheme);
+std::vector<OpId> allgather_pass(AttentionCtx& ctx, const Partition& part, bool backward,
+                                 const std::vector<OpId>& entry);
+std::vector<OpId> ulysses_pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>& entry);
+std::vector<OpId> usp_pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>& entry);
+
+/// The kernel a rank runs for queries `q` against keys `kv` (chunks with no unmasked pair are
+/// dropped from the shape). pairs == 0 means the block is fully masked and skipped.
+struct BlockWork {
+  int64_t pairs = 0;
+  int64_t q_len = 0;
+  int64_t kv_len = 0;
+  uint8_t mask = 0;
+};
+BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>& kv,
+                     const Documents& docs);
+
+/// Label helpers.
+OpLabel make_label(TaskGraph& g, const AttentionCtx& ctx, const char* name, const std::string& scheme,
+                   Phase phase, int step = -1);
+std::string scheme_name(const scenario::AttentionSpec& a);
+
+/// Adds a priced attention kernel on `rank`; returns the op (or kNoOp when w.pairs == 0).
+OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w, const AttnGeometry& geo,
+                          bool backward, OpLabel label);
+/// Adds a priced memory-bound op (merge, accumulate, conv) of `bytes` on `rank`.
+OpId add_memory_op(AttentionCtx& ctx, int rank, double bytes, OpLabel label);
+
+}  // namespace cpsim::schedule

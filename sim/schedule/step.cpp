@@ -1,0 +1,504 @@
+#include "schedule/step.hpp"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "model/transformer.hpp"
+#include "schedule/collectives.hpp"
+
+namespace cpsim::schedule {
+
+using scenario::LayerKind;
+using scenario::Recompute;
+
+Mesh::Mesh(const scenario::ParallelSpec& p) {
+  size_ = {p.tp, p.cp, p.pp, p.dp};
+  auto dim = [](const std::string& s) {
+    if (s == "tp") return 0;
+    if (s == "cp") return 1;
+    if (s == "pp") return 2;
+    if (s == "dp") return 3;
+    throw std::invalid_argument("unknown mesh dimension '" + s + "'");
+  };
+  if (p.order.size() != 4) throw std::invalid_argument("mesh order must name tp, cp, pp, dp");
+  for (int k = 0; k < 4; ++k) order_[k] = dim(p.order[k]);
+}
+
+int Mesh::rank_of(const std::array<int, 4>& c) const {
+  int r = 0;
+  for (int k = 3; k >= 0; --k) r = r * size_[order_[k]] + c[order_[k]];
+  return r;
+}
+
+std::array<int, 4> Mesh::coord_of(int rank) const {
+  std::array<int, 4> c{};
+  for (int k = 0; k < 4; ++k) {
+    c[order_[k]] = rank % size_[order_[k]];
+    rank /= size_[order_[k]];
+  }
+  return c;
+}
+
+std::vector<int> Mesh::group(int rank, Dim d) const {
+  auto c = coord_of(rank);
+  std::vector<int> out;
+  for (int i = 0; i < size_[d]; ++i) {
+    c[d] = i;
+    out.push_back(rank_of(c));
+  }
+  return out;
+}
+
+Documents scenario_documents(const scenario::Scenario& sc) {
+  const auto& t = sc.training;
+  if (!t.documents.empty()) return Documents::from_lengths(t.documents);
+  if (!t.doc_distribution.empty())
+    return Documents::random(t.seq_len, t.doc_mean_tokens, t.doc_distribution, t.doc_seed);
+  return Documents::single(t.seq_len);
+}
+
+namespace {
+
+/// Builds layers for one pipeline-stage replica: the TP x CP grid of GPUs with fixed (pp, dp).
+class StageBuilder {
+ public:
+  StageBuilder(const scenario::Scenario& sc, const model::Topology& topo, Pricer& pricer,
+               TaskGraph& g, const Mesh& mesh, const Documents& docs, int pp_i, int dp_i)
+      : sc_(sc), m_(sc.model), topo_(topo), pricer_(pricer), g_(g), docs_(docs) {
+    tp_ = sc.parallel.tp;
+    cp_ = sc.parallel.cp;
+    for (int c = 0; c < cp_; ++c)
+      for (int t = 0; t < tp_; ++t) ranks_.push_back(mesh.rank_of({t, c, pp_i, dp_i}));
+    tokens_ = static_cast<double>(sc.training.seq_len / cp_) * sc.training.micro_batch;
+    sp_ = sc.parallel.sequence_parallel && tp_ > 1;
+  }
+  const std::vector<int>& ranks() const { return ranks_; }
+  int index(int cp_i, int tp_i) const { return cp_i * tp_ + tp_i; }
+  using Ops = std::vector<OpId>;
+
+  Ops embedding(int mb, const Ops& entry) {
+    return memory_all("embedding", tokens_ * m_.hidden * model::kBf16Bytes * 2, mb, -1,
+                      Phase::Forward, entry);
+  }
+  Ops lm_head(int mb, bool backward, const Ops& entry) {
+    const Phase ph = backward ? Phase::Backward : Phase::Forward;
+    Ops x = entry;
+    if (sp_) x = tp_coll(backward ? CollOp::ReduceScatter : CollOp::AllGather, "tp_lm_head", mb, -1, ph, x);
+    x = gemm_all(backward ? "lm_head_bwd" : "lm_head", tokens_, m_.vocab / tp_, m_.hidden,
+                 backward ? 2.0 : 1.0, mb, -1, ph, x);
+    // cross-entropy over the vocabulary shard: read bf16 logits, fp32 softmax, write grads
+    return memory_all("cross_entropy", tokens_ * m_.vocab / tp_ * 8.0, mb, -1, ph, x);
+  }
+
+  Ops layer_forward(int layer, int mb, const Ops& entry) { return layer_pass(layer, mb, false, entry); }
+
+  Ops layer_backward(int layer, int mb, const Ops& entry) {
+    Ops x = entry;
+    if (sc_.training.recompute == Recompute::Full) x = layer_pass(layer, mb, false, x, true);
+    return layer_pass(layer, mb, true, x);
+  }
+
+  int full_layers_built = 0;
+
+ private:
+  OpLabel label(const char* name, int mb, int layer, Phase ph, const char* cat) {
+    OpLabel l;
+    l.name = g_.intern(name);
+    l.micro = mb;
+    l.layer = layer;
+    l.phase = ph;
+    l.category = g_.intern(cat);
+    return l;
+  }
+
+  Ops gemm_all(const char* name, double m, double n, double k, double mult, int mb, int layer,
+               Phase ph, const Ops& deps) {
+    Ops out(ranks_.size());
+    const model::Cost c = pricer_.cost().gemm(m, n, k);
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      OpLabel l = label(name, mb, layer, ph, "gemm");
+      if (recompute_) l.name = g_.intern(std::string(name) + "_recompute");
+      const double t = pricer_.time(ranks_[i], c, "gemm") * mult;
+      out[i] = g_.add_compute(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.flops * mult);
+      g_.add_edge(deps[i], out[i]);
+    }
+    return out;
+  }
+
+  Ops memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps) {
+    Ops out(ranks_.size());
+    const model::Cost c = pricer_.cost().memory_bound(bytes);
+    for (size_t i = 0; i < ranks_.size(); ++i) {
+      out[i] = g_.add_compute(ranks_[i], stream::kCompute, pricer_.time(ranks_[i], c, "memory"),
+                              label(name, mb, layer, ph, "memory"));
+      g_.add_edge(deps[i], out[i]);
+    }
+    return out;
+  }
+
+  /// A TP collective of one activation (tokens x hidden, bf16) in every TP group.
+  Ops tp_coll(CollOp op, const char* name, int mb, int layer, Phase ph, const Ops& deps) {
+    if (tp_ == 1) return deps;
+    Ops out(ranks_.size());
+    for (int c = 0; c < cp_; ++c) {
+      CollectiveRequest req;
+      req.op = op;
+      req.bytes = tokens_ * m_.hidden * model::kBf16Bytes;
+      req.send_stream = stream::kTpSend;
+      req.recv_stream = stream::kTpRecv;
+      req.label = label(name, mb, layer, ph, "collective");
+      req.label.scheme = g_.intern(sp_ ? "tp-sp" : "tp");
+      for (int t = 0; t < tp_; ++t) {
+        req.ranks.push_back(ranks_[index(c, t)]);
+        req.deps.push_back(deps[index(c, t)]);
+      }
+      const auto res = add_collective(g_, topo_, req);
+      for (int t = 0; t < tp_; ++t) out[index(c, t)] = res.done[t];
+    }
+    return out;
+  }
+
+  /// Before a TP-split block (forward): SP all-gathers the sequence shards; backward mirrors.
+  Ops tp_enter(bool backward, int mb, int layer, Phase ph, const Ops& deps) {
+    if (!sp_) return backward ? tp_coll(CollOp::AllReduce, "tp_allreduce", mb, layer, ph, deps) : deps;
+    return tp_coll(backward ? CollOp::ReduceScatter : CollOp::AllGather,
+                   backward ? "sp_reducescatter" : "sp_allgather", mb, layer, ph, deps);
+  }
+  /// After a TP-split block (forward): SP reduce-scatters, plain TP all-reduces.
+  Ops tp_exit(bool backward, int mb, int layer, Phase ph, const Ops& deps) {
+    if (!sp_) return backward ? deps : tp_coll(CollOp::AllReduce, "tp_allreduce", mb, layer, ph, deps);
+    return tp_coll(backward ? CollOp::AllGather : CollOp::ReduceScatter,
+                   backward ? "sp_allgather" : "sp_reducescatter", mb, layer, ph, deps);
+  }
+
+  Ops sequence_mixing(int layer, int mb, bool backward, const Ops& deps) {
+    const bool full = model::layer_kind(m_, layer) == LayerKind::FullAttention;
+    if (full && !backward && !recompute_) full_layers_built++;
+    Ops out(ranks_.size());
+    for (int t = 0; t < tp_; ++t) {
+      AttentionCtx ctx{g_, topo_, pricer_, sc_, {}, layer, mb, {}, docs_};
+      Ops entry;
+      for (int c = 0; c < cp_; ++c) {
+        ctx.group.push_back(ranks_[index(c, t)]);
+        entry.push_back(deps[index(c, t)]);
+      }
+      ctx.geo.heads_q = m_.heads_q / tp_;
+      ctx.geo.heads_kv = std::max(1, m_.heads_kv / tp_);
+      ctx.geo.head_dim = m_.head_dim;
+      ctx.geo.batch = sc_.training.micro_batch;
+      Ops done;
+      if (full)
+        done = backward ? attention_backward(ctx, entry) : attention_forward(ctx, entry);
+      else
+        done = backward ? linear_attention_backward(ctx, entry)
+                        : linear_attention_forward(ctx, entry);
+      for (int c = 0; c < cp_; ++c) out[index(c, t)] = done[c];
+    }
+    return out;
+  }
+
+  /// One layer forward (or its recomputation) or backward.
+  Ops layer_pass(int layer, int mb, bool backward, const Ops& entry, bool recompute = false) {
+    recompute_ = recompute;
+    const Phase ph = backward ? Phase::Backward : Phase::Forward;
+    const double h = m_.hidden;
+    const double norm_bytes = tokens_ * h * model::kBf16Bytes * 2 / (sp_ ? tp_ : 1);
+    const bool full = model::layer_kind(m_, layer) == LayerKind::FullAttention;
+    // Projection widths per TP rank.
+    double in_width, mix_width;
+    if (full) {
+      const double q_out = m_.heads_q * m_.head_dim * (m_.attention_output_gate ? 2.0 : 1.0);
+      in_width = (q_out + 2.0 * m_.heads_kv * m_.head_dim) / tp_;
+      mix_width = static_cast<double>(m_.heads_q) * m_.head_dim / tp_;
+    } else {
+      in_width = (2.0 * m_.linear_heads_k * m_.linear_key_dim +
+                  2.0 * m_.linear_heads_v * m_.linear_value_dim + 2.0 * m_.linear_heads_v) / tp_;
+      mix_width = static_cast<double>(m_.linear_heads_v) * m_.linear_value_dim / tp_;
+    }
+    const double ffn = static_cast<double>(m_.ffn_hidden) / tp_;
+    // Backward GEMMs do the data gradient and the weight gradient: twice the forward FLOPs.
+    const double mult = backward ? 2.0 : 1.0;
+    Ops x = entry;
+    if (!backward) {
+      x = memory_all("norm_attn", norm_bytes, mb, layer, ph, x);
+      x = tp_enter(false, mb, layer, ph, x);
+      x = gemm_all("qkv_proj", tokens_, in_width, h, mult, mb, layer, ph, x);
+      x = sequence_mixing(layer, mb, false, x);
+      x = gemm_all("out_proj", tokens_, h, mix_width, mult, mb, layer, ph, x);
+      x = tp_exit(false, mb, layer, ph, x);
+      x = memory_all("norm_mlp", norm_bytes, mb, layer, ph, x);
+      x = tp_enter(false, mb, layer, ph, x);
+      x = gemm_all("mlp_up_gate", tokens_, 2 * ffn, h, mult, mb, layer, ph, x);
+      x = memory_all("swiglu", tokens_ * ffn * 3 * model::kBf16Bytes, mb, layer, ph, x);
+      x = gemm_all("mlp_down", tokens_, h, ffn, mult, mb, layer, ph, x);
+      x = tp_exit(false, mb, layer, ph, x);
+    } else {
+      x = tp_exit(true, mb, layer, ph, x);
+      x = gemm_all("mlp_down_bwd", tokens_, h, ffn, mult, mb, layer, ph, x);
+      x = memory_all("swiglu_bwd", tokens_ * ffn * 5 * model::kBf16Bytes, mb, layer, ph, x);
+      x = gemm_all("mlp_up_gate_bwd", tokens_, 2 * ffn, h, mult, mb, layer, ph, x);
+      x = tp_enter(true, mb, layer, ph, x);
+      x = memory_all("norm_mlp_bwd", 1.5 * norm_bytes, mb, layer, ph, x);
+      x = tp_exit(true, mb, layer, ph, x);
+      x = gemm_all("out_proj_bwd", tokens_, h, mix_width, mult, mb, layer, ph, x);
+      x = sequence_mixing(layer, mb, true, x);
+      x = gemm_all("qkv_proj_bwd", tokens_, in_width, h, mult, mb, layer, ph, x);
+      x = tp_enter(true, mb, layer, ph, x);
+      x = memory_all("norm_attn_bwd", 1.5 * norm_bytes, mb, layer, ph, x);
+    }
+    recompute_ = false;
+    return x;
+  }
+
+  const scenario::Scenario& sc_;
+  const scenario::ModelSpec& m_;
+  const model::Topology& topo_;
+  Pricer& pricer_;
+  TaskGraph& g_;
+  const Documents& docs_;
+  std::vector<int> ranks_;
+  int tp_ = 1, cp_ = 1;
+  double tokens_ = 0;
+  bool sp_ = false;
+  bool recompute_ = false;
+};
+
+/// One pipeline action of a stage: forward or backward of a micro-batch.
+struct Action {
+  bool backward;
+  int mb;
+};
+
+/// Megatron's non-interleaved 1F1B order for stage s of p with m micro-batches.
+std::vector<Action> one_f_one_b(int s, int p, int m) {
+  std::vector<Action> out;
+  const int warmup = std::min(p - s - 1, m);
+  int f = 0, b = 0;
+  for (; f < warmup; ++f) out.push_back({false, f});
+  while (f < m) {
+    out.push_back({false, f++});
+    out.push_back({true, b++});
+  }
+  while (b < m) out.push_back({true, b++});
+  return out;
+}
+
+BuildInfo build_attention_layer(const scenario::Scenario& sc, const model::Topology& topo,
+                                Pricer& pricer, TaskGraph& g, const Mesh& mesh,
+                                const Documents& docs) {
+  BuildInfo info;
+  info.scope = "attention-layer";
+  const auto& m = sc.model;
+  int layer = 0;
+  while (layer < m.layers && model::layer_kind(m, layer) != LayerKind::FullAttention) ++layer;
+  for (int t = 0; t < sc.parallel.tp; ++t) {
+    AttentionCtx ctx{g, topo, pricer, sc, {}, layer, 0, {}, docs};
+    for (int c = 0; c < sc.parallel.cp; ++c) ctx.group.push_back(mesh.rank_of({t, c, 0, 0}));
+    if (t == 0) info.cp_group = ctx.group;
+    ctx.geo.heads_q = m.heads_q / sc.parallel.tp;
+    ctx.geo.heads_kv = std::max(1, m.heads_kv / sc.parallel.tp);
+    ctx.geo.head_dim = m.head_dim;
+    ctx.geo.batch = sc.training.micro_batch;
+    const std::vector<OpId> none(ctx.group.size(), kNoOp);
+    const auto fwd = attention_forward(ctx, none);
+    attention_backward(ctx, fwd);
+  }
+  info.ranks = sc.parallel.tp * sc.parallel.cp;
+  info.full_layers_built = 1;
+  // Model FLOPs of one attention layer, forward + backward.
+  const double pairs = static_cast<double>(total_pairs(docs)) * sc.training.micro_batch;
+  info.model_flops = 3.0 * 4.0 * pairs * m.heads_q * m.head_dim;
+  info.tokens = static_cast<double>(sc.training.seq_len) * sc.training.micro_batch;
+  return info;
+}
+
+}  // namespace
+
+BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& topo,
+                         Pricer& pricer, TaskGraph& g) {
+  const Mesh mesh(sc.parallel);
+  if (mesh.size() > topo.gpus())
+    throw std::invalid_argument("the mesh needs " + std::to_string(mesh.size()) +
+                                " GPUs but the platform has " + std::to_string(topo.gpus()));
+  const Documents docs = scenario_documents(sc);
+  if (sc.simulation.scope == scenario::Scope::AttentionLayer)
+    return build_attention_layer(sc, topo, pricer, g, mesh, docs);
+
+  BuildInfo info;
+  info.scope = sc.simulation.scope == scenario::Scope::Layer ? "layer" : "step";
+  const auto& p = sc.parallel;
+  const auto& m = sc.model;
+  const int layers = sc.simulation.scope == scenario::Scope::Layer
+                         ? std::min<int>(m.layers, static_cast<int>(m.pattern.size()))
+                         : m.layers;
+  const int pp = p.pp;
+  const int mbs = sc.training.micro_batches;
+  const int per_stage = (layers + pp - 1) / pp;
+  auto stage_layers = [&](int s) {
+    return std::pair<int, int>{s * per_stage, std::min(layers, (s + 1) * per_stage)};
+  };
+  for (int c = 0; c < p.cp; ++c) info.cp_group.push_back(mesh.rank_of({0, c, 0, 0}));
+
+  using Ops = std::vector<OpId>;
+  // [replica][layer]: each layer's backward of the last micro-batch, per grid rank.
+  std::vector<std::vector<Ops>> grads_ready(p.dp, std::vector<Ops>(layers));
+  for (int d = 0; d < p.dp; ++d) {
+    std::vector<StageBuilder> stages;
+    for (int s = 0; s < pp; ++s) stages.emplace_back(sc, topo, pricer, g, mesh, docs, s, d);
+    const size_t grid = stages[0].ranks().size();
+    // Outputs of each stage's forward / backward per micro-batch (after the p2p to the peer).
+    std::vector<std::vector<Ops>> fwd_out(pp, std::vector<Ops>(mbs)), bwd_out(pp, std::vector<Ops>(mbs));
+    std::vector<std::vector<bool>> fwd_done(pp, std::vector<bool>(mbs)), bwd_done(pp, std::vector<bool>(mbs));
+    std::vector<std::vector<Action>> plan(pp);
+    std::vector<size_t> next(pp, 0);
+    std::vector<Ops>& last_layer_bwd = grads_ready[d];
+    for (int s = 0; s < pp; ++s) plan[s] = one_f_one_b(s, pp, mbs);
+
+    auto pp_transfer = [&](int from, int to, bool backward, int mb, const Ops& deps) {
+      Ops out(grid);
+      const auto& src = stages[from].ranks();
+      const auto& dst = stages[to].ranks();
+      const double bytes = static_cast<double>(sc.training.seq_len / p.cp) *
+                           sc.training.micro_batch * m.hidden * model::kBf16Bytes /
+                           (p.sequence_parallel ? p.tp : 1);
+      for (size_t i = 0; i < grid; ++i) {
+        OpLabel l;
+        l.name = g.intern(backward ? "pp_grad_p2p" : "pp_act_p2p");
+        l.category = g.intern("p2p");
+        l.micro = mb;
+        l.phase = backward ? Phase::Backward : Phase::Forward;
+        // Separate streams per direction keep each queue in micro-batch order.
+        const uint16_t ss = backward ? stream::kPpSend + 2 : stream::kPpSend;
+        const uint16_t rs = backward ? stream::kPpRecv + 2 : stream::kPpRecv;
+        out[i] = add_p2p(g, topo, src[i], dst[i], bytes, l, deps[i], ss, rs);
+      }
+      return out;
+    };
+
+    // Build actions in an order where every input already exists (a topological walk of the
+    // pipeline), so each stage's streams receive ops in its own 1F1B order.
+    size_t remaining = 0;
+    for (auto& pl : plan) remaining += pl.size();
+    while (remaining > 0) {
+      bool progressed = false;
+      for (int s = 0; s < pp; ++s) {
+        while (next[s] < plan[s].size()) {
+          const Action a = plan[s][next[s]];
+          const auto [l0, l1] = stage_layers(s);
+          StageBuilder& sb = stages[s];
+          Ops x;
+          if (!a.backward) {
+            if (s > 0 && !fwd_done[s - 1][a.mb]) break;
+            x = s == 0 ? sb.embedding(a.mb, Ops(grid, kNoOp)) : fwd_out[s - 1][a.mb];
+            for (int l = l0; l < l1; ++l) x = sb.layer_forward(l, a.mb, x);
+            if (s == pp - 1) {
+              x = sb.lm_head(a.mb, false, x);
+            } else {
+              x = pp_transfer(s, s + 1, false, a.mb, x);
+            }
+            fwd_out[s][a.mb] = x;
+            fwd_done[s][a.mb] = true;
+          } else {
+            if (s == pp - 1 ? !fwd_done[s][a.mb] : !bwd_done[s + 1][a.mb]) break;
+            x = s == pp - 1 ? sb.lm_head(a.mb, true, fwd_out[s][a.mb]) : bwd_out[s + 1][a.mb];
+            for (int l = l1 - 1; l >= l0; --l) {
+              x = sb.layer_backward(l, a.mb, x);
+              if (a.mb == mbs - 1) last_layer_bwd[l] = x;
+            }
+            if (s > 0) x = pp_transfer(s, s - 1, true, a.mb, x);
+            bwd_out[s][a.mb] = x;
+            bwd_done[s][a.mb] = true;
+          }
+          next[s]++;
+          remaining--;
+          progressed = true;
+        }
+      }
+      if (!progressed) throw std::logic_error("pipeline schedule cannot make progress");
+    }
+
+    info.full_layers_built += stages[0].full_layers_built;
+  }
+
+  // Gradient reduction over the data-parallel x context-parallel group (CP ranks hold the same
+  // weights), in buckets as the backward produces them, on its own streams so it overlaps the
+  // rest of the backward. ZeRO >= 1 (distributed optimizer) reduce-scatters, steps its shard
+  // and all-gathers the updated bf16 weights; ZeRO 0 all-reduces and steps everything.
+  const int dp_group = p.dp * p.cp;
+  auto layer_params = [&](int l) {
+    return (model::mlp_params(m) + (model::layer_kind(m, l) == LayerKind::FullAttention
+                                         ? model::full_attention_layer_params(m)
+                                         : model::linear_attention_layer_params(m))) /
+           p.tp;
+  };
+  for (int s = 0; s < pp; ++s) {
+    const auto [l0, l1] = stage_layers(s);
+    double stage_params = 0;
+    for (int l = l0; l < l1; ++l) stage_params += layer_params(l);
+    for (int t = 0; t < p.tp; ++t) {
+      std::vector<int> members;
+      for (int d = 0; d < p.dp; ++d)
+        for (int c = 0; c < p.cp; ++c) members.push_back(mesh.rank_of({t, c, s, d}));
+      auto grid_index = [&](int c) { return c * p.tp + t; };
+      Ops done(members.size(), kNoOp);
+      if (dp_group > 1) {
+        double bucket = 0;
+        for (int l = l1 - 1; l >= l0; --l) {
+          bucket += layer_params(l) * model::kBf16Bytes;
+          if (bucket < p.dp_bucket_bytes && l != l0) continue;
+          CollectiveRequest req;
+          req.op = p.zero_stage >= 1 ? CollOp::ReduceScatter : CollOp::AllReduce;
+          req.bytes = bucket;
+          req.send_stream = stream::kDpSend;
+          req.recv_stream = stream::kDpRecv;
+          req.label.name = g.intern(p.zero_stage >= 1 ? "dp_reducescatter_grads" : "dp_allreduce_grads");
+          req.label.category = g.intern("collective");
+          req.label.scheme = g.intern("dp");
+          req.label.layer = l;
+          req.label.phase = Phase::Backward;
+          req.ranks = members;
+          for (int d = 0; d < p.dp; ++d)
+            for (int c = 0; c < p.cp; ++c) req.deps.push_back(grads_ready[d][l][grid_index(c)]);
+          done = add_collective(g, topo, req).done;
+          bucket = 0;
+        }
+      }
+      const double shard = p.zero_stage >= 1 ? stage_params / dp_group : stage_params;
+      const model::Cost c = pricer.cost().memory_bound(shard * 30.0);
+      Ops opt(members.size());
+      for (size_t i = 0; i < members.size(); ++i) {
+        OpLabel l;
+        l.name = g.intern("optimizer_step");
+        l.category = g.intern("memory");
+        l.phase = Phase::Optimizer;
+        opt[i] = g.add_compute(members[i], stream::kCompute, pricer.time(members[i], c, "memory"), l);
+        g.add_edge(done[i], opt[i]);
+      }
+      if (dp_group > 1 && p.zero_stage >= 1) {
+        CollectiveRequest req;
+        req.op = CollOp::AllGather;
+        req.bytes = stage_params * model::kBf16Bytes;
+        req.send_stream = stream::kDpSend;
+        req.recv_stream = stream::kDpRecv;
+        req.label.name = g.intern("dp_allgather_params");
+        req.label.category = g.intern("collective");
+        req.label.scheme = g.intern("dp");
+        req.label.phase = Phase::Optimizer;
+        req.ranks = members;
+        req.deps = opt;
+        add_collective(g, topo, req);
+      }
+    }
+  }
+  info.ranks = mesh.size();
+  const double sequences = static_cast<double>(sc.training.micro_batch) * mbs * p.dp;
+  info.tokens = static_cast<double>(sc.training.seq_len) * sequences;
+  auto ms = m;
+  ms.layers = layers;
+  info.model_flops = model::model_flops_per_step(ms, sc.training.seq_len, sequences,
+                                                 static_cast<double>(total_pairs(docs)));
+  return info;
+}
+
+}  // namespace cpsim::schedule

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Quick start, step 2: build with warnings as errors and run the whole test suite, then again
+# under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")"
+scripts/install-deps.sh
+jobs=$(nproc)
+run_suite() {  # build-dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCPSIM_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  (cd "$dir" && ctest -j"$jobs" --output-on-failure --timeout 300)
+}
+echo "== tests (RelWithDebInfo, -Werror)"
+run_suite build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== tests under ASan + UBSan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DCPSIM_SANITIZE=ON

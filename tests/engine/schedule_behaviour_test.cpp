@@ -1,0 +1,120 @@
+// Behaviour that follows from the mechanisms, replayed on synthetic platforms: ring time with
+// free communication, the contiguous / zig-zag ratio, exposed communication when transfers are
+// slower than compute, and the pipeline bubble emerging from a 1F1B replay.
+#include <gtest/gtest.h>
+
+#include "engine/replay.hpp"
+#include "report/metrics.hpp"
+#include "schedule/attention.hpp"
+#include "schedule/step.hpp"
+#include "support/fixtures.hpp"
+
+using namespace cpsim;
+
+namespace {
+
+constexpr double kPairSeconds = 1e-6;
+
+scenario::Scenario tiny(int64_t s, int n, scenario::Layout layout, int head_dim = 8) {
+  scenario::Scenario sc;
+  sc.model.name = "tiny";
+  sc.model.layers = 1;
+  sc.model.hidden = 64;
+  sc.model.heads_q = 1;
+  sc.model.heads_kv = 1;
+  sc.model.head_dim = head_dim;
+  sc.model.ffn_hidden = 128;
+  sc.model.vocab = 100;
+  sc.training.seq_len = s;
+  sc.parallel.cp = n;
+  sc.parallel.attention.layout = layout;
+  return sc;
+}
+
+/// Replays one ring forward; returns the makespan.
+double ring_forward_time(const scenario::Scenario& sc, double bw_Bps, bool simgrid = false) {
+  const int n = sc.parallel.cp;
+  testing::PerPairCost cost(kPairSeconds);
+  model::Topology topo(testing::nvswitch_node(n, bw_Bps, 0.0));
+  schedule::Pricer pricer(cost, sc, n);
+  schedule::TaskGraph g;
+  schedule::AttentionCtx ctx{g, topo, pricer, sc, {}, 0, 0, {}, schedule::scenario_documents(sc)};
+  for (int i = 0; i < n; ++i) ctx.group.push_back(i);
+  ctx.geo = {1, 1, sc.model.head_dim, 1};
+  const auto part = schedule::make_partition(sc.training.seq_len, n, sc.parallel.attention.layout);
+  schedule::ring_pass(ctx, part, false, std::vector<schedule::OpId>(n, schedule::kNoOp), "ring");
+  g.finalize();
+  return simgrid ? engine::replay_simgrid(g, topo).makespan_s
+                 : engine::replay_analytic(g, topo).makespan_s;
+}
+
+}  // namespace
+
+TEST(RingFreeComm, TimeIsSumOfSlowestRankPerStep) {
+  // Lesson, s = 16, N = 4: contiguous 10 + 16 + 16 + 16 = 58 pair-times, zig-zag 34.
+  const double contiguous = ring_forward_time(tiny(16, 4, scenario::Layout::Contiguous), 1e18);
+  const double zigzag = ring_forward_time(tiny(16, 4, scenario::Layout::ZigZag), 1e18);
+  EXPECT_NEAR(contiguous, 58 * kPairSeconds, 1e-12);
+  EXPECT_NEAR(zigzag, 34 * kPairSeconds, 1e-12);
+  EXPECT_NEAR(contiguous / zigzag, 58.0 / 34.0, 1e-9);
+}
+
+TEST(RingFreeComm, ContiguousOverZigZagTendsTo58Over34AtS32N8) {
+  // s = 32, N = 8 zig-zag: 66 pairs per rank, balanced.
+  const double zigzag = ring_forward_time(tiny(32, 8, scenario::Layout::ZigZag), 1e18);
+  EXPECT_NEAR(zigzag, 66 * kPairSeconds, 1e-12);
+}
+
+TEST(RingOverlap, TransferFasterThanComputeIsHidden) {
+  // s = 64, N = 4, zig-zag: step 0 = 2*8*9/2*... computed pairs; per-step compute >= 128 us.
+  // KV block = 2 x 16 tokens x 1 head x 8 dims x 2 B = 512 B; at 512 MB/s one transfer = 1 us.
+  const auto sc = tiny(64, 4, scenario::Layout::ZigZag);
+  const double free = ring_forward_time(sc, 1e18);
+  const double slow_link = ring_forward_time(sc, 512e6);
+  EXPECT_NEAR(slow_link, free, 1e-12);
+}
+
+TEST(RingOverlap, TransferSlowerThanComputeExposesTheDifferencePerStep) {
+  // Zig-zag s = 64, N = 4: every step after the first computes 2 * 8 * 8 = 128 pairs = 128 us.
+  // A 512 B block at 1 MB/s takes 512 us: each of the 3 transfers exposes 512 - C_prev.
+  const auto sc = tiny(64, 4, scenario::Layout::ZigZag);
+  const double t = 512e-6;
+  const double last_step = 128 * kPairSeconds;
+  const double got = ring_forward_time(sc, 1e6);
+  EXPECT_NEAR(got, 3 * t + last_step, 1e-9);
+  const double free = ring_forward_time(sc, 1e18);
+  // Exposed communication grows by (transfer - compute) per step.
+  const double step0 = 8 * 9 / 2 * 2 + 64;  // two causal diagonals + one full chunk pair
+  EXPECT_NEAR(free, (step0 + 3 * 128) * kPairSeconds, 1e-12);
+  EXPECT_NEAR(got - free, (t - step0 * kPairSeconds) + 2 * (t - 128 * kPairSeconds), 1e-9);
+}
+
+TEST(RingEngines, SimGridAgreesWithAnalyticWithoutContention) {
+  // A ring has one flow per link direction: no sharing, so both engines must agree.
+  const auto sc = tiny(64, 4, scenario::Layout::ZigZag);
+  const double analytic = ring_forward_time(sc, 1e6, false);
+  const double simgrid = ring_forward_time(sc, 1e6, true);
+  EXPECT_NEAR(simgrid, analytic, 1e-3 * analytic);
+}
+
+TEST(Pipeline, OneFOneBBubbleEmergesFromReplay) {
+  // p = 8 stages of equal cost, m = 32 micro-batches, free communication: the idle time per
+  // stage relative to its compute is (p - 1) / m = 21.9 %.
+  auto sc = tiny(64, 1, scenario::Layout::Contiguous);
+  sc.model.layers = 8;
+  sc.parallel.pp = 8;
+  sc.training.micro_batches = 32;
+  sc.training.recompute = scenario::Recompute::None;
+  sc.simulation.scope = scenario::Scope::Step;
+  sc.platform = testing::nvswitch_node(8, 1e18, 0.0);
+  testing::PerPairCost cost(kPairSeconds);
+  model::Topology topo(sc.platform);
+  schedule::Pricer pricer(cost, sc, 8);
+  schedule::TaskGraph g;
+  const auto info = schedule::build_scenario(sc, topo, pricer, g);
+  g.finalize();
+  const auto tr = engine::replay_analytic(g, topo);
+  const auto r = report::analyze(sc, g, tr, info, pricer);
+  EXPECT_NEAR(r.bubble_ratio, 7.0 / 32.0, 1e-9);
+  EXPECT_NEAR(100 * r.bubble_ratio, 21.9, 0.05);
+}

@@ -1,0 +1,48 @@
+#pragma once
+// Synthetic platforms and cost models for tests whose expected numbers follow from mechanisms.
+#include <algorithm>
+#include <string>
+
+#include "model/cost_model.hpp"
+#include "scenario/specs.hpp"
+
+namespace cpsim::testing {
+
+/// One NVSwitch node of `gpus` GPUs with the given per-direction link bandwidth and latency.
+inline scenario::PlatformSpec nvswitch_node(int gpus, double bw_Bps, double latency_s) {
+  scenario::PlatformSpec p;
+  p.name = "synthetic";
+  p.gpu = {"synthetic-gpu", 1e15, 8e14, 3e12, 80e9};
+  p.nodes = 1;
+  p.gpus_per_node = gpus;
+  p.nvlink_domain_gpus = gpus;
+  p.intra = scenario::IntraFabric::NVSwitch;
+  p.nvlink = {bw_Bps, latency_s, 1.0};
+  p.nccl.p2p_max_Bps = 0;
+  p.nccl.p2p_latency_s = 0;
+  return p;
+}
+
+/// Attention costs `seconds_per_pair` x pairs x heads; everything else is free. Makes ring
+/// times directly comparable with the lesson's pair counts.
+class PerPairCost : public model::CostModel {
+ public:
+  explicit PerPairCost(double seconds_per_pair) : c_(seconds_per_pair) {}
+  model::Cost attention(const model::AttentionCall& a) const override {
+    const double pairs = static_cast<double>(a.q_len) * static_cast<double>(a.kv_len) *
+                         a.unmasked_fraction * a.batch;
+    model::Cost c;
+    c.flops = 4.0 * pairs * a.heads_q * a.head_dim * (a.backward ? 2.5 : 1.0);
+    c.time_s = c_ * pairs * std::max(1, a.heads_q) * (a.backward ? 2.5 : 1.0);
+    return c;
+  }
+  model::Cost gemm(double, double, double) const override { return {}; }
+  model::Cost memory_bound(double) const override { return {}; }
+  model::Cost linear_attention(int64_t, int, int, int, int, bool) const override { return {}; }
+  std::string describe() const override { return "per-pair test cost"; }
+
+ private:
+  double c_;
+};
+
+}  // namespace cpsim::testing
