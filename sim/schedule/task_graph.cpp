@@ -1,6 +1,9 @@
 #include "schedule/task_graph.hpp"
 
 #include <algorithm>
+// Boost.Graph's graphviz writer trips GCC's -Wmaybe-uninitialized inside Boost at -O2.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graphviz.hpp>
 #include <map>
@@ -199,3 +202,4 @@ std::string TaskGraph::to_dot() const {
 }
 
 }  // namespace cpsim::schedule
+#pragma GCC diagnostic pop

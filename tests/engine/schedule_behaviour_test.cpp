@@ -34,8 +34,8 @@ scenario::Scenario tiny(int64_t s, int n, scenario::Layout layout, int head_dim 
 /// Replays one ring forward; returns the makespan.
 double ring_forward_time(const scenario::Scenario& sc, double bw_Bps, bool simgrid = false) {
   const int n = sc.parallel.cp;
-  testing::PerPairCost cost(kPairSeconds);
-  model::Topology topo(testing::nvswitch_node(n, bw_Bps, 0.0));
+  fixtures::PerPairCost cost(kPairSeconds);
+  model::Topology topo(fixtures::nvswitch_node(n, bw_Bps, 0.0));
   schedule::Pricer pricer(cost, sc, n);
   schedule::TaskGraph g;
   schedule::AttentionCtx ctx{g, topo, pricer, sc, {}, 0, 0, {}, schedule::scenario_documents(sc)};
@@ -106,8 +106,8 @@ TEST(Pipeline, OneFOneBBubbleEmergesFromReplay) {
   sc.training.micro_batches = 32;
   sc.training.recompute = scenario::Recompute::None;
   sc.simulation.scope = scenario::Scope::Step;
-  sc.platform = testing::nvswitch_node(8, 1e18, 0.0);
-  testing::PerPairCost cost(kPairSeconds);
+  sc.platform = fixtures::nvswitch_node(8, 1e18, 0.0);
+  fixtures::PerPairCost cost(kPairSeconds);
   model::Topology topo(sc.platform);
   schedule::Pricer pricer(cost, sc, 8);
   schedule::TaskGraph g;

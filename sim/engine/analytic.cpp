@@ -1,0 +1,133 @@
+// The analytic engine: an event-driven replay without contention. Every transfer runs at its
+// route's bottleneck bandwidth as if alone; compute runs at full speed unless interference is
+// on, in which case it slows while an NCCL transfer of its GPU is in flight, exactly as the
+// SimGrid engine models it (so the two agree whenever no link is shared).
+#include <chrono>
+#include <queue>
+#include <stdexcept>
+
+#include "engine/replay.hpp"
+#include "engine/replay_common.hpp"
+
+namespace cpsim::engine {
+
+using schedule::OpId;
+using schedule::OpKind;
+
+namespace {
+
+struct Event {
+  double t;
+  OpId op;
+  uint32_t version;  ///< stale when the op was rescheduled since
+};
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.t > b.t || (a.t == b.t && a.op > b.op);
+  }
+};
+
+}  // namespace
+
+Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
+                      const ReplayOptions& opt) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  detail::check_replayable(g, topo);
+  const size_t n = g.size();
+
+  Trace tr;
+  tr.engine = "analytic";
+  tr.start_s.assign(n, 0.0);
+  tr.end_s.assign(n, 0.0);
+
+  std::vector<uint32_t> waits = detail::initial_waits(g);
+  detail::RouteCache routes(topo);
+  std::priority_queue<Event, std::vector<Event>, Later> events;
+  std::vector<uint32_t> version(n, 0);
+
+  // Interference: compute progresses at `rate` (1 when no transfer of its GPU is in flight).
+  const bool interfere = opt.interference > 0;
+  const double slow_rate = interfere ? 1.0 / (1.0 + opt.interference) : 1.0;
+  std::vector<int> inflight(interfere ? topo.gpus() : 0, 0);
+  std::vector<std::vector<OpId>> running(interfere ? topo.gpus() : 0);
+  std::vector<double> work_left(interfere ? n : 0), last_t(interfere ? n : 0),
+      rate(interfere ? n : 0);
+
+  auto rescale = [&](int gpu, double t, double new_rate) {
+    for (OpId c : running[gpu]) {
+      work_left[c] = std::max(0.0, work_left[c] - (t - last_t[c]) * rate[c]);
+      last_t[c] = t;
+      rate[c] = new_rate;
+      events.push({t + work_left[c] / new_rate, c, ++version[c]});
+    }
+  };
+  auto comm_delta = [&](int gpu, int delta, double t) {
+    const int before = inflight[gpu];
+    inflight[gpu] += delta;
+    if ((before == 0) != (inflight[gpu] == 0)) rescale(gpu, t, inflight[gpu] ? slow_rate : 1.0);
+  };
+
+  auto start = [&](OpId id, double t) {
+    const auto& op = g.op(id);
+    tr.start_s[id] = t;
+    if (op.kind == OpKind::Compute) {
+      if (interfere && op.duration_s > 0) {
+        work_left[id] = op.duration_s;
+        last_t[id] = t;
+        rate[id] = inflight[op.rank] ? slow_rate : 1.0;
+        running[op.rank].push_back(id);
+        events.push({t + op.duration_s / rate[id], id, version[id]});
+      } else {
+        events.push({t + std::max(0.0, op.duration_s), id, version[id]});
+      }
+      return;
+    }
+    const double dur = op.rank == op.peer
+                           ? std::max(0.0, op.extra_latency_s)
+                           : detail::transfer_time_s(op, routes.get(op.rank, op.peer));
+    events.push({t + dur, id, version[id]});
+    if (interfere) {
+      comm_delta(op.rank, +1, t);
+      if (op.peer != op.rank) comm_delta(op.peer, +1, t);
+    }
+  };
+
+  for (OpId id = 0; id < n; ++id)
+    if (waits[id] == 0) start(id, 0.0);
+
+  size_t done = 0;
+  while (!events.empty()) {
+    const Event ev = events.top();
+    events.pop();
+    if (ev.version != version[ev.op]) continue;
+    const OpId id = ev.op;
+    const auto& op = g.op(id);
+    tr.end_s[id] = ev.t;
+    ++done;
+    if (interfere) {
+      if (op.kind == OpKind::Compute) {
+        auto& r = running[op.rank];
+        for (size_t i = 0; i < r.size(); ++i)
+          if (r[i] == id) {
+            r[i] = r.back();
+            r.pop_back();
+            break;
+          }
+      } else {
+        comm_delta(op.rank, -1, ev.t);
+        if (op.peer != op.rank) comm_delta(op.peer, -1, ev.t);
+      }
+    }
+    detail::for_each_successor(g, id, [&](OpId s) {
+      if (--waits[s] == 0) start(s, ev.t);
+    });
+  }
+  if (done != n) throw std::logic_error("analytic replay: ops left unreplayed (graph deadlock)");
+
+  for (double e : tr.end_s) tr.makespan_s = std::max(tr.makespan_s, e);
+  tr.bytes_per_link_class = detail::bytes_per_link_class(g, routes);
+  tr.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return tr;
+}
+
+}  // namespace cpsim::engine

@@ -1,0 +1,115 @@
+#pragma once
+/// What both engines share, so they can only differ by contention: readiness (explicit
+/// predecessors plus stream order), contention-free transfer time, bytes per link class.
+/// Internal to the engine stage.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/trace.hpp"
+#include "model/topology.hpp"
+#include "schedule/task_graph.hpp"
+
+namespace cpsim::engine::detail {
+
+/// Throws std::invalid_argument / std::logic_error when the graph cannot be replayed on topo.
+inline void check_replayable(const schedule::TaskGraph& g, const model::Topology& topo) {
+  if (!g.finalized()) throw std::logic_error("replay: TaskGraph::finalize() was not called");
+  if (g.num_ranks() > topo.gpus())
+    throw std::invalid_argument("replay: the graph uses " + std::to_string(g.num_ranks()) +
+                                " ranks but platform " + topo.spec().name + " has " +
+                                std::to_string(topo.gpus()) + " GPUs");
+}
+
+/// Number of ops each op waits for: explicit predecessors plus its predecessor in each queue it
+/// occupies. Counted with multiplicity, as for_each_successor notifies.
+inline std::vector<uint32_t> initial_waits(const schedule::TaskGraph& g) {
+  std::vector<uint32_t> w(g.size(), 0);
+  for (schedule::OpId id = 0; id < g.size(); ++id) {
+    auto [b, e] = g.preds(id);
+    w[id] = static_cast<uint32_t>(e - b);
+    if (g.queue_of()[id].pos > 0) w[id]++;
+    if (g.peer_queue_of()[id].queue != UINT32_MAX && g.peer_queue_of()[id].pos > 0) w[id]++;
+  }
+  return w;
+}
+
+/// Calls f(succ) for every op that waits on id (explicit successors, next op in each queue).
+template <class F>
+void for_each_successor(const schedule::TaskGraph& g, schedule::OpId id, F&& f) {
+  auto [b, e] = g.succs(id);
+  for (auto* s = b; s != e; ++s) f(*s);
+  for (const auto* qs : {&g.queue_of()[id], &g.peer_queue_of()[id]}) {
+    if (qs->queue == UINT32_MAX) continue;
+    const auto& q = g.queues()[qs->queue].ops;
+    if (qs->pos + 1 < q.size()) f(q[qs->pos + 1]);
+  }
+}
+
+inline constexpr int kLinkClasses = 5;
+
+struct RouteInfo {
+  double latency_s = 0;
+  double bw_Bps = std::numeric_limits<double>::infinity();
+  uint8_t links_of_class[kLinkClasses] = {};  ///< how many links of each class the route crosses
+};
+
+/// Route latency, bottleneck bandwidth and link classes per (src, dst) pair the graph uses.
+class RouteCache {
+ public:
+  explicit RouteCache(const model::Topology& topo) : topo_(topo) {}
+  const RouteInfo& get(int src, int dst) {
+    const uint64_t key = (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    RouteInfo ri;
+    for (uint32_t l : topo_.route(src, dst)) {
+      const auto& link = topo_.links()[l];
+      ri.latency_s += link.latency_s;
+      ri.bw_Bps = std::min(ri.bw_Bps, link.bw_Bps);
+      ri.links_of_class[static_cast<int>(link.cls)]++;
+    }
+    return cache_.emplace(key, ri).first->second;
+  }
+
+ private:
+  const model::Topology& topo_;
+  std::unordered_map<uint64_t, RouteInfo> cache_;
+};
+
+/// Rate a lone transfer reaches: the route's bottleneck, capped by the software path.
+inline double transfer_rate_Bps(const schedule::Op& op, const RouteInfo& ri) {
+  double bw = ri.bw_Bps;
+  if (op.max_rate_Bps > 0 && op.max_rate_Bps < bw) bw = op.max_rate_Bps;
+  return bw;
+}
+
+/// Contention-free duration of a transfer: software latency, wire latency, serialisation.
+inline double transfer_time_s(const schedule::Op& op, const RouteInfo& ri) {
+  const double bw = transfer_rate_Bps(op, ri);
+  const double ser = op.bytes > 0 ? op.bytes / bw : 0.0;  // bw is inf for a GPU to itself
+  return op.extra_latency_s + ri.latency_s + ser;
+}
+
+/// Bytes carried by each link class, counting every link a transfer crosses (its load).
+inline std::vector<std::pair<std::string, double>> bytes_per_link_class(
+    const schedule::TaskGraph& g, RouteCache& routes) {
+  double by[kLinkClasses] = {};
+  for (const auto& op : g.ops()) {
+    if (op.kind != schedule::OpKind::Transfer || op.bytes <= 0 || op.rank == op.peer) continue;
+    const RouteInfo& ri = routes.get(op.rank, op.peer);
+    for (int c = 0; c < kLinkClasses; ++c) by[c] += op.bytes * ri.links_of_class[c];
+  }
+  std::vector<std::pair<std::string, double>> out;
+  for (int c = 0; c < kLinkClasses; ++c)
+    if (by[c] > 0)
+      out.emplace_back(model::link_class_name(static_cast<model::LinkClass>(c)), by[c]);
+  return out;
+}
+
+}  // namespace cpsim::engine::detail

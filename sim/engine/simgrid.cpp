@@ -1,0 +1,275 @@
+// The SimGrid engine: the only code that includes SimGrid.
+//
+// Platform: one host per GPU in a custom NetZone whose routes come from model::Topology on the
+// fly. (A FullZone with explicit routes allocates a hosts x hosts table at seal time whatever
+// the routes, 0.5 GB of pointers at 8,192 GPUs; this zone is O(links + hosts).) One SimGrid
+// link per Topology link, SHARED, so flows share bandwidth by max-min fairness.
+//
+// Replay without actors: each op's activity starts from the completion callback of the last op
+// it waits for (3.32 keeps pending activities in a list, so creating the DAG's activities up
+// front would be quadratic; actors walking queues measured ~25 % slower in a 64-GPU ring).
+//  - compute: an Exec of duration x host speed on its GPU's host. The host has one core per
+//    compute stream of that GPU, so two compute streams do not slow each other; interference
+//    switches the host to a slower pstate while a transfer of that GPU is in flight.
+//  - transfer: a host-to-host Comm. The software latency (extra_latency_s) is a kernel timer
+//    before the Comm starts. A rate cap (max_rate_Bps) cannot be set on host-to-host comms in
+//    3.32 (Comm::set_rate is ignored there), so capped transfers leave from a shadow host of the
+//    GPU whose routes start with a FATPIPE link of the cap's bandwidth: every flow crossing a
+//    FATPIPE is bounded by it individually, without sharing.
+//  - zero-duration ops and transfers from a GPU to itself complete at once, without SimGrid.
+#include <xbt/log.h>
+
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <simgrid/kernel/Timer.hpp>
+#include <simgrid/kernel/routing/NetPoint.hpp>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
+#include <simgrid/s4u.hpp>
+#include <stdexcept>
+
+#include "engine/replay.hpp"
+#include "engine/replay_common.hpp"
+
+namespace cpsim::engine {
+
+namespace sg4 = simgrid::s4u;
+namespace kr = simgrid::kernel::routing;
+using schedule::OpId;
+using schedule::OpKind;
+
+namespace {
+
+/// Speed of one GPU "core" in SimGrid flop/s; a compute op is duration_s x this many flops.
+constexpr double kHostSpeed = 1e12;
+
+/// Routes computed from the Topology when SimGrid asks for them (once per comm).
+class TopologyZone final : public kr::NetZoneImpl {
+ public:
+  explicit TopologyZone(const model::Topology& topo) : NetZoneImpl("cpsim"), topo_(topo) {}
+
+  /// Per vertex (host netpoint id): its GPU and the cap link its flows cross first (or null).
+  std::vector<int> gpu_of_vertex;
+  std::vector<sg4::Link*> cap_of_vertex;
+  /// Per Topology link.
+  std::vector<sg4::Link*> links;
+
+ protected:
+  void get_local_route(const kr::NetPoint* src, const kr::NetPoint* dst, kr::Route* into,
+                       double* latency) override {
+    const int s = gpu_of_vertex.at(src->id()), d = gpu_of_vertex.at(dst->id());
+    if (sg4::Link* cap = cap_of_vertex[src->id()]) into->link_list_.push_back(cap->get_impl());
+    for (uint32_t l : topo_.route(s, d)) {
+      into->link_list_.push_back(links[l]->get_impl());
+      if (latency) *latency += topo_.links()[l].latency_s;
+    }
+  }
+
+ private:
+  const model::Topology& topo_;
+};
+
+/// The replay state; SimGrid callbacks reach it through a pointer.
+struct Replay {
+  const schedule::TaskGraph& g;
+  const ReplayOptions& opt;
+  Trace& tr;
+  std::vector<sg4::Host*> hosts;                              ///< per GPU
+  std::map<std::pair<int, double>, sg4::Host*> capped_hosts;  ///< (GPU, cap) -> shadow host
+  std::vector<uint32_t> waits;
+  std::vector<sg4::ActivityPtr> running;    ///< per op, while in flight
+  std::vector<sg4::ActivityPtr> graveyard;  ///< finished, released when time advances
+  std::vector<int> inflight;                ///< transfers in flight per GPU
+  std::deque<OpId> instant;                 ///< completed without SimGrid, to process
+  bool draining = false;
+  size_t done = 0;
+
+  static void* tag(OpId id) { return reinterpret_cast<void*>(static_cast<uintptr_t>(id) + 1); }
+  static OpId untag(void* p) { return static_cast<OpId>(reinterpret_cast<uintptr_t>(p) - 1); }
+
+  void comm_delta(int gpu, int delta) {
+    const int before = inflight[gpu];
+    inflight[gpu] += delta;
+    if (opt.interference > 0 && (before == 0) != (inflight[gpu] == 0))
+      hosts[gpu]->set_pstate(inflight[gpu] ? 1 : 0);
+  }
+
+  void start(OpId id) {
+    const auto& op = g.op(id);
+    tr.start_s[id] = sg4::Engine::get_clock();
+    if (op.kind == OpKind::Compute) {
+      if (!(op.duration_s > 0)) {
+        instant.push_back(id);
+        return;
+      }
+      auto ex = sg4::Exec::init();
+      ex->set_host(hosts[op.rank]);
+      ex->set_flops_amount(op.duration_s * kHostSpeed);
+      ex->set_data(tag(id));
+      ex->start();
+      running[id] = ex;
+      return;
+    }
+    comm_delta(op.rank, +1);
+    if (op.peer != op.rank) comm_delta(op.peer, +1);
+    if (op.extra_latency_s > 0)
+      simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + op.extra_latency_s, [this, id] {
+        launch_comm(id);
+        drain();
+      });
+    else
+      launch_comm(id);
+  }
+
+  void launch_comm(OpId id) {
+    const auto& op = g.op(id);
+    if (op.rank == op.peer) {
+      instant.push_back(id);
+      return;
+    }
+    sg4::Host* src =
+        op.max_rate_Bps > 0 ? capped_hosts.at({op.rank, op.max_rate_Bps}) : hosts[op.rank];
+    auto c = sg4::Comm::sendto_init(src, hosts[op.peer]);
+    c->set_payload_size(static_cast<uint64_t>(std::llround(std::max(0.0, op.bytes))));
+    c->set_data(tag(id));
+    c->start();
+    running[id] = c;
+  }
+
+  void complete(OpId id) {
+    const auto& op = g.op(id);
+    tr.end_s[id] = sg4::Engine::get_clock();
+    ++done;
+    if (op.kind == OpKind::Transfer) {
+      comm_delta(op.rank, -1);
+      if (op.peer != op.rank) comm_delta(op.peer, -1);
+    }
+    detail::for_each_successor(g, id, [&](OpId s) {
+      if (--waits[s] == 0) start(s);
+    });
+  }
+
+  /// Completes the ops that finished without SimGrid; they may release more of them.
+  void drain() {
+    if (draining) return;
+    draining = true;
+    while (!instant.empty()) {
+      OpId id = instant.front();
+      instant.pop_front();
+      complete(id);
+    }
+    draining = false;
+  }
+
+  void on_activity_done(const sg4::Activity& a) {
+    void* data = a.get_data<void>();
+    if (data == nullptr) return;
+    const OpId id = untag(data);
+    // SimGrid is still inside a.complete(): keep the activity alive until time moves on.
+    graveyard.push_back(std::move(running[id]));
+    complete(id);
+    drain();
+  }
+};
+
+bool g_engine_used = false;
+
+}  // namespace
+
+Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
+                     const ReplayOptions& opt) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  detail::check_replayable(g, topo);
+  if (g_engine_used || sg4::Engine::has_instance())
+    throw std::logic_error(
+        "replay_simgrid: SimGrid allows one Engine per process; use replay_in_child");
+  g_engine_used = true;
+
+  if (!opt.verbose) xbt_log_control_set("root.thres:critical");
+  sg4::Engine engine("cpsim");
+  // A GPU fabric, not wide-area TCP: with these a lone flow takes exactly L + S/B.
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+
+  const size_t n = g.size();
+  Trace tr;
+  tr.engine = "simgrid";
+  tr.start_s.assign(n, 0.0);
+  tr.end_s.assign(n, 0.0);
+  const int gpus = topo.gpus();
+
+  // --- platform ---
+  auto* zone = new TopologyZone(topo);  // the root zone; the Engine owns and frees it
+  std::vector<int> compute_streams(gpus, 0);
+  for (const auto& q : g.queues())
+    for (OpId id : q.ops)
+      if (g.op(id).kind == OpKind::Compute) {
+        compute_streams[q.rank]++;
+        break;
+      }
+  std::vector<double> speeds = {kHostSpeed};
+  if (opt.interference > 0) speeds.push_back(kHostSpeed / (1.0 + opt.interference));
+  Replay rp{g, opt, tr, {}, {}, {}, {}, {}, {}, {}, false, 0};
+  rp.hosts.resize(gpus);
+  for (int gpu = 0; gpu < gpus; ++gpu) {
+    rp.hosts[gpu] = zone->create_host("gpu" + std::to_string(gpu), speeds);
+    rp.hosts[gpu]->set_core_count(std::max(1, compute_streams[gpu]));
+    zone->gpu_of_vertex.push_back(gpu);
+    zone->cap_of_vertex.push_back(nullptr);
+  }
+  for (const auto& l : topo.links())
+    zone->links.push_back(zone->create_link(l.name, std::vector<double>{l.bw_Bps})
+                              ->set_latency(l.latency_s)
+                              ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
+                              ->seal());
+  std::map<double, sg4::Link*> caps;
+  for (const auto& op : g.ops()) {
+    if (op.kind != OpKind::Transfer || !(op.max_rate_Bps > 0) || op.rank == op.peer) continue;
+    auto& cap = caps[op.max_rate_Bps];
+    if (cap == nullptr)
+      cap = zone->create_link("cap" + std::to_string(caps.size()),
+                              std::vector<double>{op.max_rate_Bps})
+                ->set_latency(0)
+                ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                ->seal();
+    auto& host = rp.capped_hosts[{op.rank, op.max_rate_Bps}];
+    if (host == nullptr) {
+      host = zone->create_host("gpu" + std::to_string(op.rank) + "." + cap->get_name(),
+                               std::vector<double>{kHostSpeed});
+      zone->gpu_of_vertex.push_back(op.rank);
+      zone->cap_of_vertex.push_back(cap);
+    }
+  }
+  zone->seal();
+
+  // --- replay ---
+  rp.waits = detail::initial_waits(g);
+  rp.running.resize(n);
+  rp.inflight.assign(gpus, 0);
+  Replay* self = &rp;
+  sg4::Activity::on_completion_cb([self](const sg4::Activity& a) { self->on_activity_done(a); });
+  sg4::Engine::on_time_advance_cb([self](double) { self->graveyard.clear(); });
+  for (OpId id = 0; id < n; ++id)
+    if (rp.waits[id] == 0) rp.start(id);
+  rp.drain();
+  engine.run();
+
+  rp.graveyard.clear();
+  rp.running.clear();
+  if (rp.done != n) {
+    OpId stuck = 0;
+    while (stuck < n && rp.waits[stuck] == 0) ++stuck;
+    throw std::runtime_error("simgrid replay: " + std::to_string(n - rp.done) +
+                             " ops never ran, e.g. " +
+                             (stuck < n ? g.describe(stuck) : std::string("?")));
+  }
+  for (double e : tr.end_s) tr.makespan_s = std::max(tr.makespan_s, e);
+  detail::RouteCache routes(topo);
+  tr.bytes_per_link_class = detail::bytes_per_link_class(g, routes);
+  tr.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return tr;
+}
+
+}  // namespace cpsim::engine

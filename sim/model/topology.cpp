@@ -1,0 +1,216 @@
+#include "model/topology.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace cpsim::model {
+
+const char* link_class_name(LinkClass c) {
+  switch (c) {
+    case LinkClass::NVLink:
+      return "nvlink";
+    case LinkClass::PCIe:
+      return "pcie";
+    case LinkClass::CpuLink:
+      return "cpu";
+    case LinkClass::Nic:
+      return "nic";
+    case LinkClass::Spine:
+      return "spine";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/// ECMP: a fixed hash of (src, dst), so every run and both engines pick the same spine.
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+// Link latencies fold in the switch traversals a hop ends in (leaf or spine), so a route's
+// latency is simply the sum over its links: SimGrid computes exactly that, and so do we.
+Topology::Topology(const scenario::PlatformSpec& spec) : spec_(spec) {
+  const auto& s = spec_;
+  if (s.nodes < 1 || s.gpus_per_node < 1)
+    throw std::invalid_argument("platform " + s.name + ": nodes and gpus_per_node must be >= 1");
+  gpus_ = s.total_gpus();
+  const int gpn = s.gpus_per_node;
+  // A domain smaller than a node makes no sense; treat it as the node.
+  spec_.nvlink_domain_gpus = std::max(s.nvlink_domain_gpus, gpn);
+
+  auto add = [&](std::string name, LinkClass cls, double nominal_bw, double efficiency,
+                 double latency_s) -> uint32_t {
+    if (!(nominal_bw > 0) || !(efficiency > 0))
+      throw std::invalid_argument("platform " + s.name + ": link " + name +
+                                  " needs a positive bandwidth and efficiency");
+    Link l;
+    l.name = std::move(name);
+    l.cls = cls;
+    l.nominal_bw_Bps = nominal_bw;
+    l.bw_Bps = nominal_bw * efficiency;
+    l.latency_s = latency_s;
+    links_.push_back(std::move(l));
+    return static_cast<uint32_t>(links_.size() - 1);
+  };
+  auto gpu_name = [&](int g) {
+    return "n" + std::to_string(g / gpn) + ".gpu" + std::to_string(g % gpn);
+  };
+
+  gpu_up_.resize(gpus_);
+  gpu_down_.resize(gpus_);
+  if (s.intra == scenario::IntraFabric::NVSwitch) {
+    for (int g = 0; g < gpus_; ++g) {
+      gpu_up_[g] = add(gpu_name(g) + ".nvlink.up", LinkClass::NVLink, s.nvlink.bw_Bps,
+                       s.nvlink.efficiency, s.nvlink.latency_s);
+      gpu_down_[g] = add(gpu_name(g) + ".nvlink.down", LinkClass::NVLink, s.nvlink.bw_Bps,
+                         s.nvlink.efficiency, s.nvlink.latency_s);
+    }
+  } else {
+    if (s.gpus_per_pcie_switch < 1 || s.pcie_switches_per_cpu < 1)
+      throw std::invalid_argument("platform " + s.name +
+                                  ": gpus_per_pcie_switch and pcie_switches_per_cpu must be >= 1");
+    const int sw_per_node = ceil_div(gpn, s.gpus_per_pcie_switch);
+    const int cpus = ceil_div(sw_per_node, s.pcie_switches_per_cpu);
+    for (int g = 0; g < gpus_; ++g) {
+      gpu_up_[g] = add(gpu_name(g) + ".pcie.up", LinkClass::PCIe, s.pcie.bw_Bps, s.pcie.efficiency,
+                       s.pcie.latency_s);
+      gpu_down_[g] = add(gpu_name(g) + ".pcie.down", LinkClass::PCIe, s.pcie.bw_Bps,
+                         s.pcie.efficiency, s.pcie.latency_s);
+    }
+    for (int n = 0; n < s.nodes; ++n) {
+      for (int w = 0; w < sw_per_node; ++w) {
+        std::string base = "n" + std::to_string(n) + ".sw" + std::to_string(w);
+        sw_up_.push_back(add(base + ".uplink.up", LinkClass::PCIe, s.pcie_uplink.bw_Bps,
+                             s.pcie_uplink.efficiency, s.pcie_uplink.latency_s));
+        sw_down_.push_back(add(base + ".uplink.down", LinkClass::PCIe, s.pcie_uplink.bw_Bps,
+                               s.pcie_uplink.efficiency, s.pcie_uplink.latency_s));
+      }
+      for (int a = 0; a < cpus; ++a)
+        for (int b = 0; b < cpus; ++b)
+          cpu_link_.push_back(a == b ? kNone
+                                     : add("n" + std::to_string(n) + ".cpu" + std::to_string(a) +
+                                               "-cpu" + std::to_string(b),
+                                           LinkClass::CpuLink, s.cpu_link.bw_Bps,
+                                           s.cpu_link.efficiency, s.cpu_link.latency_s));
+    }
+  }
+
+  const bool needs_network =
+      s.intra == scenario::IntraFabric::PCIe ? s.nodes > 1 : gpus_ > spec_.nvlink_domain_gpus;
+  if (needs_network && s.nics_per_node < 1)
+    throw std::invalid_argument("platform " + s.name + ": " + std::to_string(s.nodes) +
+                                " nodes need nics_per_node >= 1");
+  if (s.nodes > 1 && s.nics_per_node >= 1) {
+    if (s.nodes_per_leaf < 1 || s.spines < 1 || !(s.oversubscription > 0))
+      throw std::invalid_argument("platform " + s.name +
+                                  ": nodes_per_leaf, spines and oversubscription must be positive");
+    const int nics = s.nics_per_node;
+    for (int n = 0; n < s.nodes; ++n)
+      for (int k = 0; k < nics; ++k) {
+        std::string base = "n" + std::to_string(n) + ".nic" + std::to_string(k);
+        // Into the leaf: this hop ends in a switch traversal.
+        nic_up_.push_back(add(base + ".up", LinkClass::Nic, s.nic.bw_Bps, s.nic.efficiency,
+                              s.nic.latency_s + s.switch_latency_s));
+        nic_down_.push_back(
+            add(base + ".down", LinkClass::Nic, s.nic.bw_Bps, s.nic.efficiency, s.nic.latency_s));
+      }
+    const int leaves_per_rail = ceil_div(s.nodes, s.nodes_per_leaf);
+    const double uplink_bw = s.nodes_per_leaf * s.nic.bw_Bps / (s.oversubscription * s.spines);
+    for (int r = 0; r < nics; ++r)
+      for (int l = 0; l < leaves_per_rail; ++l)
+        for (int sp = 0; sp < s.spines; ++sp) {
+          std::string base = "rail" + std::to_string(r) + ".leaf" + std::to_string(l) + ".spine" +
+                             std::to_string(sp);
+          // Up ends in the spine, down ends in the destination leaf.
+          leaf_up_.push_back(add(base + ".up", LinkClass::Spine, uplink_bw, s.nic.efficiency,
+                                 s.nic.latency_s + s.switch_latency_s));
+          leaf_down_.push_back(add(base + ".down", LinkClass::Spine, uplink_bw, s.nic.efficiency,
+                                   s.nic.latency_s + s.switch_latency_s));
+        }
+  }
+}
+
+bool Topology::same_nvlink_domain(int a, int b) const {
+  if (spec_.intra != scenario::IntraFabric::NVSwitch) return node_of(a) == node_of(b);
+  return a / spec_.nvlink_domain_gpus == b / spec_.nvlink_domain_gpus;
+}
+
+std::vector<uint32_t> Topology::route(int src, int dst) const {
+  if (src < 0 || dst < 0 || src >= gpus_ || dst >= gpus_)
+    throw std::out_of_range("route " + std::to_string(src) + "->" + std::to_string(dst) +
+                            " outside the platform's " + std::to_string(gpus_) + " GPUs");
+  std::vector<uint32_t> r;
+  if (src == dst) return r;
+  const auto& s = spec_;
+  const int gpn = s.gpus_per_node;
+  const bool pcie = s.intra == scenario::IntraFabric::PCIe;
+
+  if (same_nvlink_domain(src, dst)) {
+    if (!pcie) return {gpu_up_[src], gpu_down_[dst]};
+    // PCIe tree: climb to the lowest common ancestor, then descend.
+    const int node = node_of(src);
+    const int sw_per_node = ceil_div(gpn, s.gpus_per_pcie_switch);
+    const int cpus = ceil_div(sw_per_node, s.pcie_switches_per_cpu);
+    const int sa = (src % gpn) / s.gpus_per_pcie_switch, sb = (dst % gpn) / s.gpus_per_pcie_switch;
+    r.push_back(gpu_up_[src]);
+    if (sa != sb) {
+      const int ca = sa / s.pcie_switches_per_cpu, cb = sb / s.pcie_switches_per_cpu;
+      r.push_back(sw_up_[node * sw_per_node + sa]);
+      if (ca != cb) r.push_back(cpu_link_[(node * cpus + ca) * cpus + cb]);
+      r.push_back(sw_down_[node * sw_per_node + sb]);
+    }
+    r.push_back(gpu_down_[dst]);
+    return r;
+  }
+
+  // Rail-optimised network. On PCIe nodes the NIC hangs off the GPU's PCIe switch.
+  const int nics = s.nics_per_node;
+  const int a = node_of(src), b = node_of(dst);
+  const int ra = (src % gpn) % nics, rb = (dst % gpn) % nics;
+  const int la = a / s.nodes_per_leaf, lb = b / s.nodes_per_leaf;
+  const int leaves_per_rail = ceil_div(s.nodes, s.nodes_per_leaf);
+  if (pcie) r.push_back(gpu_up_[src]);
+  r.push_back(nic_up_[a * nics + ra]);
+  if (ra != rb || la != lb) {
+    const auto key = (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst);
+    const int spine = static_cast<int>(mix(key) % static_cast<uint64_t>(s.spines));
+    r.push_back(leaf_up_[(ra * leaves_per_rail + la) * s.spines + spine]);
+    r.push_back(leaf_down_[(rb * leaves_per_rail + lb) * s.spines + spine]);
+  }
+  r.push_back(nic_down_[b * nics + rb]);
+  if (pcie) r.push_back(gpu_down_[dst]);
+  return r;
+}
+
+double Topology::route_latency_s(int src, int dst) const {
+  double lat = 0;
+  for (uint32_t l : route(src, dst)) lat += links_[l].latency_s;
+  return lat;
+}
+
+double Topology::route_bw_Bps(int src, int dst) const {
+  double bw = std::numeric_limits<double>::infinity();
+  for (uint32_t l : route(src, dst)) bw = std::min(bw, links_[l].bw_Bps);
+  return bw;
+}
+
+// "Slowest" in NCCL's path-type sense (NVL < PIX/PXB < SYS < NET): the class farthest from the
+// GPU, which is the enum order.
+LinkClass Topology::route_class(int src, int dst) const {
+  LinkClass c = LinkClass::NVLink;
+  for (uint32_t l : route(src, dst)) c = std::max(c, links_[l].cls);
+  return c;
+}
+
+}  // namespace cpsim::model
