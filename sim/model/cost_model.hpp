@@ -31,6 +31,17 @@ struct Cost {
   bool extrapolated = false;     ///< outside the measured range: priced by the fallback
 };
 
+/// FLOPs of an attention call (FlashAttention's convention): forward
+/// 4 x batch x q_len x kv_len x unmasked_fraction x heads_q x head_dim, backward 2.5 x forward.
+double attention_flops(const AttentionCall& call);
+
+/// FLOPs of the chunkwise Gated DeltaNet algorithm over `tokens` tokens of `heads` heads
+/// (WY / UT-transform form; the per-chunk terms are written out in cost_model.cpp).
+/// Backward = 3 x forward (two gradient GEMMs per forward GEMM, plus the recomputation of the
+/// forward's W, U and chunk states that the backward kernels perform).
+double linear_attention_flops(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
+                              bool backward);
+
 class CostModel {
  public:
   virtual ~CostModel() = default;

@@ -17,15 +17,23 @@ class InputError : public std::runtime_error {
   InputError(std::string message, std::string file, int line, int col, std::string yaml_path)
       : std::runtime_error(std::move(message)), file_(std::move(file)), line_(line), col_(col),
         yaml_path_(std::move(yaml_path)) {}
+  /// As above, also keeping the bare message (what() without location and source line).
+  InputError(std::string message, std::string file, int line, int col, std::string yaml_path,
+             std::string reason)
+      : std::runtime_error(std::move(message)), file_(std::move(file)), line_(line), col_(col),
+        yaml_path_(std::move(yaml_path)), reason_(std::move(reason)) {}
   const std::string& file() const { return file_; }
   int line() const { return line_; }      ///< 1-based, 0 if unknown
   int col() const { return col_; }        ///< 1-based, 0 if unknown
   const std::string& yaml_path() const { return yaml_path_; }
+  /// The message alone, one line, without file, path or source line (for CSV rows).
+  const std::string& reason() const { return reason_; }
 
  private:
   std::string file_;
   int line_, col_;
   std::string yaml_path_;
+  std::string reason_;
 };
 
 /// Directory holding platforms/, scenarios/ and kernels/profiles/: $CPSIM_DATA_DIR if set,

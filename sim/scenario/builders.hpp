@@ -1,0 +1,40 @@
+#pragma once
+/// Internal to the scenario stage: trees -> validated specs.
+#include <string>
+#include <vector>
+
+#include "scenario/specs.hpp"
+#include "scenario/yaml_tree.hpp"
+
+namespace cpsim::scenario::detail {
+
+/// What a reference names: platforms live in platforms/, models in scenarios/models/.
+struct RefKind {
+  std::string subdir;                 ///< under data_dir()
+  std::string kind;                   ///< "platform", "model" (for messages)
+  std::vector<std::string> excluded;  ///< stems in subdir that are not presets
+  std::vector<std::string> nested_refs;  ///< keys that are themselves preset references ("gpu")
+};
+const RefKind& platform_ref();
+const RefKind& model_ref();
+
+/// A reference node (a preset name, a path, or a mapping with an optional `preset:` key whose
+/// other keys deep-merge over the preset) -> the merged tree without any `preset:` key.
+/// `file_out` receives the first file read (left as is when nothing was read).
+Node resolve_ref(const Node& ref, const RefKind& kind, std::string* file_out, int depth = 0);
+
+PlatformSpec build_platform(const Node& tree, const std::string& file,
+                            const std::string& default_name);
+ModelSpec build_model(const Node& tree, const std::string& default_name);
+
+/// Key paths where a scenario holds a preset reference (`--set platform.nodes=4` turns
+/// `platform: NAME` into `{preset: NAME, nodes: 4}`).
+const std::vector<std::string>& scenario_preset_paths();
+/// The same for a platform file.
+const std::vector<std::string>& platform_preset_paths();
+
+/// Validates a scenario tree. `cross_checks` = false skips the checks that relate several keys
+/// (GPU count, divisibility, document sums), for validating one sweep value at a time.
+Scenario build_scenario(const Node& root, const std::string& file, bool cross_checks);
+
+}  // namespace cpsim::scenario::detail

@@ -1,0 +1,96 @@
+// Model files -> ModelSpec.
+#include <algorithm>
+
+#include "scenario/builders.hpp"
+#include "scenario/load.hpp"
+
+namespace cpsim::scenario {
+namespace detail {
+
+ModelSpec build_model(const Node& tree, const std::string& default_name) {
+  MapReader r(tree, {"name", "description", "layers", "hidden", "heads_q", "heads_kv", "head_dim",
+                     "ffn_hidden", "vocab", "tied_embeddings", "pattern", "linear_attention",
+                     "total_params"});
+  if (tree.is_null()) fail_at(tree, "expected a model mapping, got nothing");
+  ModelSpec m;
+  m.name = r.get("name") ? as_string(*r.get("name")) : default_name;
+  if (r.get("description")) as_string(*r.get("description"));
+  m.layers = static_cast<int>(as_int(r.require("layers"), 1, 100'000));
+  m.hidden = static_cast<int>(as_int(r.require("hidden"), 1, 10'000'000));
+  const Node& hq = r.require("heads_q");
+  m.heads_q = static_cast<int>(as_int(hq, 1, 1'000'000));
+  m.heads_kv = m.heads_q;
+  if (const Node* kv = r.get("heads_kv")) {
+    m.heads_kv = static_cast<int>(as_int(*kv, 1, m.heads_q));
+    if (m.heads_q % m.heads_kv != 0)
+      fail_at(*kv, "heads_q " + std::to_string(m.heads_q) + " is not a multiple of heads_kv " +
+                       std::to_string(m.heads_kv) + " (each KV head serves a whole group of query heads)");
+  }
+  if (const Node* hd = r.get("head_dim")) {
+    m.head_dim = static_cast<int>(as_int(*hd, 1, 65'536));
+  } else {
+    if (m.hidden % m.heads_q != 0)
+      fail_at(hq, "head_dim is not given and hidden " + std::to_string(m.hidden) +
+                      " is not divisible by heads_q " + std::to_string(m.heads_q) + "; give head_dim");
+    m.head_dim = m.hidden / m.heads_q;
+  }
+  m.ffn_hidden = static_cast<int>(as_int(r.require("ffn_hidden"), 1, 100'000'000));
+  m.vocab = static_cast<int>(as_int(r.require("vocab"), 1, 1'000'000'000));
+  if (const Node* t = r.get("tied_embeddings")) m.tied_embeddings = as_bool(*t);
+
+  const Node* pattern = r.get("pattern");
+  if (pattern) {
+    m.pattern.clear();
+    auto kind = [](const Node& n) {
+      return as_choice(n, {"full", "linear"}) == 0 ? LayerKind::FullAttention : LayerKind::LinearAttention;
+    };
+    if (pattern->is_seq()) {
+      if (pattern->children.empty()) fail_at(*pattern, "expected at least one layer kind (full or linear)");
+      for (const auto& c : pattern->children) m.pattern.push_back(kind(c));
+    } else {
+      m.pattern.push_back(kind(*pattern));
+    }
+    if (static_cast<int>(m.pattern.size()) > m.layers)
+      fail_at(*pattern, "pattern has " + std::to_string(m.pattern.size()) + " entries but the model has " +
+                            std::to_string(m.layers) + " layers");
+  }
+  const bool has_linear =
+      std::find(m.pattern.begin(), m.pattern.end(), LayerKind::LinearAttention) != m.pattern.end();
+
+  const Node* lin = r.get("linear_attention");
+  if (lin) {
+    MapReader lr(*lin, {"heads_v", "heads_k", "key_dim", "value_dim", "conv_width"});
+    if (has_linear || lr.get("heads_v")) m.linear_heads_v = static_cast<int>(as_int(lr.require("heads_v"), 1, 1'000'000));
+    if (has_linear || lr.get("heads_k")) m.linear_heads_k = static_cast<int>(as_int(lr.require("heads_k"), 1, 1'000'000));
+    if (const Node* v = lr.get("key_dim")) m.linear_key_dim = static_cast<int>(as_int(*v, 1, 65'536));
+    if (const Node* v = lr.get("value_dim")) m.linear_value_dim = static_cast<int>(as_int(*v, 1, 65'536));
+    if (const Node* v = lr.get("conv_width")) m.linear_conv_width = static_cast<int>(as_int(*v, 1, 1024));
+  } else if (has_linear) {
+    fail_key(*pattern, "the pattern has linear layers but 'linear_attention' {heads_v, heads_k, key_dim, "
+                       "value_dim, conv_width} is missing");
+  }
+  if (const Node* tp = r.get("total_params")) {
+    m.total_params = as_number(*tp);
+    check_min(*tp, m.total_params, 0, true);
+    check_max(*tp, m.total_params, 1e16, true);
+  }
+  return m;
+}
+
+}  // namespace detail
+
+ModelSpec load_model(const std::string& name_or_path) {
+  using namespace detail;
+  auto src = std::make_shared<Source>();
+  src->file = "<model>";
+  src->lines = {name_or_path};
+  Node ref;
+  ref.kind = Node::Kind::Scalar;
+  ref.scalar = name_or_path;
+  ref.at = Origin{src, 1, 1};
+  std::string file;
+  const Node tree = resolve_ref(ref, model_ref(), &file);
+  return build_model(tree, file_stem(file));
+}
+
+}  // namespace cpsim::scenario

@@ -1,0 +1,404 @@
+// Scenario files -> Scenario, with the checks that relate the platform, the model and the
+// parallel layout.
+#include <algorithm>
+#include <filesystem>
+
+#include "scenario/builders.hpp"
+#include "scenario/load.hpp"
+
+namespace cpsim::scenario {
+namespace detail {
+namespace {
+
+constexpr int64_t kMaxGpus = 1'000'000;
+constexpr int64_t kMaxSeqLen = int64_t{1} << 40;
+const Node kEmpty;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+const Node& or_empty(const Node* n) { return n ? *n : kEmpty; }
+
+/// The place to point at for a key that may be absent: the key itself, else its mapping.
+const Node& where(const Node* key, const Node& parent) { return key ? *key : parent; }
+
+struct TrainingNodes {
+  const Node* seq_len = nullptr;
+  const Node* documents = nullptr;
+  const Node* doc_mean = nullptr;
+};
+
+TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
+  MapReader r(n, {"seq_len", "micro_batch", "micro_batches", "recompute", "documents"});
+  TrainingSpec t;
+  const Node& sl = r.require("seq_len");
+  nodes.seq_len = &sl;
+  t.seq_len = as_tokens(sl);
+  check_min(sl, static_cast<double>(t.seq_len), 1, true);
+  if (t.seq_len > kMaxSeqLen) fail_at(sl, "seq_len " + sl.scalar + " exceeds the limit of 2^40 tokens");
+  if (const Node* v = r.get("micro_batch")) t.micro_batch = static_cast<int>(as_int(*v, 1, 1'000'000));
+  if (const Node* v = r.get("micro_batches")) t.micro_batches = static_cast<int>(as_int(*v, 1, 1'000'000'000));
+  if (const Node* v = r.get("recompute")) {
+    static const Recompute kinds[] = {Recompute::Full, Recompute::Selective, Recompute::None};
+    t.recompute = kinds[as_choice(*v, {"full", "selective", "none"})];
+  }
+  if (const Node* d = r.get("documents")) {
+    nodes.documents = d;
+    if (d->is_seq()) {
+      if (d->children.empty()) fail_at(*d, "expected at least one document length");
+      for (const auto& c : d->children) {
+        const int64_t len = as_tokens(c);
+        check_min(c, static_cast<double>(len), 1, true);
+        if (len > kMaxSeqLen) fail_at(c, "document length " + c.scalar + " exceeds the limit of 2^40 tokens");
+        t.documents.push_back(len);
+      }
+    } else if (d->is_map()) {
+      MapReader dr(*d, {"distribution", "mean", "seed"});
+      const Node& dist = dr.require("distribution");
+      t.doc_distribution = as_choice(dist, {"uniform", "lognormal"}) == 0 ? "uniform" : "lognormal";
+      const Node& mean = dr.require("mean");
+      nodes.doc_mean = &mean;
+      t.doc_mean_tokens = as_tokens(mean);
+      check_min(mean, static_cast<double>(t.doc_mean_tokens), 1, true);
+      if (const Node* s = dr.get("seed")) t.doc_seed = as_uint64(*s);
+    } else {
+      fail_at(*d, "expected a list of document lengths such as [32K, 96K] or a mapping "
+                  "{distribution: uniform|lognormal, mean, seed}, got " + d->describe());
+    }
+  }
+  return t;
+}
+
+struct ParallelNodes {
+  const Node* root = nullptr;
+  const Node* tp = nullptr;
+  const Node* cp = nullptr;
+  const Node* pp = nullptr;
+  const Node* attention = nullptr;
+  const Node* scheme = nullptr;
+  const Node* layout = nullptr;
+  const Node* ulysses_degree = nullptr;
+  const Node* inner_ring = nullptr;
+  const Node* replicate = nullptr;
+};
+
+std::vector<std::string> read_order(const Node& n) {
+  std::vector<std::string> parts;
+  if (n.is_scalar()) {
+    std::string cur;
+    for (char c : n.scalar + "-") {
+      if (c == '-' || c == ',' || c == ' ') {
+        if (!cur.empty()) parts.push_back(cur);
+        cur.clear();
+      } else {
+        cur.push_back(c);
+      }
+    }
+  } else if (n.is_seq()) {
+    for (const auto& c : n.children) parts.push_back(as_string(c));
+  }
+  std::vector<std::string> sorted = parts;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted != std::vector<std::string>{"cp", "dp", "pp", "tp"})
+    fail_at(n, "expected a permutation of tp, cp, pp, dp (innermost first) such as tp-cp-pp-dp, got " +
+                   (n.is_scalar() ? "'" + n.scalar + "'" : "[" + join(parts) + "]"));
+  return parts;
+}
+
+ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
+  MapReader r(n, {"tp", "cp", "pp", "dp", "sequence_parallel", "order", "virtual_stages", "zero_stage",
+                  "dp_bucket", "attention", "linear_attention"});
+  ParallelSpec p;
+  nodes.root = &n;
+  nodes.tp = r.get("tp");
+  nodes.cp = r.get("cp");
+  nodes.pp = r.get("pp");
+  if (nodes.tp) p.tp = static_cast<int>(as_int(*nodes.tp, 1, kMaxGpus));
+  if (nodes.cp) p.cp = static_cast<int>(as_int(*nodes.cp, 1, kMaxGpus));
+  if (nodes.pp) p.pp = static_cast<int>(as_int(*nodes.pp, 1, kMaxGpus));
+  if (const Node* v = r.get("dp")) p.dp = static_cast<int>(as_int(*v, 1, kMaxGpus));
+  const double world = double(p.tp) * p.cp * p.pp * p.dp;
+  if (world > kMaxGpus)
+    fail_key(n, "tp*cp*pp*dp = " + str(p.tp) + "*" + str(p.cp) + "*" + str(p.pp) + "*" + str(p.dp) +
+                         " exceeds the limit of 1000000 GPUs");
+  if (const Node* v = r.get("sequence_parallel")) p.sequence_parallel = as_bool(*v);
+  if (const Node* v = r.get("order")) p.order = read_order(*v);
+  if (const Node* v = r.get("virtual_stages")) p.virtual_stages = static_cast<int>(as_int(*v, 1, 1'000'000));
+  if (const Node* v = r.get("zero_stage")) p.zero_stage = static_cast<int>(as_int(*v, 0, 3));
+  if (const Node* v = r.get("dp_bucket")) {
+    p.dp_bucket_bytes = as_bytes(*v);
+    check_min(*v, p.dp_bucket_bytes, 0, false);
+  }
+
+  const Node* att = r.get("attention");
+  nodes.attention = att;
+  MapReader a(or_empty(att), {"scheme", "layout", "stripe_width", "ulysses_degree", "ulysses_placement",
+                              "replicate_kv_heads", "dkv_fp32", "inner_ring"});
+  AttentionSpec& s = p.attention;
+  if (const Node* v = a.get("scheme")) {
+    nodes.scheme = v;
+    static const AttentionScheme kinds[] = {AttentionScheme::Ring, AttentionScheme::AllGather,
+                                            AttentionScheme::Ulysses, AttentionScheme::Usp,
+                                            AttentionScheme::DoubleRing};
+    s.scheme = kinds[as_choice(*v, {"ring", "allgather", "ulysses", "usp", "double-ring"})];
+  }
+  if (const Node* v = a.get("layout")) {
+    nodes.layout = v;
+    static const Layout kinds[] = {Layout::Contiguous, Layout::ZigZag, Layout::Striped};
+    s.layout = kinds[as_choice(*v, {"contiguous", "zigzag", "striped"})];
+  }
+  if (const Node* v = a.get("stripe_width")) s.stripe_width = static_cast<int>(as_int(*v, 1, 1 << 30));
+  if (const Node* v = a.get("ulysses_degree")) {
+    nodes.ulysses_degree = v;
+    s.ulysses_degree = static_cast<int>(as_int(*v, 0, kMaxGpus));
+  }
+  if (const Node* v = a.get("ulysses_placement"))
+    s.ulysses_placement = as_choice(*v, {"intra-node", "inter-node"}) == 0 ? UlyssesPlacement::IntraNode
+                                                                           : UlyssesPlacement::InterNode;
+  if (const Node* v = a.get("replicate_kv_heads")) {
+    nodes.replicate = v;
+    s.replicate_kv_heads = as_bool(*v);
+  }
+  if (const Node* v = a.get("dkv_fp32")) s.dkv_fp32 = as_bool(*v);
+  if (const Node* v = a.get("inner_ring")) {
+    nodes.inner_ring = v;
+    s.inner_ring = static_cast<int>(as_int(*v, 0, kMaxGpus));
+  }
+
+  const Node* lin = r.get("linear_attention");
+  MapReader l(or_empty(lin), {"scheme"});
+  if (const Node* v = l.get("scheme"))
+    p.linear = as_choice(*v, {"state-allgather", "relay"}) == 0 ? LinearScheme::StateAllGather
+                                                                 : LinearScheme::Relay;
+  return p;
+}
+
+PerturbSpec read_perturb(const Node& n, std::vector<const Node*>& rank_keys) {
+  MapReader r(n, {"slow_gpus", "jitter_cv", "gpu_variation_cv", "interference"});
+  PerturbSpec s;
+  if (const Node* sg = r.get("slow_gpus")) {
+    if (!sg->is_map() && !sg->is_null())
+      fail_at(*sg, "expected a mapping of GPU rank to slowdown factor such as {3: 1.2}, got " + sg->describe());
+    for (const auto& c : sg->children) {
+      Node key;
+      key.kind = Node::Kind::Scalar;
+      key.scalar = c.key;
+      key.at = c.key_at;
+      key.path = c.path;
+      const int rank = static_cast<int>(as_int(key, 0, kMaxGpus - 1));
+      const double f = as_number(c);
+      check_min(c, f, 0, false);
+      if (s.gpu_slowdown.count(rank)) fail_key(c, "GPU rank " + std::to_string(rank) + " is given twice");
+      s.gpu_slowdown[rank] = f;
+      rank_keys.push_back(&c);
+    }
+  }
+  if (const Node* v = r.get("jitter_cv")) {
+    s.jitter_cv = as_number(*v);
+    check_min(*v, s.jitter_cv, 0, true);
+  }
+  if (const Node* v = r.get("gpu_variation_cv")) {
+    s.gpu_variation_cv = as_number(*v);
+    check_min(*v, s.gpu_variation_cv, 0, true);
+  }
+  if (const Node* v = r.get("interference")) {
+    s.interference = as_number(*v);
+    check_min(*v, s.interference, 0, true);
+    check_max(*v, s.interference, 1, true);
+  }
+  return s;
+}
+
+/// cost.profile: auto, none, a CSV path (relative to the scenario, else to the data directory)
+/// or a profile name in kernels/profiles/.
+std::string read_profile(const Node& n) {
+  const std::string v = as_string(n);
+  if (v == "auto" || v == "none") return v;
+  namespace fs = std::filesystem;
+  std::vector<std::string> tried;
+  auto try_path = [&](const std::string& p) {
+    tried.push_back(p);
+    std::error_code ec;
+    return fs::is_regular_file(p, ec);
+  };
+  const std::string base = n.at.src ? n.at.src->dir : std::string();
+  const bool path_like = v.find('/') != std::string::npos || v.ends_with(".csv");
+  if (path_like) {
+    if (std::string p = join_path(base, v); try_path(p)) return p;
+    if (!fs::path(v).is_absolute())
+      if (std::string p = join_path(data_dir(), v); try_path(p)) return p;
+  } else {
+    if (std::string p = join_path(data_dir(), "kernels/profiles/" + v + ".csv"); try_path(p)) return p;
+  }
+  fail_at(n, "expected auto, none, or a profile CSV; '" + v + "' not found (tried " + join(tried) + ")");
+}
+
+/// The checks that relate several keys; every message names both ends.
+void cross_check(const Scenario& s, const Node& root, const ParallelNodes& pn, const TrainingNodes& tn,
+                 const std::vector<const Node*>& rank_keys) {
+  const ParallelSpec& p = s.parallel;
+  const ModelSpec& m = s.model;
+  const int64_t world = int64_t{p.tp} * p.cp * p.pp * p.dp;
+  const Node& par = pn.root ? *pn.root : root;
+
+  if (world > s.platform.total_gpus())
+    fail_key(par, "tp*cp*pp*dp = " + str(p.tp) + "*" + str(p.cp) + "*" + str(p.pp) + "*" +
+                           str(p.dp) + " = " + str(world) + " GPUs, but platform '" + s.platform.name +
+                           "' has " + str(s.platform.total_gpus()) + " GPUs (nodes " +
+                           str(s.platform.nodes) + " x gpus_per_node " + str(s.platform.gpus_per_node) + ")");
+
+  if (p.pp * int64_t{p.virtual_stages} > m.layers)
+    fail_at(where(pn.pp, par), "pp*virtual_stages = " + str(p.pp) + "*" + str(p.virtual_stages) +
+                                   " pipeline stages exceed model '" + m.name + "' with " + str(m.layers) +
+                                   " layers");
+
+  const bool has_full =
+      std::find(m.pattern.begin(), m.pattern.end(), LayerKind::FullAttention) != m.pattern.end();
+  if (p.tp > 1 && m.heads_q % p.tp != 0)
+    fail_at(where(pn.tp, par), "model '" + m.name + "' heads_q " + str(m.heads_q) +
+                                   " is not divisible by parallel.tp = " + str(p.tp));
+
+  const AttentionSpec& a = p.attention;
+  const Node& att = pn.attention ? *pn.attention : par;
+  int u = 0;  // Ulysses degree
+  const Node* u_node = nullptr;
+  std::string u_name;
+  if (a.scheme == AttentionScheme::Ulysses) {
+    u = p.cp;
+    u_node = pn.cp ? pn.cp : pn.scheme;
+    u_name = "parallel.cp with scheme ulysses";
+  } else if (a.scheme == AttentionScheme::Usp) {
+    if (a.ulysses_degree == 0)
+      fail_key(att, "scheme usp needs parallel.attention.ulysses_degree (the head-split degree; "
+                         "the ring degree is cp / ulysses_degree)");
+    u = a.ulysses_degree;
+    u_node = pn.ulysses_degree;
+    u_name = "parallel.attention.ulysses_degree";
+    if (p.cp % u != 0)
+      fail_at(*u_node, "ulysses_degree " + str(u) + " does not divide parallel.cp = " + str(p.cp));
+  }
+  if (u > 1 && has_full) {
+    const Node& at = where(u_node, par);
+    const int hq = m.heads_q / p.tp;
+    const std::string per_tp = p.tp > 1 ? " / tp " + str(p.tp) + " = " + str(hq) + " per TP rank" : "";
+    if (hq % u != 0)
+      fail_at(at, "model '" + m.name + "' heads_q " + str(m.heads_q) + per_tp +
+                      " is not divisible by the Ulysses degree " + str(u) + " (" + u_name + ")");
+    const int hkv = std::max(1, m.heads_kv / p.tp);
+    if (hkv % u != 0) {
+      if (!a.replicate_kv_heads)
+        fail_at(where(pn.replicate, at),
+                "model '" + m.name + "' heads_kv " + str(m.heads_kv) + " is not divisible by the Ulysses degree " +
+                    str(u) + " (" + u_name + ") and replicate_kv_heads is false");
+      if (u % hkv != 0)
+        fail_at(at, "model '" + m.name + "' heads_kv " + str(m.heads_kv) +
+                        " can neither be split nor evenly replicated over the Ulysses degree " + str(u) + " (" +
+                        u_name + ")");
+    }
+  }
+
+  if (a.scheme == AttentionScheme::DoubleRing && a.inner_ring > 0 && p.cp % a.inner_ring != 0)
+    fail_at(*pn.inner_ring, "inner_ring " + str(a.inner_ring) + " does not divide parallel.cp = " + str(p.cp));
+
+  const int64_t seq = s.training.seq_len;
+  const Node& sl = *tn.seq_len;
+  if (p.cp > 1) {
+    int64_t div = p.cp;
+    std::string why = "cp = " + str(p.cp) + " (layout contiguous splits the sequence into cp blocks)";
+    std::string by = "parallel.";
+    if (a.layout == Layout::ZigZag) {
+      div = 2 * int64_t{p.cp};
+      by = "2*parallel.";
+      why = "cp = " + str(div) + " (layout zigzag splits the sequence into 2*cp chunks)";
+    } else if (a.layout == Layout::Striped) {
+      div = int64_t{p.cp} * a.stripe_width;
+      why = "cp*attention.stripe_width = " + str(p.cp) + "*" + str(a.stripe_width) + " = " + str(div) +
+            " (layout striped deals stripes round-robin)";
+    }
+    if (seq % div != 0) fail_at(sl, "seq_len " + str(seq) + " is not divisible by " + by + why);
+  }
+  if (p.sequence_parallel && p.tp > 1 && (seq / p.cp) % p.tp != 0)
+    fail_at(sl, "seq_len / cp = " + str(seq / p.cp) + " tokens per CP rank is not divisible by parallel.tp = " +
+                    str(p.tp) + " (sequence parallelism splits them over the TP group)");
+
+  if (!s.training.documents.empty()) {
+    int64_t sum = 0;
+    for (int64_t d : s.training.documents) sum += d;
+    if (sum != seq)
+      fail_at(*tn.documents, "document lengths sum to " + str(sum) + " tokens but training.seq_len is " +
+                                 str(seq));
+  }
+  if (tn.doc_mean && s.training.doc_mean_tokens > seq)
+    fail_at(*tn.doc_mean, "mean document length " + str(s.training.doc_mean_tokens) +
+                              " exceeds training.seq_len " + str(seq));
+
+  for (const Node* k : rank_keys) {
+    const int rank = std::stoi(k->key);
+    if (rank >= world)
+      fail_key(*k, "GPU rank " + k->key + " is outside the " + str(world) + " GPUs of parallel.tp*cp*pp*dp");
+  }
+}
+
+}  // namespace
+
+Scenario build_scenario(const Node& root, const std::string& file, bool cross_checks) {
+  MapReader r(root, {"name", "description", "platform", "model", "training", "parallel", "simulation", "cost",
+                     "perturb"});
+  Scenario s;
+  s.file = file;
+  s.name = r.get("name") ? as_string(*r.get("name")) : file_stem(file);
+  if (const Node* d = r.get("description")) as_string(*d);
+
+  const Node& plat = r.require("platform");
+  std::string plat_file;
+  const Node plat_tree = resolve_ref(plat, platform_ref(), &plat_file);
+  if (plat_file.empty()) plat_file = file;
+  s.platform = build_platform(plat_tree, plat_file, plat_file == file ? "inline" : file_stem(plat_file));
+
+  const Node& model = r.require("model");
+  std::string model_file;
+  const Node model_tree = resolve_ref(model, model_ref(), &model_file);
+  s.model = build_model(model_tree, model_file.empty() ? "inline" : file_stem(model_file));
+
+  TrainingNodes tn;
+  s.training = read_training(r.require("training"), tn);
+  ParallelNodes pn;
+  s.parallel = read_parallel(or_empty(r.get("parallel")), pn);
+  if (!r.get("parallel")) pn.root = nullptr;
+
+  MapReader sim(or_empty(r.get("simulation")), {"engine", "scope", "seed"});
+  if (const Node* v = sim.get("engine"))
+    s.simulation.engine = as_choice(*v, {"simgrid", "analytic"}) == 0 ? EngineKind::SimGrid : EngineKind::Analytic;
+  if (const Node* v = sim.get("scope")) {
+    static const Scope kinds[] = {Scope::AttentionLayer, Scope::Layer, Scope::Step};
+    s.simulation.scope = kinds[as_choice(*v, {"attention-layer", "layer", "step"})];
+  }
+  if (const Node* v = sim.get("seed")) s.simulation.seed = as_uint64(*v);
+
+  MapReader cost(or_empty(r.get("cost")), {"profile"});
+  if (const Node* v = cost.get("profile")) s.cost.profile = read_profile(*v);
+
+  std::vector<const Node*> rank_keys;
+  s.perturb = read_perturb(or_empty(r.get("perturb")), rank_keys);
+
+  if (cross_checks) cross_check(s, root, pn, tn, rank_keys);
+  return s;
+}
+
+}  // namespace detail
+
+Scenario parse_scenario(const std::string& text, const std::string& file,
+                        const std::vector<std::string>& overrides) {
+  using namespace detail;
+  Node root = parse_text(text, file, dir_of(file));
+  for (const auto& o : overrides) apply_override(root, o, "<--set>", scenario_preset_paths());
+  return build_scenario(root, file, true);
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  using namespace detail;
+  Node root = parse_file(path, nullptr, "scenario");
+  for (const auto& o : overrides) apply_override(root, o, "<--set>", scenario_preset_paths());
+  return build_scenario(root, path, true);
+}
+
+}  // namespace cpsim::scenario
