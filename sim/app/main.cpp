@@ -11,6 +11,10 @@ int main(int argc, char** argv) {
   int rc = 0;
   cpsim::app::register_run(app, rc);
   cpsim::app::register_check(app, rc);
+  cpsim::app::register_kernels(app, rc);
+  cpsim::app::register_partition(app, rc);
+  cpsim::app::register_collective(app, rc);
+  cpsim::app::register_sweep(app, rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

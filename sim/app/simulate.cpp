@@ -17,7 +17,8 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   const schedule::BuildInfo info = schedule::build_scenario(sc, topo, pricer, g);
   g.finalize();
   engine::ReplayOptions ro;
-  ro.interference = sc.perturb.interference >= 0 ? sc.perturb.interference : 0.0;
+  ro.interference = sc.perturb.interference >= 0 ? sc.perturb.interference
+                                                 : sc.platform.compute_interference;
   const engine::Trace tr = sc.simulation.engine == scenario::EngineKind::SimGrid
                                ? engine::replay_simgrid(g, topo, ro)
                                : engine::replay_analytic(g, topo, ro);

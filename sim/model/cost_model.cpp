@@ -119,11 +119,19 @@ double wave_occupancy(double tiles, int sms) {
 }
 
 // ---- GEMM -----------------------------------------------------------------------------------
-// efficiency = gemm_flops / peak_flops (the best measured GEMM) x occupancy x k roll-off:
-// output tiles of 128 x 256 wave-quantised over the SMs, and k / (k + 128) (prologue and
-// epilogue of each output tile amortised over its k loop) normalised to 1 at k = 8192, the
-// size the best-GEMM figures are measured at. Memory roofline: 2 (mk + kn + mn) bytes.
-constexpr double kGemmTileM = 128, kGemmTileN = 256, kGemmHalfK = 128, kGemmRefK = 8192;
+// efficiency = gemm_flops / peak_flops (the best measured GEMM) x tiling x k roll-off:
+//  - tiling: the best of three output-tile shapes, each wave-quantised over the SMs and
+//    weighted by its data reuse relative to the 128 x 256 tile the best GEMMs use (assumed
+//    weights 1, 0.85, 0.7 for 128 x 256, 128 x 128, 64 x 128): libraries switch to smaller
+//    tiles when large ones leave SMs idle;
+//  - k / (k + 128): prologue and epilogue of each output tile amortised over its k loop,
+//    normalised to 1 at k = 8192, the size best-GEMM figures are measured at.
+// Memory roofline: 2 (mk + kn + mn) bytes of BF16.
+struct GemmTile {
+  double m, n, weight;
+};
+constexpr GemmTile kGemmTiles[] = {{128, 256, 1.0}, {128, 128, 0.85}, {64, 128, 0.7}};
+constexpr double kGemmHalfK = 128, kGemmRefK = 8192;
 
 // ---- Linear attention (Gated DeltaNet chunk kernels) ---------------------------------------
 // Assumed efficiencies (no published figure in calibration.md; replace with a measured profile):
@@ -183,10 +191,14 @@ class RooflineModel final : public CostModel {
     r.flops = 2 * m * n * k;
     r.source = CostSource::Roofline;
     if (!(r.flops > 0)) return r;
-    const double tiles = std::ceil(m / kGemmTileM) * std::ceil(n / kGemmTileN);
+    double tiling = 0;
+    for (const GemmTile& t : kGemmTiles) {
+      const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+      tiling = std::max(tiling, t.weight * wave_occupancy(tiles, sms_));
+    }
     const double k_rolloff =
         std::min(1.0, (k / (k + kGemmHalfK)) / (kGemmRefK / (kGemmRefK + kGemmHalfK)));
-    const double rate = gpu_.gemm_flops * wave_occupancy(tiles, sms_) * k_rolloff;
+    const double rate = gpu_.gemm_flops * tiling * k_rolloff;
     const double bytes = 2 * (m * k + k * n + m * n);
     r.time_s = std::max({r.flops / rate, bytes / gpu_.hbm_Bps, kLaunchFloor_s});
     return r;

@@ -150,8 +150,9 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   MemoryEstimate est;
   const double params_rank = total_params(m) / (p.tp * p.pp);
   // ZeRO: stage 1 shards optimizer states (12 B), stage 2 also gradients (2 B), stage 3 also
-  // weights (2 B) over the data-parallel group; CP ranks hold full replicas of their TP shard.
-  const double dp = p.dp;
+  // weights (2 B) over the data-parallel group. CP ranks hold replicas of the same weights, so
+  // Megatron's distributed optimizer shards over DP x CP.
+  const double dp = static_cast<double>(p.dp) * p.cp;
   double w = 2, g = 2, o = 12;
   if (p.zero_stage >= 1) o /= dp;
   if (p.zero_stage >= 2) g /= dp;

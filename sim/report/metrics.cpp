@@ -56,9 +56,7 @@ Intervals unite(const Intervals& a, const Intervals& b) {
   return merged(std::move(v));
 }
 
-bool is_cp_stream(uint16_t s) {
-  return s == schedule::stream::kCpSend || s == schedule::stream::kCpRecv;
-}
+bool is_cp_stream(uint16_t s) { return schedule::stream::is_cp(s); }
 
 /// The predecessor whose completion released op `id` (explicit edges and stream order), or
 /// kNoOp if it started unblocked at time 0.

@@ -45,6 +45,37 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+/// The ops on the critical path: walk back from the op that ends last, each time to the
+/// predecessor (explicit edge or stream order) that finished last. The same rule as the
+/// critical path of report::analyze, recomputed here because chrome_trace has no Result.
+std::vector<char> critical_ops(const schedule::TaskGraph& g, const engine::Trace& tr) {
+  std::vector<char> on(g.size(), 0);
+  if (g.size() == 0 || tr.end_s.size() != g.size()) return on;
+  schedule::OpId cur = 0;
+  for (schedule::OpId id = 0; id < g.size(); ++id)
+    if (tr.end_s[id] > tr.end_s[cur]) cur = id;
+  while (cur != schedule::kNoOp && !on[cur]) {
+    on[cur] = 1;
+    schedule::OpId best = schedule::kNoOp;
+    double best_end = -1;
+    auto consider = [&](schedule::OpId p) {
+      if (tr.end_s[p] > best_end || (tr.end_s[p] == best_end && p > best)) {
+        best_end = tr.end_s[p];
+        best = p;
+      }
+    };
+    auto [b, e] = g.preds(cur);
+    for (const schedule::OpId* it = b; it != e; ++it) consider(*it);
+    for (const auto* slots : {&g.queue_of(), &g.peer_queue_of()}) {
+      const auto& qs = (*slots)[cur];
+      if (qs.queue == UINT32_MAX || qs.pos == 0) continue;
+      consider(g.queues()[qs.queue].ops[qs.pos - 1]);
+    }
+    cur = best;
+  }
+  return on;
+}
+
 }  // namespace
 
 json scenario_json(const scenario::Scenario& sc) {
@@ -210,19 +241,26 @@ json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const T
   auto keep_layer = [&](int l) {
     return l < 0 || f.layers.empty() || std::find(f.layers.begin(), f.layers.end(), l) != f.layers.end();
   };
+  // Perfetto treats pid 0 and tid 0 as the kernel's swapper: GPU k is process k + 1 and
+  // stream s is thread s + 1; the names and the "rank" argument carry the real numbers.
+  auto pid_of = [](int rank) { return rank + 1; };
+  auto tid_of = [](int stream) { return stream + 1; };
+  const std::vector<char> critical = critical_ops(g, tr);
   json ev = json::array();
   std::vector<char> named(static_cast<size_t>(g.num_ranks()), 0);
   std::map<std::pair<int, int>, bool> threads;
-  auto meta = [&](int pid, int tid) {
-    if (!named[pid]) {
-      named[pid] = 1;
-      ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", "GPU " + std::to_string(pid)}}}});
-      ev.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+  auto meta = [&](int rank, int stream) {
+    if (!named[rank]) {
+      named[rank] = 1;
+      ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid_of(rank)}, {"args", {{"name", "GPU " + std::to_string(rank)}}}});
+      ev.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid_of(rank)}, {"args", {{"sort_index", rank}}}});
     }
-    if (!threads[{pid, tid}]) {
-      threads[{pid, tid}] = true;
-      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid},
-                    {"args", {{"name", schedule::stream::name(static_cast<uint16_t>(tid))}}}});
+    if (!threads[{rank, stream}]) {
+      threads[{rank, stream}] = true;
+      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid_of(rank)}, {"tid", tid_of(stream)},
+                    {"args", {{"name", schedule::stream::name(static_cast<uint16_t>(stream))}}}});
+      ev.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid_of(rank)}, {"tid", tid_of(stream)},
+                    {"args", {{"sort_index", stream}}}});
     }
   };
   const char* phases[] = {"", "fwd", "bwd", "opt"};
@@ -239,12 +277,14 @@ json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const T
                        {"heads_kv", s.heads_kv}, {"head_dim", s.head_dim}};
     }
     if (op.flops > 0) args["flops"] = op.flops;
+    if (critical[id]) args["critical"] = true;
     const std::string name = g.str(op.label.name);
     const std::string cat = g.str(op.label.category).empty() ? "other" : g.str(op.label.category);
     if (op.kind == OpKind::Compute) {
       if (!keep_rank(op.rank)) continue;
       meta(op.rank, op.stream);
-      ev.push_back({{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", op.rank}, {"tid", op.stream},
+      args["rank"] = op.rank;
+      ev.push_back({{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid_of(op.rank)}, {"tid", tid_of(op.stream)},
                     {"ts", ts}, {"dur", dur}, {"args", args}});
       continue;
     }
@@ -254,19 +294,24 @@ json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const T
     const bool ks = keep_rank(op.rank), kr = keep_rank(op.peer);
     if (ks) {
       meta(op.rank, op.stream);
-      ev.push_back({{"ph", "X"}, {"name", name + " send"}, {"cat", cat}, {"pid", op.rank}, {"tid", op.stream},
-                    {"ts", ts}, {"dur", dur}, {"args", args}});
+      args["rank"] = op.rank;
+      ev.push_back({{"ph", "X"}, {"name", name + " send"}, {"cat", cat}, {"pid", pid_of(op.rank)},
+                    {"tid", tid_of(op.stream)}, {"ts", ts}, {"dur", dur}, {"args", args}});
     }
     if (kr) {
       meta(op.peer, op.peer_stream);
-      ev.push_back({{"ph", "X"}, {"name", name + " recv"}, {"cat", cat}, {"pid", op.peer}, {"tid", op.peer_stream},
-                    {"ts", ts}, {"dur", dur}, {"args", args}});
+      args["rank"] = op.peer;
+      ev.push_back({{"ph", "X"}, {"name", name + " recv"}, {"cat", cat}, {"pid", pid_of(op.peer)},
+                    {"tid", tid_of(op.peer_stream)}, {"ts", ts}, {"dur", dur}, {"args", args}});
     }
     if (ks && kr) {
-      ev.push_back({{"ph", "s"}, {"id", id}, {"name", name}, {"cat", "flow"}, {"pid", op.rank},
-                    {"tid", op.stream}, {"ts", ts}});
-      ev.push_back({{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", name}, {"cat", "flow"}, {"pid", op.peer},
-                    {"tid", op.peer_stream}, {"ts", ts + dur}});
+      // Both ends bind to the slice enclosing their timestamp: the middle of each slice is
+      // inside it (a slice's end is not: viewers close it there).
+      const double mid = ts + dur / 2;
+      ev.push_back({{"ph", "s"}, {"id", id}, {"name", name}, {"cat", "flow"}, {"pid", pid_of(op.rank)},
+                    {"tid", tid_of(op.stream)}, {"ts", mid}});
+      ev.push_back({{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", name}, {"cat", "flow"},
+                    {"pid", pid_of(op.peer)}, {"tid", tid_of(op.peer_stream)}, {"ts", mid}});
     }
   }
   return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};

@@ -115,13 +115,19 @@ int as_count(const Node& n, int64_t min, int64_t max) { return static_cast<int>(
 }  // namespace
 
 PlatformSpec build_platform(const Node& tree, const std::string& file, const std::string& default_name) {
-  MapReader r(tree, {"name", "description", "gpu", "nodes", "gpus_per_node", "intra", "network", "nccl"});
+  MapReader r(tree, {"name", "description", "gpu", "nodes", "gpus_per_node", "intra", "network", "nccl",
+                     "compute_interference"});
   if (tree.is_null()) fail_at(tree, "expected a platform mapping, got nothing");
   PlatformSpec p;
   p.file = file;
   p.name = r.get("name") ? as_string(*r.get("name")) : default_name;
   if (r.get("description")) as_string(*r.get("description"));
   p.gpu = read_gpu(r.require("gpu"));
+  if (const Node* v = r.get("compute_interference")) {
+    p.compute_interference = as_number(*v);
+    check_min(*v, p.compute_interference, 0, true);
+    check_max(*v, p.compute_interference, 1, true);
+  }
 
   const Node* nodes = r.get("nodes");
   const Node* gpn = r.get("gpus_per_node");

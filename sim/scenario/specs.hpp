@@ -70,6 +70,10 @@ struct PlatformSpec {
   double oversubscription = 1.0; ///< leaf downlink : uplink bandwidth ratio
   double switch_latency_s = 0;   ///< per switch traversal
   NcclSpec nccl;
+  /// Compute slowdown while a transfer of the same GPU is in flight (SM and HBM contention
+  /// with NCCL kernels); 0 = ideal overlap. Presets use 0.19, the average measured slowdown of
+  /// overlapped compute over A100/H100 (calibration.md).
+  double compute_interference = 0;
 
   int total_gpus() const { return nodes * gpus_per_node; }
 };

@@ -9,6 +9,15 @@
 
 namespace cpsim::schedule {
 
+namespace {
+OpLabel p2p_label(AttentionCtx& ctx, const char* name, const std::string& scheme, Phase phase,
+                  int step) {
+  OpLabel l = make_label(ctx.g, ctx, name, scheme, phase, step);
+  l.category = ctx.g.intern("p2p");
+  return l;
+}
+}  // namespace
+
 std::vector<OpId> ring_pass(AttentionCtx& ctx, const Partition& part, bool backward,
                             const std::vector<OpId>& entry, const std::string& scheme) {
   TaskGraph& g = ctx.g;
@@ -67,8 +76,11 @@ std::vector<OpId> ring_pass(AttentionCtx& ctx, const Partition& part, bool backw
           tail[i] = acc;
         }
         const int dst = (i + 1) % n;
+        // Its own streams: a KV prefetch must not queue behind a gradient that waits for the
+        // current kernel (ring implementations use separate communicators for the two).
         const OpId x = add_p2p(g, ctx.topo, rank, ctx.group[dst], dkv_bytes,
-                               make_label(g, ctx, "dkv_p2p", scheme, phase, t), ready);
+                               p2p_label(ctx, "dkv_p2p", scheme, phase, t), ready,
+                               stream::kCpGradSend, stream::kCpGradRecv);
         g.add_edge(dkv_accum[dst], x);  // the receiver's previous partial has been consumed
         sent[dst] = x;
       }
@@ -80,7 +92,7 @@ std::vector<OpId> ring_pass(AttentionCtx& ctx, const Partition& part, bool backw
     for (int i = 0; i < n; ++i) {
       const int dst = (i + 1) % n;
       const OpId x = add_p2p(g, ctx.topo, ctx.group[i], ctx.group[dst], kv_bytes,
-                             make_label(g, ctx, "kv_p2p", scheme, phase, t),
+                             p2p_label(ctx, "kv_p2p", scheme, phase, t),
                              t == 0 ? entry[i] : kv_recv[i]);
       // Double buffering: the receiver's buffer for step t+1 held the block of step t-1.
       g.add_edge(prev_kernel[dst], x);

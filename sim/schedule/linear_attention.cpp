@@ -37,6 +37,13 @@ LinearGeometry linear_geometry(const AttentionCtx& ctx) {
   return lg;
 }
 
+OpLabel p2p(AttentionCtx& ctx, const char* name, const std::string& scheme, Phase phase,
+            int step = -1) {
+  OpLabel l = make_label(ctx.g, ctx, name, scheme, phase, step);
+  l.category = ctx.g.intern("p2p");
+  return l;
+}
+
 OpId add_gemm(AttentionCtx& ctx, int rank, double m, double n, double k, OpLabel l) {
   const model::Cost c = ctx.pricer.cost().gemm(m, n, k);
   l.category = ctx.g.intern("gemm");
@@ -63,7 +70,7 @@ std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>
       const int peer = backward ? i - 1 : i + 1;
       if (peer < 0 || peer >= n) continue;
       arrived[peer] = add_p2p(g, ctx.topo, ctx.group[i], ctx.group[peer], halo,
-                              make_label(g, ctx, "conv_halo_p2p", scheme, phase), entry[i]);
+                              p2p(ctx, "conv_halo_p2p", scheme, phase), entry[i]);
     }
     for (int i = 0; i < n; ++i) tail[i] = arrived[i] == kNoOp ? entry[i] : arrived[i];
   }
@@ -106,7 +113,7 @@ std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>
       if (k + 1 < n) {
         const int next = backward ? i - 1 : i + 1;
         prev = add_p2p(g, ctx.topo, rank, ctx.group[next], lg.state_bytes * batch,
-                       make_label(g, ctx, "state_relay_p2p", scheme, phase, k), ready);
+                       p2p(ctx, "state_relay_p2p", scheme, phase, k), ready);
       }
     }
   } else {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
@@ -60,12 +61,18 @@ Documents scenario_documents(const scenario::Scenario& sc) {
 
 namespace {
 
+/// ZeRO-3 parameter all-gathers, shared by the replicas of a stage: (layer, micro-batch, pass,
+/// tp index) -> global rank -> op after which that rank holds the layer's full weights.
+using GatherMap = std::map<std::tuple<int, int, int, int>, std::map<int, OpId>>;
+
 /// Builds layers for one pipeline-stage replica: the TP x CP grid of GPUs with fixed (pp, dp).
 class StageBuilder {
  public:
   StageBuilder(const scenario::Scenario& sc, const model::Topology& topo, Pricer& pricer,
-               TaskGraph& g, const Mesh& mesh, const Documents& docs, int pp_i, int dp_i)
-      : sc_(sc), m_(sc.model), topo_(topo), pricer_(pricer), g_(g), docs_(docs) {
+               TaskGraph& g, const Mesh& mesh, const Documents& docs, int pp_i, int dp_i,
+               GatherMap& gathers)
+      : sc_(sc), m_(sc.model), topo_(topo), pricer_(pricer), g_(g), docs_(docs), mesh_(mesh),
+        gathers_(gathers), pp_i_(pp_i) {
     tp_ = sc.parallel.tp;
     cp_ = sc.parallel.cp;
     for (int c = 0; c < cp_; ++c)
@@ -122,6 +129,7 @@ class StageBuilder {
       const double t = pricer_.time(ranks_[i], c, "gemm") * mult;
       out[i] = g_.add_compute(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.flops * mult);
       g_.add_edge(deps[i], out[i]);
+      if (!param_ready_.empty()) g_.add_edge(param_ready_[i], out[i]);
     }
     return out;
   }
@@ -198,8 +206,50 @@ class StageBuilder {
     return out;
   }
 
+  /// ZeRO-3: all-gather the layer's weights over DP x CP before its GEMMs, prefetched when the
+  /// previous layer pass starts (FSDP's one-layer lookahead).
+  void gather_params(int layer, int mb, int pass) {
+    param_ready_.clear();
+    const auto& p = sc_.parallel;
+    if (p.zero_stage < 3 || p.dp * p.cp == 1) return;
+    const double bytes =
+        (model::mlp_params(m_) + (model::layer_kind(m_, layer) == LayerKind::FullAttention
+                                      ? model::full_attention_layer_params(m_)
+                                      : model::linear_attention_layer_params(m_))) /
+        tp_ * model::kBf16Bytes;
+    param_ready_.assign(ranks_.size(), kNoOp);
+    for (int t = 0; t < tp_; ++t) {
+      auto& done = gathers_[{layer, mb, pass, t}];
+      if (done.empty()) {
+        CollectiveRequest req;
+        req.op = CollOp::AllGather;
+        req.bytes = bytes;
+        req.send_stream = stream::kDpSend;
+        req.recv_stream = stream::kDpRecv;
+        req.label = label("zero3_allgather_params", mb, layer,
+                          pass == 2 ? Phase::Backward : Phase::Forward, "collective");
+        req.label.scheme = g_.intern("dp");
+        for (int d = 0; d < p.dp; ++d)
+          for (int c = 0; c < cp_; ++c) {
+            const int r = mesh_.rank_of({t, c, pp_i_, d});
+            req.ranks.push_back(r);
+            // Replica-local lookahead; other replicas' members are gated by their own streams.
+            OpId dep = kNoOp;
+            for (size_t i = 0; i < ranks_.size(); ++i)
+              if (ranks_[i] == r && i < prev_entry_.size()) dep = prev_entry_[i];
+            req.deps.push_back(dep);
+          }
+        const auto res = add_collective(g_, topo_, req);
+        for (size_t k = 0; k < req.ranks.size(); ++k) done[req.ranks[k]] = res.done[k];
+      }
+      for (int c = 0; c < cp_; ++c) param_ready_[index(c, t)] = done.at(ranks_[index(c, t)]);
+    }
+  }
+
   /// One layer forward (or its recomputation) or backward.
   Ops layer_pass(int layer, int mb, bool backward, const Ops& entry, bool recompute = false) {
+    gather_params(layer, mb, backward ? 2 : (recompute ? 1 : 0));
+    prev_entry_ = entry;
     recompute_ = recompute;
     const Phase ph = backward ? Phase::Backward : Phase::Forward;
     const double h = m_.hidden;
@@ -248,6 +298,7 @@ class StageBuilder {
       x = memory_all("norm_attn_bwd", 1.5 * norm_bytes, mb, layer, ph, x);
     }
     recompute_ = false;
+    param_ready_.clear();
     return x;
   }
 
@@ -257,6 +308,11 @@ class StageBuilder {
   Pricer& pricer_;
   TaskGraph& g_;
   const Documents& docs_;
+  const Mesh& mesh_;
+  GatherMap& gathers_;
+  int pp_i_ = 0;
+  Ops param_ready_;
+  Ops prev_entry_;
   std::vector<int> ranks_;
   int tp_ = 1, cp_ = 1;
   double tokens_ = 0;
@@ -341,11 +397,12 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
   for (int c = 0; c < p.cp; ++c) info.cp_group.push_back(mesh.rank_of({0, c, 0, 0}));
 
   using Ops = std::vector<OpId>;
+  GatherMap gathers;
   // [replica][layer]: each layer's backward of the last micro-batch, per grid rank.
   std::vector<std::vector<Ops>> grads_ready(p.dp, std::vector<Ops>(layers));
   for (int d = 0; d < p.dp; ++d) {
     std::vector<StageBuilder> stages;
-    for (int s = 0; s < pp; ++s) stages.emplace_back(sc, topo, pricer, g, mesh, docs, s, d);
+    for (int s = 0; s < pp; ++s) stages.emplace_back(sc, topo, pricer, g, mesh, docs, s, d, gathers);
     const size_t grid = stages[0].ranks().size();
     // Outputs of each stage's forward / backward per micro-batch (after the p2p to the peer).
     std::vector<std::vector<Ops>> fwd_out(pp, std::vector<Ops>(mbs)), bwd_out(pp, std::vector<Ops>(mbs));
@@ -369,8 +426,8 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
         l.micro = mb;
         l.phase = backward ? Phase::Backward : Phase::Forward;
         // Separate streams per direction keep each queue in micro-batch order.
-        const uint16_t ss = backward ? stream::kPpSend + 2 : stream::kPpSend;
-        const uint16_t rs = backward ? stream::kPpRecv + 2 : stream::kPpRecv;
+        const uint16_t ss = backward ? stream::kPpGradSend : stream::kPpSend;
+        const uint16_t rs = backward ? stream::kPpGradRecv : stream::kPpRecv;
         out[i] = add_p2p(g, topo, src[i], dst[i], bytes, l, deps[i], ss, rs);
       }
       return out;

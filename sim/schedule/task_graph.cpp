@@ -23,6 +23,10 @@ const char* stream::name(uint16_t s) {
     case kDpRecv: return "dp-recv";
     case kPpSend: return "pp-send";
     case kPpRecv: return "pp-recv";
+    case kPpGradSend: return "pp-grad-send";
+    case kPpGradRecv: return "pp-grad-recv";
+    case kCpGradSend: return "cp-dkv-send";
+    case kCpGradRecv: return "cp-dkv-recv";
     default: return "stream";
   }
 }

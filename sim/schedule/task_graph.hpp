@@ -29,6 +29,14 @@ inline constexpr uint16_t kDpSend = 5;
 inline constexpr uint16_t kDpRecv = 6;
 inline constexpr uint16_t kPpSend = 7;
 inline constexpr uint16_t kPpRecv = 8;
+inline constexpr uint16_t kPpGradSend = 9;   ///< pipeline backward (gradients flow upstream)
+inline constexpr uint16_t kPpGradRecv = 10;
+inline constexpr uint16_t kCpGradSend = 11;  ///< ring backward dK,dV partial sums
+inline constexpr uint16_t kCpGradRecv = 12;
+/// Streams whose transfers are context-parallel attention traffic.
+inline bool is_cp(uint16_t s) {
+  return s == kCpSend || s == kCpRecv || s == kCpGradSend || s == kCpGradRecv;
+}
 const char* name(uint16_t s);
 }  // namespace stream
 

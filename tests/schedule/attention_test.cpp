@@ -38,8 +38,8 @@ struct Built {
 
 /// Builds one attention layer forward + backward for a CP group of `n` ranks.
 void build(Built& b, const scenario::Scenario& sc, int n) {
-  static testing::PerPairCost cost(1e-12);
-  model::Topology topo(testing::nvswitch_node(n, 100e9, 1e-6));
+  static fixtures::PerPairCost cost(1e-12);
+  model::Topology topo(fixtures::nvswitch_node(n, 100e9, 1e-6));
   schedule::Pricer pricer(cost, sc, n);
   schedule::AttentionCtx ctx{b.g, topo, pricer, sc, {}, 0, 0, {}, schedule::scenario_documents(sc)};
   for (int i = 0; i < n; ++i) ctx.group.push_back(i);

@@ -6,7 +6,7 @@
 #include "model/cost_model.hpp"
 #include "scenario/specs.hpp"
 
-namespace cpsim::testing {
+namespace cpsim::fixtures {
 
 /// One NVSwitch node of `gpus` GPUs with the given per-direction link bandwidth and latency.
 inline scenario::PlatformSpec nvswitch_node(int gpus, double bw_Bps, double latency_s) {
@@ -45,4 +45,4 @@ class PerPairCost : public model::CostModel {
   double c_;
 };
 
-}  // namespace cpsim::testing
+}  // namespace cpsim::fixtures

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Rebuilds docs/gallery/ (every figure as PNG and SVG, plus the sweeps' CSVs) from the bundled
+# scenarios and sweeps. Needs a built cpsim and Debian's python3-matplotlib.
+#
+#   tools/make_gallery.sh                      # uses build/cpsim
+#   CPSIM=build-test/cpsim JOBS=4 tools/make_gallery.sh
+#
+# Environment: CPSIM (binary, default build/cpsim), JOBS (sweep parallelism, default nproc),
+# GALLERY_OUT (default docs/gallery), GALLERY_WORK (scratch for runs and sweeps, default a
+# temporary directory that is removed at the end).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CPSIM=${CPSIM:-build/cpsim}
+JOBS=${JOBS:-$(nproc)}
+OUT=${GALLERY_OUT:-docs/gallery}
+PY=/usr/bin/python3
+PLOT="$PY tools/cpsim_plot.py"
+
+[[ -x $CPSIM ]] || { echo "error: no cpsim binary at $CPSIM (build it, or set CPSIM=...)" >&2; exit 2; }
+$PY -c 'import matplotlib' 2>/dev/null ||
+  { echo "error: $PY has no matplotlib (apt-get install python3-matplotlib)" >&2; exit 2; }
+
+if [[ -n ${GALLERY_WORK:-} ]]; then
+  WORK=$GALLERY_WORK
+  mkdir -p "$WORK"
+else
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+fi
+mkdir -p "$OUT/data"
+rm -f "$OUT"/*.png "$OUT"/*.svg "$OUT"/data/*.csv
+
+step() { echo; echo "== $*"; }
+timed() {  # label, command...: runs it and prints its wall time
+  local label=$1; shift
+  local t0=$SECONDS rc=0
+  "$@" || rc=$?
+  echo "   $label: $((SECONDS - t0)) s wall (exit $rc)"
+  return 0
+}
+
+step "timelines: one attention layer at 32K tokens, 8 GPUs of one DGX H100"
+cut=(--set simulation.scope=attention-layer --set training.seq_len=32K -q)
+for s in ring-contiguous ring-zigzag ulysses; do
+  "$CPSIM" run "scenarios/anchor-128k-$s.yaml" "${cut[@]}" --trace "$WORK/trace-$s.json"
+  $PLOT timeline "$WORK/trace-$s.json" -o "$OUT/timeline-$s" \
+    --title "Anchor model, 32K tokens, CP 8 on one DGX H100: one attention layer, $s"
+done
+
+step "compare: the lesson's question, one training step at 128K tokens per schedule"
+runs=()
+for s in ring-contiguous ring-zigzag ring-striped allgather ulysses usp; do
+  "$CPSIM" run "scenarios/anchor-128k-$s.yaml" -q --json "$WORK/step-$s.json"
+  runs+=("$WORK/step-$s.json")
+done
+$PLOT compare "${runs[@]}" -o "$OUT/compare-schedules-128k" \
+  --title "One training step of the anchor model at 128K tokens on one DGX H100 (CP 8)"
+
+step "sweeps (-j $JOBS)"
+for sw in schedules-x-seqlen fabrics usp-degrees; do
+  rm -rf "$WORK/$sw"
+  timed "$sw" "$CPSIM" sweep "sweeps/$sw.yaml" -j "$JOBS" -o "$WORK/$sw" -q
+  cp "$WORK/$sw/results.csv" "$OUT/data/$sw.csv"
+done
+
+step "sweep plots"
+$PLOT sweep "$WORK/schedules-x-seqlen" --x training.seq_len --series schedule \
+  --y step_time_s --y exposed_comm_s --logy -o "$OUT/sweep-schedules-x-seqlen" \
+  --title "Schedules as the sequence grows: anchor model, CP 8 on one DGX H100, one attention layer"
+$PLOT sweep "$WORK/fabrics" --x training.seq_len --series topology --facet schedule --logy \
+  -o "$OUT/sweep-fabrics" \
+  --title "The same CP-8 attention layer on NVSwitch, PCIe and InfiniBand"
+$PLOT compare "$WORK/fabrics" --where training.seq_len=32K --where schedule=ring-zigzag \
+  -o "$OUT/compare-fabrics-32k" \
+  --title "Zig-zag ring attention, 32K tokens, CP 8: where the time goes on each fabric"
+$PLOT heatmap "$WORK/usp-degrees" --x parallel.attention.ulysses_degree --y parallel.cp \
+  --note ring_degree --best row -o "$OUT/heatmap-usp-degrees" \
+  --title "USP at 128K tokens: attention layer time [ms] (best split per CP degree in red)"
+
+step "partition: the lesson's pair counts"
+for sn in "16 4" "32 8"; do
+  read -r s n <<<"$sn"
+  files=()
+  for l in contiguous zigzag striped; do
+    "$CPSIM" partition --seq "$s" --cp "$n" --layout "$l" --json "$WORK/part-$s-$n-$l.json" >/dev/null
+    files+=("$WORK/part-$s-$n-$l.json")
+  done
+  $PLOT partition "${files[@]}" -o "$OUT/partition-s$s-n$n"
+done
+
+step "check"
+missing=0
+for img in $(grep -o '([a-z0-9-]*\.png)' "$OUT/README.md" 2>/dev/null | tr -d '()'); do
+  [[ -f $OUT/$img ]] || { echo "   README.md shows $img, which was not made" >&2; missing=1; }
+done
+ls "$OUT"/*.png | sed 's/^/   /'
+exit $missing

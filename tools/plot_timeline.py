@@ -1,0 +1,191 @@
+"""timeline: a Gantt chart per GPU of one layer's forward and backward, from `cpsim run --trace`.
+
+Each GPU gets one lane per stream (compute, CP send, CP receive, ...). Attention kernels, other
+kernels and transfers have their own colours; gaps on a GPU's compute stream are hatched as
+waiting; ops on the critical path (the trace's `critical` argument) are outlined in red.
+"""
+import argparse
+from collections import Counter, defaultdict
+
+import matplotlib.lines as mlines
+import matplotlib.patches as mpatches
+
+from plot_common import COLORS, die, load_json, plt, save
+
+
+def pick_layer(events):
+    """The first layer that runs full attention (an attention kernel with a shape), else the
+    first layer with any op."""
+    att = sorted({e["args"]["layer"] for e in events
+                  if e["args"].get("layer", -1) >= 0 and "shape" in e["args"]})
+    if att:
+        return att[0]
+    any_layer = sorted({e["args"].get("layer", -1) for e in events} - {-1})
+    return any_layer[0] if any_layer else None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="cpsim_plot.py timeline", description=__doc__.split("\n\n")[0])
+    ap.add_argument("trace", help="file written by `cpsim run --trace`")
+    ap.add_argument("-o", "--out", default="timeline", help="output path without extension")
+    ap.add_argument("--layer", type=int, help="layer to show (default: the first full-attention layer)")
+    ap.add_argument("--micro-batch", type=int, default=None,
+                    help="micro-batch to show (default: the first one in the trace)")
+    ap.add_argument("--ranks", help="GPUs to show, e.g. 0-3,7 (default: up to 16)")
+    ap.add_argument("--title", help="plot title (default: from the trace)")
+    args = ap.parse_args(argv)
+
+    trace = load_json(args.trace)
+    if not isinstance(trace, dict) or "traceEvents" not in trace:
+        die(f"{args.trace}: not a Chrome trace (no traceEvents)")
+    ev = trace["traceEvents"]
+    pname, tname = {}, {}
+    for e in ev:
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            pname[e["pid"]] = e["args"]["name"]
+        elif e.get("ph") == "M" and e.get("name") == "thread_name":
+            tname[(e["pid"], e["tid"])] = e["args"]["name"]
+    ops = [e for e in ev if e.get("ph") == "X" and "args" in e]
+    if not ops:
+        die(f"{args.trace}: no ops in the trace")
+    layer = args.layer if args.layer is not None else pick_layer(ops)
+    if layer is not None:
+        ops = [e for e in ops if e["args"].get("layer") == layer]
+        if not ops:
+            die(f"{args.trace}: no ops of layer {layer}")
+    mbs = sorted({e["args"].get("micro_batch", -1) for e in ops})
+    mb = args.micro_batch if args.micro_batch is not None else (mbs[0] if mbs else -1)
+    if len(mbs) > 1 or args.micro_batch is not None:
+        ops = [e for e in ops if e["args"].get("micro_batch", -1) == mb]
+        if not ops:
+            die(f"{args.trace}: no ops of micro-batch {mb} in layer {layer}")
+
+    def rank_of(e):
+        return e["args"].get("rank", e["pid"] - 1)
+
+    ranks = sorted({rank_of(e) for e in ops})
+    if args.ranks:
+        want = set()
+        for part in args.ranks.split(","):
+            a, _, b = part.partition("-")
+            want.update(range(int(a), int(b or a) + 1))
+        ranks = [r for r in ranks if r in want]
+    elif len(ranks) > 16:
+        ranks = ranks[:16]
+    if not ranks:
+        die("no GPU left to show")
+    ops = [e for e in ops if rank_of(e) in ranks]
+
+    t0 = min(e["ts"] for e in ops)
+    t1 = max(e["ts"] + e["dur"] for e in ops)
+    span_us = max(t1 - t0, 1e-9)
+    unit, div = ("ms", 1e3) if span_us >= 2000 else ("µs", 1.0)
+
+    # Lanes: per GPU, its streams in stream order; the compute stream first.
+    lanes = defaultdict(set)
+    for e in ops:
+        lanes[rank_of(e)].add(e["tid"])
+    rows = []  # (rank, tid, pid)
+    pid_of = {rank_of(e): e["pid"] for e in ops}
+    for r in ranks:
+        for tid in sorted(lanes[r]):
+            rows.append((r, tid, pid_of[r]))
+    ypos = {(r, tid): i for i, (r, tid, _) in enumerate(rows)}
+
+    fig_h = 2.2 + 0.3 * len(rows)
+    fig, ax = plt.subplots(figsize=(13, fig_h))
+    h = 0.72
+    by_lane = defaultdict(list)
+    for e in ops:
+        by_lane[(rank_of(e), e["tid"])].append(e)
+    for key, es in by_lane.items():
+        y = ypos[key]
+        for e in es:
+            x = (e["ts"] - t0) / div
+            w = max(e["dur"] / div, span_us / div * 1e-4)
+            comm = "bytes" in e["args"]
+            if comm:
+                color = COLORS["comm"]
+            elif e.get("cat") == "attention" or "shape" in e["args"]:
+                color = COLORS["compute"]
+            else:
+                color = COLORS["compute2"]
+            crit = bool(e["args"].get("critical"))
+            ax.barh(y, w, left=x, height=h, color=color,
+                    edgecolor=COLORS["critical"] if crit else "white",
+                    linewidth=1.6 if crit else 0.3, zorder=3 if crit else 2)
+
+    # Waiting: gaps on each GPU's compute stream inside the layer's window.
+    for r, tid, pid in rows:
+        name = tname.get((pid, tid), "")
+        if name != "compute" and not (tid == 1 and not name):
+            continue
+        busy = sorted((e["ts"], e["ts"] + e["dur"]) for e in by_lane[(r, tid)])
+        cur = t0
+        gaps = []
+        for s, f in busy:
+            if s > cur:
+                gaps.append((cur, s))
+            cur = max(cur, f)
+        if cur < t1:
+            gaps.append((cur, t1))
+        for s, f in gaps:
+            if (f - s) < span_us * 2e-3:
+                continue
+            ax.barh(ypos[(r, tid)], (f - s) / div, left=(s - t0) / div, height=h,
+                    color="none", edgecolor=COLORS["idle"], hatch="////", linewidth=0, zorder=1)
+
+    # Forward / backward boundary, per GPU: its first backward kernel (transfers of the
+    # backward may start earlier, as soon as their data exist).
+    first_bwd = {}
+    for e in ops:
+        if e["args"].get("phase") == "bwd" and "bytes" not in e["args"]:
+            r = rank_of(e)
+            first_bwd[r] = min(first_bwd.get(r, e["ts"]), e["ts"])
+    has_fwd = any(e["args"].get("phase") == "fwd" for e in ops)
+    if first_bwd and has_fwd:
+        for r in ranks:
+            if r not in first_bwd:
+                continue
+            ys = [ypos[(r, tid)] for (rr, tid, _) in rows if rr == r]
+            x = (first_bwd[r] - t0) / div
+            ax.plot([x, x], [min(ys) - 0.45, max(ys) + 0.45], color="black", linewidth=2.2,
+                    zorder=5, solid_capstyle="butt")
+
+    labels = []
+    prev = None
+    for r, tid, pid in rows:
+        stream = tname.get((pid, tid), f"stream {tid - 1}")
+        gpu = pname.get(pid, f"GPU {r}")
+        labels.append(f"{gpu}  {stream}" if r != prev else f"{gpu}  {stream}")
+        prev = r
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(labels, fontsize=8)
+    # Separate GPUs with light rules.
+    for i in range(1, len(rows)):
+        if rows[i][0] != rows[i - 1][0]:
+            ax.axhline(i - 0.5, color="#999999", linewidth=0.6)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlim(0, span_us / div)
+    ax.set_xlabel(f"time since the layer's first op [{unit}]")
+    schemes = Counter(e["args"].get("scheme") for e in ops if e["args"].get("scheme"))
+    scheme = schemes.most_common(1)[0][0] if schemes else ""
+    title = args.title or (f"Layer {layer} forward + backward on {len(ranks)} GPUs"
+                           + (f" ({scheme})" if scheme else "")
+                           + (f", micro-batch {mb}" if len(mbs) > 1 else ""))
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    handles = [mpatches.Patch(color=COLORS["compute"], label="attention kernel"),
+               mpatches.Patch(color=COLORS["compute2"], label="other kernel (merge, accumulate, ...)"),
+               mpatches.Patch(color=COLORS["comm"], label="communication (send / receive)"),
+               mpatches.Patch(facecolor="white", edgecolor=COLORS["idle"], hatch="////",
+                              label="waiting (compute stream idle)"),
+               mpatches.Patch(facecolor="white", edgecolor=COLORS["critical"], linewidth=1.6,
+                              label="on the critical path")]
+    if first_bwd and has_fwd:
+        handles.append(mlines.Line2D([], [], color="black", linewidth=2.2,
+                                     label="backward starts (per GPU)"))
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.5 / (fig_h - 1.2)),
+              ncol=3, fontsize=8, frameon=False)
+    save(fig, args.out)
+    return 0
