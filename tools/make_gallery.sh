@@ -32,12 +32,14 @@ mkdir -p "$OUT/data"
 rm -f "$OUT"/*.png "$OUT"/*.svg "$OUT"/data/*.csv
 
 step() { echo; echo "== $*"; }
-timed() {  # label, command...: runs it and prints its wall time
+timed() {  # label, command...: runs it and prints its wall time (a sweep's exit 1 = some point failed)
   local label=$1; shift
-  local t0=$SECONDS rc=0
+  local t0 rc=0
+  t0=$(date +%s.%N)
   "$@" || rc=$?
-  echo "   $label: $((SECONDS - t0)) s wall (exit $rc)"
-  return 0
+  [[ $rc -le 1 ]] || { echo "error: $label failed (exit $rc)" >&2; exit "$rc"; }
+  awk -v l="$label" -v a="$t0" -v b="$(date +%s.%N)" -v rc="$rc" \
+    'BEGIN { printf "   %s: %.1f s wall (exit %d)\n", l, b - a, rc }'
 }
 
 step "timelines: one attention layer at 32K tokens, 8 GPUs of one DGX H100"
@@ -59,7 +61,7 @@ $PLOT compare "${runs[@]}" -o "$OUT/compare-schedules-128k" \
 
 step "sweeps (-j $JOBS)"
 for sw in schedules-x-seqlen fabrics usp-degrees; do
-  rm -rf "$WORK/$sw"
+  rm -rf "${WORK:?}/$sw"
   timed "$sw" "$CPSIM" sweep "sweeps/$sw.yaml" -j "$JOBS" -o "$WORK/$sw" -q
   cp "$WORK/$sw/results.csv" "$OUT/data/$sw.csv"
 done
@@ -94,5 +96,5 @@ missing=0
 for img in $(grep -o '([a-z0-9-]*\.png)' "$OUT/README.md" 2>/dev/null | tr -d '()'); do
   [[ -f $OUT/$img ]] || { echo "   README.md shows $img, which was not made" >&2; missing=1; }
 done
-ls "$OUT"/*.png | sed 's/^/   /'
+for f in "$OUT"/*.png; do echo "   $f"; done
 exit $missing

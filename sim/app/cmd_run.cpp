@@ -14,6 +14,10 @@ struct RunArgs {
   std::vector<std::string> sets;
   std::string json, trace, trace_ranks, trace_layers, engine;
   bool quiet = false;
+  bool what_if = false, no_what_if = false;
+  int candidates = 4;
+  int samples = 0;
+  int jobs = 1;
 };
 }  // namespace
 
@@ -28,6 +32,19 @@ void register_run(CLI::App& app, int& rc) {
   cmd->add_option("--trace-layers", args->trace_layers, "keep only these layers in the trace, e.g. 0-3");
   cmd->add_option("--engine", args->engine, "shortcut for --set simulation.engine=simgrid|analytic");
   cmd->add_flag("-q,--quiet", args->quiet, "print nothing on success");
+  auto* wi = cmd->add_flag("--what-if-straggler", args->what_if,
+                           "re-simulate without the most slowed ranks' perturbation and name the straggler "
+                           "that lengthens the step most (default: on when the scenario has perturbations)");
+  cmd->add_flag("--no-what-if-straggler", args->no_what_if, "skip the straggler what-if")->excludes(wi);
+  cmd->add_option("--what-if-candidates", args->candidates,
+                  "ranks the what-if re-simulates, most slowed first (default 4)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--samples", args->samples,
+                  "also run K seeds (seed, seed+1, ...) each in its own process and report the "
+                  "step-time distribution")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-j,--jobs", args->jobs, "child processes at once for the what-if and samples (default 1)")
+      ->check(CLI::Range(1, 1024));
   cmd->callback([args, &rc] {
     scenario::Scenario sc;
     auto sets = args->sets;
@@ -42,6 +59,10 @@ void register_run(CLI::App& app, int& rc) {
     SimulateOptions opt;
     opt.json_path = args->json;
     opt.trace_path = args->trace;
+    opt.what_if_straggler = args->what_if || (!args->no_what_if && sc.perturb.any());
+    opt.what_if_candidates = args->candidates;
+    opt.samples = args->samples;
+    opt.jobs = args->jobs;
     try {
       if (!args->trace_ranks.empty()) opt.trace_filter.ranks = parse_index_list(args->trace_ranks);
       if (!args->trace_layers.empty()) opt.trace_filter.layers = parse_index_list(args->trace_layers);

@@ -1,5 +1,15 @@
 #include "app/simulate.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <iostream>
 #include <stdexcept>
 
 #include "engine/replay.hpp"
@@ -9,20 +19,228 @@
 
 namespace cpsim::app {
 
-SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt) {
-  const model::Topology topo(sc.platform);
-  const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
-  schedule::TaskGraph g;
-  schedule::Pricer pricer(*cost, sc, topo.gpus());
-  const schedule::BuildInfo info = schedule::build_scenario(sc, topo, pricer, g);
-  g.finalize();
+namespace {
+
+/// The scenario the builders and the Pricer see: slow_nodes folded into slow_gpus (the Pricer
+/// reads only those), and one data-parallel replica never standing for all when links or rails
+/// are perturbed (replicas then differ; the builder checks only per-GPU perturbations).
+scenario::Scenario priced_scenario(const scenario::Scenario& sc) {
+  scenario::Scenario s = sc;
+  s.perturb.gpu_slowdown = sc.perturb.gpu_factors(sc.platform.gpus_per_node);
+  s.perturb.node_slowdown.clear();
+  if (!sc.perturb.links.empty() || !sc.perturb.rails_down.empty())
+    s.simulation.symmetry = scenario::Symmetry::Off;
+  return s;
+}
+
+engine::ReplayOptions replay_options(const scenario::Scenario& sc) {
   engine::ReplayOptions ro;
   ro.interference = sc.perturb.interference >= 0 ? sc.perturb.interference
                                                  : sc.platform.compute_interference;
-  const engine::Trace tr = sc.simulation.engine == scenario::EngineKind::SimGrid
-                               ? engine::replay_simgrid(g, topo, ro)
-                               : engine::replay_analytic(g, topo, ro);
-  const report::Result r = report::analyze(sc, g, tr, info, pricer);
+  return ro;
+}
+
+/// Builds and replays `sc` in this process (which then holds SimGrid's one engine); returns
+/// the step time. For child processes.
+double step_time(const scenario::Scenario& sc) {
+  const scenario::Scenario priced = priced_scenario(sc);
+  const model::Topology topo(sc.platform, sc.perturb);
+  const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
+  schedule::TaskGraph g;
+  schedule::Pricer pricer(*cost, priced, topo.gpus());
+  schedule::build_scenario(priced, topo, pricer, g);
+  g.finalize();
+  return engine::replay(g, topo, sc.simulation.engine, replay_options(sc)).makespan_s;
+}
+
+bool write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t w = ::write(fd, s.data() + off, s.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    off += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+struct Child {
+  size_t job;
+  pid_t pid;
+  int fd;
+};
+
+/// Starts job `i` in a forked child that writes back "ok <value bytes>" or "error <message>".
+Child start_child(const std::function<double()>& job, size_t i) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string out;
+    int code = 0;
+    try {
+      const double v = job();
+      out = "ok ";
+      out.append(reinterpret_cast<const char*>(&v), sizeof v);
+    } catch (const std::exception& e) {
+      out = std::string("error ") + e.what();
+      code = 1;
+    }
+    // _exit: the child must not run the parent's atexit handlers or flush its stdio buffers.
+    ::_exit(write_all(fds[1], out) ? code : 3);
+  }
+  ::close(fds[1]);
+  return {i, pid, fds[0]};
+}
+
+/// Reads the child's answer and reaps it. Results are small, so a child never blocks on a
+/// full pipe while the parent waits for an older one.
+double finish_child(const Child& c) {
+  std::string buf;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t r = ::read(c.fd, chunk, sizeof chunk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    buf.append(chunk, static_cast<size_t>(r));
+  }
+  ::close(c.fd);
+  int status = 0;
+  while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const std::string who = "child run " + std::to_string(c.job + 1);
+  if (WIFSIGNALED(status))
+    throw std::runtime_error(who + " killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+                             strsignal(WTERMSIG(status)) + ")");
+  if (buf.rfind("ok ", 0) == 0 && buf.size() == 3 + sizeof(double)) {
+    double v;
+    std::memcpy(&v, buf.data() + 3, sizeof v);
+    return v;
+  }
+  if (buf.rfind("error ", 0) == 0) throw std::runtime_error(who + ": " + buf.substr(6));
+  throw std::runtime_error(who + " exited without a result");
+}
+
+/// Runs each job in its own forked child, at most `parallel` at once; values in job order.
+std::vector<double> run_in_children(const std::vector<std::function<double()>>& jobs, int parallel) {
+  std::vector<double> out(jobs.size(), 0.0);
+  std::deque<Child> running;
+  size_t next = 0;
+  std::string error;
+  while (next < jobs.size() || !running.empty()) {
+    while (error.empty() && next < jobs.size() &&
+           running.size() < static_cast<size_t>(std::max(1, parallel))) {
+      running.push_back(start_child(jobs[next], next));
+      ++next;
+    }
+    if (running.empty()) break;
+    const Child c = running.front();
+    running.pop_front();
+    try {
+      out[c.job] = finish_child(c);
+    } catch (const std::exception& e) {
+      if (error.empty()) error = e.what();  // let the running ones finish, start no more
+    }
+  }
+  if (!error.empty()) throw std::runtime_error(error);
+  return out;
+}
+
+/// The straggler what-if: for each candidate rank (static factor > 1: the most slowed ranks,
+/// and the critical path's straggler), the step with that rank's static factor removed.
+/// Removal goes through slow_gpus: factor / Pricer factor cancels the rank's slowdown and its
+/// static variation draw; the other ranks' draws are untouched.
+report::StragglerWhatIf straggler_what_if(const scenario::Scenario& sc, const scenario::Scenario& priced,
+                                          const report::Result& r, const schedule::Pricer& pricer,
+                                          const SimulateOptions& opt) {
+  report::StragglerWhatIf w;
+  w.step_with_s = r.step_time_s;
+  w.step_without_s = r.step_time_s;
+  w.removed = "the rank's slowdown (slow_gpus, slow_nodes) and static variation";
+  if (sc.perturb.jitter_cv > 0)
+    w.removed += "; its per-kernel jitter stays (the Pricer draws jitter for all ranks from one stream)";
+  std::vector<std::pair<double, int>> slowed;  // (factor, rank) of ranks that compute
+  for (const auto& m : r.ranks)
+    if (m.compute_s > 0 && pricer.rank_factor(m.rank) > 1)
+      slowed.push_back({pricer.rank_factor(m.rank), m.rank});
+  std::sort(slowed.begin(), slowed.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<int> cand;
+  for (const auto& [f, k] : slowed)
+    if (static_cast<int>(cand.size()) < std::max(1, opt.what_if_candidates)) cand.push_back(k);
+  const int cp = r.straggler_rank;
+  if (cp >= 0 && std::find(cand.begin(), cand.end(), cp) == cand.end() &&
+      std::any_of(slowed.begin(), slowed.end(), [&](const auto& s) { return s.second == cp; }))
+    cand.push_back(cp);
+  if (cand.empty()) return w;
+
+  std::vector<std::function<double()>> jobs;
+  for (int k : cand) {
+    scenario::Scenario s = priced;
+    const auto it = priced.perturb.gpu_slowdown.find(k);
+    const double slow = it == priced.perturb.gpu_slowdown.end() ? 1.0 : it->second;
+    s.perturb.gpu_slowdown[k] = slow / pricer.rank_factor(k);
+    jobs.push_back([s] { return step_time(s); });
+  }
+  const std::vector<double> steps = run_in_children(jobs, opt.jobs);
+  double best = -1;
+  for (size_t i = 0; i < cand.size(); ++i) {
+    const double factor = pricer.rank_factor(cand[i]);
+    w.tried.push_back({cand[i], factor, steps[i]});
+    if (r.step_time_s - steps[i] > best) {
+      best = r.step_time_s - steps[i];
+      w.rank = cand[i];
+      w.factor = factor;
+      w.step_without_s = steps[i];
+      w.shrink_s = best;
+    }
+  }
+  return w;
+}
+
+report::Samples run_samples(const scenario::Scenario& sc, const SimulateOptions& opt) {
+  report::Samples sm;
+  std::vector<std::function<double()>> jobs;
+  for (int i = 0; i < opt.samples; ++i) {
+    scenario::Scenario s = sc;
+    s.simulation.seed = sc.simulation.seed + static_cast<uint64_t>(i);
+    sm.seeds.push_back(s.simulation.seed);
+    jobs.push_back([s] { return step_time(s); });
+  }
+  sm.step_time_s = run_in_children(jobs, opt.jobs);
+  report::sample_stats(sm);
+  return sm;
+}
+
+}  // namespace
+
+SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt) {
+  const scenario::Scenario priced = priced_scenario(sc);
+  const model::Topology topo(sc.platform, sc.perturb);
+  const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
+  schedule::TaskGraph g;
+  schedule::Pricer pricer(*cost, priced, topo.gpus());
+  const schedule::BuildInfo info = schedule::build_scenario(priced, topo, pricer, g);
+  g.finalize();
+  const engine::ReplayOptions ro = replay_options(sc);
+  // With child runs to come, this process must not hold SimGrid's one engine: replay in a
+  // child too (the trace comes back whole).
+  const bool children = opt.what_if_straggler || opt.samples > 0;
+  const engine::Trace tr = children ? engine::replay_in_child(g, topo, sc.simulation.engine, ro)
+                                    : engine::replay(g, topo, sc.simulation.engine, ro);
+  report::Result r = report::analyze(sc, g, tr, info, pricer);
+  r.links = report::link_loads(g, topo, r.step_time_s);
+  if (opt.what_if_straggler) r.straggler = straggler_what_if(sc, priced, r, pricer, opt);
+  if (opt.samples > 0) r.samples = run_samples(sc, opt);
   SimulateOutput out;
   out.result = report::result_json(r, sc, g);
   out.result["cost_model"] = cost->describe();

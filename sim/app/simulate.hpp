@@ -13,6 +13,16 @@ struct SimulateOptions {
   std::string json_path;            ///< write the result JSON here ("" = don't)
   std::string trace_path;           ///< write a Chrome trace here ("" = don't)
   report::TraceFilter trace_filter;
+  /// Re-simulate without the straggler: for each candidate rank (the most slowed ranks and the
+  /// critical path's straggler, up to what_if_candidates), the step with that rank's static
+  /// slowdown removed; reports the one that shrinks the step most.
+  bool what_if_straggler = false;
+  int what_if_candidates = 4;
+  /// > 0: also run this many seeds (seed, seed + 1, ...) and report the step-time distribution.
+  int samples = 0;
+  /// Child processes at once for the what-if and the samples (each replays in its own child:
+  /// SimGrid allows one engine per process).
+  int jobs = 1;
 };
 
 struct SimulateOutput {
@@ -21,7 +31,8 @@ struct SimulateOutput {
 };
 
 /// Throws std::invalid_argument for combinations the schedule cannot build (exit code 2) and
-/// std::runtime_error for failures while simulating or writing (exit code 1).
+/// std::runtime_error for failures while simulating or writing (exit code 1). With the what-if
+/// or samples, every replay (the main one too) runs in a child process.
 SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt);
 
 /// Parses "0-3,7" into {0,1,2,3,7}; throws std::invalid_argument.

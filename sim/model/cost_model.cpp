@@ -22,9 +22,12 @@ namespace cpsim::model {
 
 const char* cost_source_name(CostSource s) {
   switch (s) {
-    case CostSource::Measured: return "measured";
-    case CostSource::Published: return "published";
-    case CostSource::Roofline: return "roofline";
+    case CostSource::Measured:
+      return "measured";
+    case CostSource::Published:
+      return "published";
+    case CostSource::Roofline:
+      return "roofline";
   }
   return "?";
 }
@@ -165,8 +168,8 @@ class RooflineModel final : public CostModel {
     const double f = c.unmasked_fraction;
     const double n = (c.backward ? q : kv) * f;
     const double n0 = c.backward ? kBwdHalfTokens : kFwdHalfTokens;
-    const double tiles = static_cast<double>(c.batch) * c.heads_q *
-                         std::ceil((c.backward ? kv : q) / kTileRows);
+    const double tiles =
+        static_cast<double>(c.batch) * c.heads_q * std::ceil((c.backward ? kv : q) / kTileRows);
     const double efficiency = forward_plateau(c.head_dim) * (c.backward ? kBwdPlateauRatio : 1.0) *
                               n / (n + n0) * wave_occupancy(tiles, sms_);
     const double pairs = q * kv * f;
@@ -181,7 +184,8 @@ class RooflineModel final : public CostModel {
     const double elems_kv = c.batch * kv * c.heads_kv * c.head_dim;
     // BF16 tensors: forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and
     // writes dQ, dK, dV.
-    const double bytes = c.backward ? 2 * (4 * elems_q + 4 * elems_kv) : 2 * (2 * elems_q + 2 * elems_kv);
+    const double bytes =
+        c.backward ? 2 * (4 * elems_q + 4 * elems_kv) : 2 * (2 * elems_q + 2 * elems_kv);
     r.time_s = std::max({t_compute, bytes / gpu_.hbm_Bps, kLaunchFloor_s});
     return r;
   }
@@ -218,12 +222,13 @@ class RooflineModel final : public CostModel {
     r.flops = linear_attention_flops(tokens, heads, key_dim, value_dim, chunk, backward);
     if (!(r.flops > 0) || chunk <= 0) return r;
     const double k = key_dim, v = value_dim;
-    const double fwd_bytes = static_cast<double>(tokens) * heads * (8 * (k + v) + 4 * k * v / chunk);
+    const double fwd_bytes =
+        static_cast<double>(tokens) * heads * (8 * (k + v) + 4 * k * v / chunk);
     const double bytes = backward ? 3 * fwd_bytes : fwd_bytes;
     const double eff = backward ? kLinearBwdEfficiency : kLinearFwdEfficiency;
     const int kernels = backward ? kLinearBwdKernels : kLinearFwdKernels;
-    r.time_s = std::max({r.flops / (gpu_.peak_flops * eff), bytes / gpu_.hbm_Bps,
-                         kernels * kLaunchFloor_s});
+    r.time_s = std::max(
+        {r.flops / (gpu_.peak_flops * eff), bytes / gpu_.hbm_Bps, kernels * kLaunchFloor_s});
     return r;
   }
 
@@ -279,8 +284,9 @@ class ProfileModel final : public CostModel {
     const double flops = attention_flops(c);
     if (!(flops > 0)) return fallback_.attention(c);
     if (c.batch == 1) {
-      const auto it = exact_.find(exact_key(c.backward, c.q_len, c.kv_len, c.mask,
-                                            c.unmasked_fraction, c.heads_q, c.heads_kv, c.head_dim));
+      const auto it =
+          exact_.find(exact_key(c.backward, c.q_len, c.kv_len, c.mask, c.unmasked_fraction,
+                                c.heads_q, c.heads_kv, c.head_dim));
       if (it != exact_.end()) return Cost{it->second.first, flops, it->second.second, false};
     }
     const Curve* curve = find_curve(c.backward, c.head_dim, mask_class(c.mask));
@@ -336,8 +342,8 @@ class ProfileModel final : public CostModel {
   using CurveKey = std::tuple<bool, int, int>;
   using ExactKey = std::tuple<bool, int64_t, int64_t, int, int64_t, int, int, int>;
 
-  static ExactKey exact_key(bool bwd, int64_t q, int64_t kv, int mask, double frac, int hq,
-                            int hkv, int d) {
+  static ExactKey exact_key(bool bwd, int64_t q, int64_t kv, int mask, double frac, int hq, int hkv,
+                            int d) {
     return {bwd, q, kv, mask, std::llround(frac * 1e6), hq, hkv, d};
   }
 
@@ -352,9 +358,11 @@ class ProfileModel final : public CostModel {
     for (int i = 0; i < e.line && std::getline(in, line); ++i) {
     }
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::string msg = path_ + ":" + std::to_string(e.line) + ":" + std::to_string(e.col) +
-                      ": error: cost.profile: " + e.message;
-    if (e.line > 0) msg += "\n  " + line + "\n  " + std::string(static_cast<size_t>(e.col - 1), ' ') + "^";
+    std::string msg = path_;
+    if (e.line > 0) msg += ":" + std::to_string(e.line) + ":" + std::to_string(e.col);
+    msg += ": error: cost.profile: " + e.message;
+    if (e.line > 0)
+      msg += "\n  " + line + "\n  " + std::string(static_cast<size_t>(e.col - 1), ' ') + "^";
     throw scenario::InputError(msg, path_, e.line, e.col, "cost.profile");
   }
 
@@ -368,8 +376,9 @@ class ProfileModel final : public CostModel {
     ss << in.rdbuf();
     const std::string text = ss.str();
     static const char* const kColumns[] = {
-        "gpu",      "kernel",   "direction", "q_len", "kv_len",  "mask",   "unmasked_fraction",
-        "heads_q",  "heads_kv", "head_dim",  "dtype", "time_us", "tflops", "source", "commit"};
+        "gpu",     "kernel",   "direction", "q_len", "kv_len",  "mask",   "unmasked_fraction",
+        "heads_q", "heads_kv", "head_dim",  "dtype", "time_us", "tflops", "source",
+        "commit"};
     std::map<std::string, size_t> col;
     struct Point {
       double flops, time_s;
@@ -391,7 +400,8 @@ class ProfileModel final : public CostModel {
       size_t at = 0;
       while (true) {
         const size_t comma = line.find(',', at);
-        cells.push_back(line.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+        cells.push_back(
+            line.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
         starts.push_back(static_cast<int>(at) + 1);
         if (comma == std::string::npos) break;
         at = comma + 1;
@@ -399,7 +409,8 @@ class ProfileModel final : public CostModel {
       if (!header) {
         for (size_t i = 0; i < cells.size(); ++i) col[cells[i]] = i;
         for (const char* c : kColumns) {
-          if (!col.count(c)) fail(text, {line_no, 1, std::string("the header has no column '") + c + "'"});
+          if (!col.count(c))
+            fail(text, {line_no, 1, std::string("the header has no column '") + c + "'"});
         }
         header = true;
         continue;
@@ -417,8 +428,8 @@ class ProfileModel final : public CostModel {
         const std::string& s = cell(name);
         char* end = nullptr;
         const double v = std::strtod(s.c_str(), &end);
-        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) || (positive && !(v > 0)) ||
-            v < 0) {
+        if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) ||
+            (positive && !(v > 0)) || v < 0) {
           fail(text, {line_no, starts[col.at(name)],
                       std::string("column '") + name + "': '" + s + "' is not a " +
                           (positive ? "positive number" : "number >= 0")});
@@ -427,7 +438,8 @@ class ProfileModel final : public CostModel {
       };
       const std::string& dir = cell("direction");
       if (dir != "fwd" && dir != "bwd") {
-        fail(text, {line_no, starts[col.at("direction")], "column 'direction': expected fwd or bwd, got '" + dir + "'"});
+        fail(text, {line_no, starts[col.at("direction")],
+                    "column 'direction': expected fwd or bwd, got '" + dir + "'"});
       }
       const int mask = mask_code(cell("mask"));
       if (mask < 0) {
@@ -442,15 +454,30 @@ class ProfileModel final : public CostModel {
       }
       const double frac = number("unmasked_fraction", true);
       if (frac > 1 + 1e-9) {
-        fail(text, {line_no, starts[col.at("unmasked_fraction")], "column 'unmasked_fraction': above 1"});
+        fail(text,
+             {line_no, starts[col.at("unmasked_fraction")], "column 'unmasked_fraction': above 1"});
       }
       const bool bwd = dir == "bwd";
-      const auto q = static_cast<int64_t>(number("q_len", true));
-      const auto kv = static_cast<int64_t>(number("kv_len", true));
-      const int hq = static_cast<int>(number("heads_q", true));
-      const int hkv = static_cast<int>(number("heads_kv", true));
-      const int d = static_cast<int>(number("head_dim", true));
+      // Shapes within the scenario limits (seq_len, heads, head_dim), so the casts are defined.
+      auto whole = [&](const char* name, double max) {
+        const double v = number(name, true);
+        if (v != std::floor(v) || v > max) {
+          fail(text, {line_no, starts[col.at(name)],
+                      std::string("column '") + name + "': '" + cell(name) +
+                          "' is not a whole number from 1 to " + std::to_string(int64_t(max))});
+        }
+        return v;
+      };
+      const auto q = static_cast<int64_t>(whole("q_len", 1099511627776.0));
+      const auto kv = static_cast<int64_t>(whole("kv_len", 1099511627776.0));
+      const int hq = static_cast<int>(whole("heads_q", 1e6));
+      const int hkv = static_cast<int>(whole("heads_kv", 1e6));
+      const int d = static_cast<int>(whole("head_dim", 65536));
       const double time_s = number("time_us", true) * 1e-6;
+      if (!(time_s > 0)) {  // a denormal time_us underflows to 0 s, whose log is -inf
+        fail(text, {line_no, starts[col.at("time_us")],
+                    "column 'time_us': '" + cell("time_us") + "' is not a positive number"});
+      }
       AttentionCall call;
       call.q_len = q;
       call.kv_len = kv;
@@ -475,7 +502,8 @@ class ProfileModel final : public CostModel {
     if (!header) fail(text, {0, 0, "empty profile (no header line)"});
     if (rows_ == 0) fail(text, {0, 0, "the profile has no rows"});
     for (auto& [key, pts] : points) {
-      std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.flops < b.flops; });
+      std::sort(pts.begin(), pts.end(),
+                [](const Point& a, const Point& b) { return a.flops < b.flops; });
       // Equal FLOPs: keep the fastest (the kernel a framework would pick), as for exact shapes.
       std::vector<Point> uniq;
       for (const Point& p : pts) {
@@ -496,8 +524,9 @@ class ProfileModel final : public CostModel {
       for (const Point& p : uniq) {
         curve.published = curve.published || p.published;
         blocks.push_back({std::log(p.time_s), 1, std::log(p.flops), std::log(p.flops)});
-        while (blocks.size() > 1 && blocks[blocks.size() - 2].sum_y / blocks[blocks.size() - 2].weight >
-                                        blocks.back().sum_y / blocks.back().weight) {
+        while (blocks.size() > 1 &&
+               blocks[blocks.size() - 2].sum_y / blocks[blocks.size() - 2].weight >
+                   blocks.back().sum_y / blocks.back().weight) {
           Block b = blocks.back();
           blocks.pop_back();
           blocks.back().sum_y += b.sum_y;
@@ -538,7 +567,8 @@ std::string find_bundled_profile(const std::string& dir, const scenario::GpuSpec
     std::string best, best_key;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       const std::string file = entry.path().filename().string();
-      if (file.size() <= suffix.size() || file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      if (file.size() <= suffix.size() ||
+          file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
         continue;
       }
       const std::string key = lower(file.substr(0, file.size() - suffix.size()));
@@ -546,7 +576,8 @@ std::string find_bundled_profile(const std::string& dir, const scenario::GpuSpec
       if (!match && suffix == "-published.csv" && key == "h100") {
         match = name.find("h800") != std::string::npos || name.find("h200") != std::string::npos;
       }
-      if (match && (key.size() > best_key.size() || (key.size() == best_key.size() && file < best))) {
+      if (match &&
+          (key.size() > best_key.size() || (key.size() == best_key.size() && file < best))) {
         best = entry.path().string();
         best_key = key;
       }
@@ -571,8 +602,8 @@ std::unique_ptr<CostModel> CostModel::make(const std::string& choice,
                                            const scenario::GpuSpec& gpu) {
   if (choice == "none") return roofline(gpu);
   if (choice == "auto") {
-    const std::string found =
-        find_bundled_profile((std::filesystem::path(scenario::data_dir()) / "kernels" / "profiles").string(), gpu);
+    const std::string found = find_bundled_profile(
+        (std::filesystem::path(scenario::data_dir()) / "kernels" / "profiles").string(), gpu);
     return found.empty() ? roofline(gpu) : from_profile(found, gpu);
   }
   return from_profile(choice, gpu);

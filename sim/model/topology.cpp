@@ -40,7 +40,8 @@ uint64_t mix(uint64_t x) {
 
 // Link latencies fold in the switch traversals a hop ends in (leaf or spine), so a route's
 // latency is simply the sum over its links: SimGrid computes exactly that, and so do we.
-Topology::Topology(const scenario::PlatformSpec& spec) : spec_(spec) {
+Topology::Topology(const scenario::PlatformSpec& spec, const scenario::PerturbSpec& perturb)
+    : spec_(spec) {
   const auto& s = spec_;
   if (s.nodes < 1 || s.gpus_per_node < 1)
     throw std::invalid_argument("platform " + s.name + ": nodes and gpus_per_node must be >= 1");
@@ -139,6 +140,67 @@ Topology::Topology(const scenario::PlatformSpec& spec) : spec_(spec) {
                                    s.nic.latency_s + s.switch_latency_s));
         }
   }
+
+  // Perturbations. A rail with no GPU on it (nics_per_node > gpus_per_node) carries nothing.
+  if (!perturb.rails_down.empty()) {
+    rail_down_.assign(static_cast<size_t>(std::max(0, s.nics_per_node)), 0);
+    for (int r : perturb.rails_down) {
+      if (r < 0 || r >= s.nics_per_node)
+        throw std::invalid_argument("perturb.rails_down: rail " + std::to_string(r) + " is outside platform " +
+                                    s.name + "'s " + std::to_string(s.nics_per_node) + " NICs per node");
+      rail_down_[static_cast<size_t>(r)] = 1;
+    }
+    const int used = std::min(s.nics_per_node, gpn);
+    int healthy = 0;
+    for (int r = 0; r < used; ++r) healthy += rail_up(r);
+    if (needs_network && healthy == 0)
+      throw std::invalid_argument("perturb.rails_down: every rail of platform " + s.name + " (" +
+                                  std::to_string(used) + " used of " + std::to_string(s.nics_per_node) +
+                                  " NICs per node) is down, so its " + std::to_string(s.nodes) +
+                                  " nodes cannot reach each other: the run is impossible");
+  }
+  for (const auto& lp : perturb.links)
+    for (uint32_t l : gpu_links(lp.gpu, lp.link, lp.direction)) {
+      links_[l].nominal_bw_Bps *= lp.bw_factor;
+      links_[l].bw_Bps *= lp.bw_factor;
+      links_[l].latency_s += lp.add_latency_s;
+    }
+}
+
+std::vector<uint32_t> Topology::gpu_links(int gpu, scenario::PerturbLink kind,
+                                          scenario::LinkDirection dir) const {
+  const std::string what = "perturb.links: GPU " + std::to_string(gpu);
+  if (gpu < 0 || gpu >= gpus_)
+    throw std::invalid_argument(what + " is outside platform " + spec_.name + "'s " + std::to_string(gpus_) +
+                                " GPUs");
+  const bool nvswitch = spec_.intra == scenario::IntraFabric::NVSwitch;
+  uint32_t up = kNone, down = kNone;
+  switch (kind) {
+    case scenario::PerturbLink::NVLink:
+    case scenario::PerturbLink::PCIe:
+      if (nvswitch != (kind == scenario::PerturbLink::NVLink))
+        throw std::invalid_argument(what + ": platform " + spec_.name + " has no " +
+                                    (nvswitch ? "PCIe" : "NVLink") + " GPU links");
+      up = gpu_up_[gpu];
+      down = gpu_down_[gpu];
+      break;
+    case scenario::PerturbLink::Nic:
+      if (nic_up_.empty())
+        throw std::invalid_argument(what + ": platform " + spec_.name + " has no network links");
+      up = nic_up_[node_of(gpu) * spec_.nics_per_node + rail_of(gpu)];
+      down = nic_down_[node_of(gpu) * spec_.nics_per_node + rail_of(gpu)];
+      break;
+  }
+  if (dir == scenario::LinkDirection::Up) return {up};
+  if (dir == scenario::LinkDirection::Down) return {down};
+  return {up, down};
+}
+
+int Topology::gpu_on_rail(int node, int r, int near) const {
+  const int gpn = spec_.gpus_per_node, nics = spec_.nics_per_node;
+  int local = (near / nics) * nics + r;
+  if (local >= gpn) local = r;  // the last block of GPUs is short: use the first block's
+  return node * gpn + local;
 }
 
 bool Topology::same_nvlink_domain(int a, int b) const {
@@ -150,46 +212,74 @@ std::vector<uint32_t> Topology::route(int src, int dst) const {
   if (src < 0 || dst < 0 || src >= gpus_ || dst >= gpus_)
     throw std::out_of_range("route " + std::to_string(src) + "->" + std::to_string(dst) +
                             " outside the platform's " + std::to_string(gpus_) + " GPUs");
-  std::vector<uint32_t> r;
-  if (src == dst) return r;
+  if (src == dst) return {};
+  if (same_nvlink_domain(src, dst)) return intra_route(src, dst);
   const auto& s = spec_;
   const int gpn = s.gpus_per_node;
   const bool pcie = s.intra == scenario::IntraFabric::PCIe;
 
-  if (same_nvlink_domain(src, dst)) {
-    if (!pcie) return {gpu_up_[src], gpu_down_[dst]};
-    // PCIe tree: climb to the lowest common ancestor, then descend.
-    const int node = node_of(src);
-    const int sw_per_node = ceil_div(gpn, s.gpus_per_pcie_switch);
-    const int cpus = ceil_div(sw_per_node, s.pcie_switches_per_cpu);
-    const int sa = (src % gpn) / s.gpus_per_pcie_switch, sb = (dst % gpn) / s.gpus_per_pcie_switch;
-    r.push_back(gpu_up_[src]);
-    if (sa != sb) {
-      const int ca = sa / s.pcie_switches_per_cpu, cb = sb / s.pcie_switches_per_cpu;
-      r.push_back(sw_up_[node * sw_per_node + sa]);
-      if (ca != cb) r.push_back(cpu_link_[(node * cpus + ca) * cpus + cb]);
-      r.push_back(sw_down_[node * sw_per_node + sb]);
-    }
-    r.push_back(gpu_down_[dst]);
-    return r;
-  }
-
   // Rail-optimised network. On PCIe nodes the NIC hangs off the GPU's PCIe switch.
   const int nics = s.nics_per_node;
   const int a = node_of(src), b = node_of(dst);
-  const int ra = (src % gpn) % nics, rb = (dst % gpn) % nics;
+  const int ra = rail_of(src), rb = rail_of(dst);
+  // Rails in service: leave on ra (else the destination's rail, else the next healthy one),
+  // arrive on the rail the data travels (no spine for the detour).
+  int rs = ra;
+  if (!rail_up(ra)) {
+    rs = rb;
+    const int used = std::min(nics, gpn);
+    for (int k = 1; !rail_up(rs) && k < used; ++k) rs = (ra + k) % used;
+    if (!rail_up(rs)) throw std::logic_error("route: no healthy rail (the constructor checks this)");
+  }
+  const int rd = rail_up(rb) ? rb : rs;
+  const int proxy_a = rs == ra ? src : gpu_on_rail(a, rs, src % gpn);
+  const int proxy_b = rd == rb ? dst : gpu_on_rail(b, rd, dst % gpn);
   const int la = a / s.nodes_per_leaf, lb = b / s.nodes_per_leaf;
   const int leaves_per_rail = ceil_div(s.nodes, s.nodes_per_leaf);
-  if (pcie) r.push_back(gpu_up_[src]);
-  r.push_back(nic_up_[a * nics + ra]);
-  if (ra != rb || la != lb) {
+  std::vector<uint32_t> r;
+  if (proxy_a != src) {
+    // NVSwitch: an NVLink hop into the proxy GPU. PCIe: up to the proxy's switch, where its
+    // NIC hangs, without entering the proxy.
+    r = intra_route(src, proxy_a);
+    if (pcie) r.pop_back();
+  } else if (pcie) {
+    r.push_back(gpu_up_[src]);
+  }
+  r.push_back(nic_up_[a * nics + rs]);
+  if (rs != rd || la != lb) {
     const auto key = (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst);
     const int spine = static_cast<int>(mix(key) % static_cast<uint64_t>(s.spines));
-    r.push_back(leaf_up_[(ra * leaves_per_rail + la) * s.spines + spine]);
-    r.push_back(leaf_down_[(rb * leaves_per_rail + lb) * s.spines + spine]);
+    r.push_back(leaf_up_[(rs * leaves_per_rail + la) * s.spines + spine]);
+    r.push_back(leaf_down_[(rd * leaves_per_rail + lb) * s.spines + spine]);
   }
-  r.push_back(nic_down_[b * nics + rb]);
-  if (pcie) r.push_back(gpu_down_[dst]);
+  r.push_back(nic_down_[b * nics + rd]);
+  if (proxy_b != dst) {
+    const std::vector<uint32_t> hop = intra_route(proxy_b, dst);
+    r.insert(r.end(), hop.begin() + (pcie ? 1 : 0), hop.end());
+  } else if (pcie) {
+    r.push_back(gpu_down_[dst]);
+  }
+  return r;
+}
+
+/// Within one NVLink domain (NVSwitch) or one node (PCIe tree).
+std::vector<uint32_t> Topology::intra_route(int src, int dst) const {
+  const auto& s = spec_;
+  if (s.intra != scenario::IntraFabric::PCIe) return {gpu_up_[src], gpu_down_[dst]};
+  // PCIe tree: climb to the lowest common ancestor, then descend.
+  const int gpn = s.gpus_per_node;
+  const int node = node_of(src);
+  const int sw_per_node = ceil_div(gpn, s.gpus_per_pcie_switch);
+  const int cpus = ceil_div(sw_per_node, s.pcie_switches_per_cpu);
+  const int sa = (src % gpn) / s.gpus_per_pcie_switch, sb = (dst % gpn) / s.gpus_per_pcie_switch;
+  std::vector<uint32_t> r{gpu_up_[src]};
+  if (sa != sb) {
+    const int ca = sa / s.pcie_switches_per_cpu, cb = sb / s.pcie_switches_per_cpu;
+    r.push_back(sw_up_[node * sw_per_node + sa]);
+    if (ca != cb) r.push_back(cpu_link_[(node * cpus + ca) * cpus + cb]);
+    r.push_back(sw_down_[node * sw_per_node + sb]);
+  }
+  r.push_back(gpu_down_[dst]);
   return r;
 }
 

@@ -25,7 +25,11 @@ struct Link {
 
 class Topology {
  public:
-  explicit Topology(const scenario::PlatformSpec& spec);
+  /// The platform's links, with `perturb`'s degraded links (bandwidth factor, added latency)
+  /// and rails out of service applied. Throws std::invalid_argument when the platform cannot
+  /// be built or a perturbation cannot apply (a link the platform lacks, every rail down while
+  /// GPUs need the network).
+  explicit Topology(const scenario::PlatformSpec& spec, const scenario::PerturbSpec& perturb = {});
 
   int gpus() const { return gpus_; }
   int gpus_per_node() const { return spec_.gpus_per_node; }
@@ -35,7 +39,15 @@ class Topology {
   const scenario::PlatformSpec& spec() const { return spec_; }
 
   /// Link indices from src to dst (empty if src == dst). Computed on the fly, deterministic.
+  /// Inter-node traffic of a GPU whose rail is down takes a proxy hop inside its node (NCCL's
+  /// PXN): to the GPU on the destination's rail if that rail is up, else on the next healthy
+  /// rail; it arrives on the same rail, hopping to the destination GPU if that one's rail is down.
   std::vector<uint32_t> route(int src, int dst) const;
+  /// Whether rail (NIC index) r is in service.
+  bool rail_up(int r) const { return r < 0 || r >= static_cast<int>(rail_down_.size()) || !rail_down_[r]; }
+  /// The links a GPU's perturbation names: its NVLink / PCIe link or its rail's NIC, per
+  /// direction (up first). Throws std::invalid_argument if the platform has no such link.
+  std::vector<uint32_t> gpu_links(int gpu, scenario::PerturbLink kind, scenario::LinkDirection dir) const;
   double route_latency_s(int src, int dst) const;
   /// Bottleneck effective bandwidth along the route.
   double route_bw_Bps(int src, int dst) const;
@@ -43,8 +55,14 @@ class Topology {
   LinkClass route_class(int src, int dst) const;
 
  private:
+  std::vector<uint32_t> intra_route(int src, int dst) const;
+  int rail_of(int gpu) const { return (gpu % spec_.gpus_per_node) % spec_.nics_per_node; }
+  /// The GPU of `node` on rail r, nearest to local index `near` (same block of nics GPUs).
+  int gpu_on_rail(int node, int r, int near) const;
+
   scenario::PlatformSpec spec_;
   int gpus_ = 0;
+  std::vector<char> rail_down_;                      // per NIC index
   std::vector<Link> links_;
   // index bases for link families, filled by the constructor
   std::vector<uint32_t> gpu_up_, gpu_down_;          // NVLink or PCIe GPU links

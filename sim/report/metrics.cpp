@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 namespace cpsim::report {
 
@@ -79,7 +80,83 @@ OpId releaser(const TaskGraph& g, const engine::Trace& tr, OpId id) {
   return best;
 }
 
+/// An op's kind for wait attribution: what describe() says without layer, micro-batch, step
+/// and chunk.
+struct ReleaserKind {
+  uint32_t name, scheme;
+  schedule::Phase phase;
+  int rank, peer;  ///< peer -1 for compute
+  auto operator<=>(const ReleaserKind&) const = default;
+};
+
+std::string describe_kind(const TaskGraph& g, const ReleaserKind& k) {
+  std::string s;
+  if (k.phase == schedule::Phase::Forward) s += "fwd ";
+  if (k.phase == schedule::Phase::Backward) s += "bwd ";
+  if (k.phase == schedule::Phase::Optimizer) s += "opt ";
+  if (k.scheme) s += g.str(k.scheme) + " ";
+  s += g.str(k.name);
+  s += k.peer >= 0 ? " [r" + std::to_string(k.rank) + "->r" + std::to_string(k.peer) + "]"
+                   : " [r" + std::to_string(k.rank) + "]";
+  return s;
+}
+
 }  // namespace
+
+std::vector<LinkLoad> link_loads(const TaskGraph& g, const model::Topology& topo, double step_time_s,
+                                 size_t top) {
+  std::vector<double> bytes(topo.links().size(), 0.0);
+  std::unordered_map<uint64_t, std::vector<uint32_t>> routes;
+  for (const auto& op : g.ops()) {
+    if (op.kind != OpKind::Transfer || op.bytes <= 0 || op.rank == op.peer) continue;
+    const uint64_t key = (static_cast<uint64_t>(op.rank) << 32) | static_cast<uint32_t>(op.peer);
+    auto it = routes.find(key);
+    if (it == routes.end()) it = routes.emplace(key, topo.route(op.rank, op.peer)).first;
+    for (uint32_t l : it->second) bytes[l] += op.bytes;
+  }
+  std::vector<LinkLoad> out;
+  for (size_t l = 0; l < bytes.size(); ++l) {
+    if (bytes[l] <= 0) continue;
+    const auto& link = topo.links()[l];
+    LinkLoad ll;
+    ll.name = link.name;
+    ll.cls = model::link_class_name(link.cls);
+    ll.bytes = bytes[l];
+    ll.bw_Bps = link.bw_Bps;
+    ll.busy_s = bytes[l] / link.bw_Bps;
+    ll.utilisation = step_time_s > 0 ? ll.busy_s / step_time_s : 0;
+    out.push_back(std::move(ll));
+  }
+  std::sort(out.begin(), out.end(), [](const LinkLoad& a, const LinkLoad& b) {
+    return a.busy_s != b.busy_s ? a.busy_s > b.busy_s : a.name < b.name;
+  });
+  if (out.size() > top) out.resize(top);
+  return out;
+}
+
+void sample_stats(Samples& s) {
+  std::vector<double> v = s.step_time_s;
+  if (v.empty()) return;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean_s = sum / static_cast<double>(n);
+  double ss = 0;
+  for (double x : v) ss += (x - s.mean_s) * (x - s.mean_s);
+  s.stdev_s = n > 1 ? std::sqrt(ss / static_cast<double>(n - 1)) : 0.0;
+  s.min_s = v.front();
+  s.max_s = v.back();
+  auto pct = [&](double p) {
+    const double pos = p / 100.0 * static_cast<double>(n - 1);
+    const size_t lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, n - 1);
+    return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  };
+  s.p50_s = pct(50);
+  s.p95_s = pct(95);
+  s.p99_s = pct(99);
+}
 
 Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::Trace& tr,
                const schedule::BuildInfo& info, const schedule::Pricer& pricer) {
@@ -90,6 +167,7 @@ Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::T
   r.step_time_s = tr.makespan_s;
   r.ops = g.size();
   r.sim_wall_s = tr.wall_s;
+  r.symmetry = info.symmetry;
   r.bytes_per_link_class = tr.bytes_per_link_class;
   r.pricing = pricer.sources();
   r.extrapolated_ops = pricer.extrapolated();
@@ -133,7 +211,8 @@ Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::T
     m.attention_compute_s = measure(a);
     m.cp_comm_s = measure(p);
     m.cp_exposed_s = measure_minus(p, c);
-    if (c.empty() && x.empty()) continue;
+    // Ranks that only mirror a simulated replica in DP collectives have no compute.
+    if (c.empty()) continue;
     active++;
     r.compute_s += m.compute_s;
     r.exposed_comm_s += m.exposed_comm_s;
@@ -170,16 +249,37 @@ Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::T
     r.mfu = r.tflops_per_gpu * 1e12 / sc.platform.gpu.peak_flops;
   }
 
-  // Waits: an op that started later than its stream allowed waited on its releaser.
+  // Waits: an op that started later than its stream allowed waited on its releaser. Per rank,
+  // the waits are also summed by the releasing op's kind (all layers and steps together).
+  std::vector<std::map<ReleaserKind, double>> by_releaser(static_cast<size_t>(nr));
   for (OpId id = 0; id < g.size(); ++id) {
     const OpId rel = releaser(g, tr, id);
     if (rel == schedule::kNoOp) continue;
     const auto& op = g.op(id);
+    const auto& rop = g.op(rel);
     const auto& qs = g.queue_of()[id];
     const double own_ready =
         qs.pos == 0 ? 0.0 : tr.end_s[g.queues()[qs.queue].ops[qs.pos - 1]];
     const double wait = tr.start_s[id] - own_ready;
-    if (wait > 0 && g.op(rel).rank != op.rank) r.ranks[op.rank].waited_on[g.op(rel).rank] += wait;
+    if (wait > 0 && rop.rank != op.rank) {
+      r.ranks[op.rank].waited_on[rop.rank] += wait;
+      by_releaser[op.rank][{rop.label.name, rop.label.scheme, rop.label.phase, rop.rank,
+                            rop.kind == OpKind::Transfer ? rop.peer : -1}] += wait;
+    }
+  }
+  for (int k = 0; k < nr; ++k) {
+    const ReleaserKind* best = nullptr;
+    double best_wait = 0;
+    for (const auto& [kind, wait] : by_releaser[k])
+      if (wait > best_wait) {
+        best_wait = wait;
+        best = &kind;
+      }
+    if (!best) continue;
+    auto& top = r.ranks[k].top_releaser;
+    top.op = describe_kind(g, *best);
+    top.rank = best->rank;
+    top.wait_s = best_wait;
   }
 
   // Critical path: walk back from the op that ends last through releasers.

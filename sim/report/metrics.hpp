@@ -3,10 +3,12 @@
 /// compute / communication / idle, exposed communication and overlap, waits attributed to the
 /// op and rank that released them, the critical path, memory. No SimGrid.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/trace.hpp"
+#include "model/topology.hpp"
 #include "model/transformer.hpp"
 #include "scenario/specs.hpp"
 #include "schedule/step.hpp"
@@ -25,9 +27,53 @@ struct RankMetrics {
   double cp_exposed_s = 0;
   double bytes_sent = 0;
   double bytes_received = 0;
-  /// seconds this rank's ops waited, by the rank whose op released them (self included)
+  /// seconds this rank's ops waited, by the other rank whose op released them (a wait released
+  /// by the rank's own op, on another of its streams, is its own work, not waiting)
   std::map<int, double> waited_on;
+  /// The kind of op (phase, scheme, name, ranks; all layers and steps together) whose
+  /// completion released the most of those waits.
+  struct Releaser {
+    std::string op;   ///< "fwd ring-zigzag kv_p2p [r2->r3]"
+    int rank = -1;    ///< the releasing op's rank (a transfer's sender)
+    double wait_s = 0;
+  } top_releaser;
 };
+
+/// Load of one directed link over the replayed graph.
+struct LinkLoad {
+  std::string name;         ///< "n0.gpu3.nvlink.up"
+  std::string cls;          ///< "nvlink", "nic", ...
+  double bytes = 0;         ///< bytes of every transfer whose route crosses it
+  double bw_Bps = 0;        ///< its effective bandwidth (perturbations applied)
+  double busy_s = 0;        ///< bytes / bw_Bps: the time it must carry data
+  double utilisation = 0;   ///< busy_s / step time
+};
+
+/// What-if for the straggler: the step re-simulated with one rank's perturbation removed.
+struct StragglerWhatIf {
+  int rank = -1;               ///< the rank whose removal shrinks the step most
+  double factor = 1;           ///< its static slowdown (slow_gpus x slow_nodes x variation)
+  double step_with_s = 0;
+  double step_without_s = 0;
+  double shrink_s = 0;         ///< step_with_s - step_without_s
+  struct Try {
+    int rank;
+    double factor;
+    double step_without_s;
+  };
+  std::vector<Try> tried;      ///< every candidate simulated, in the order tried
+  std::string removed;         ///< what removing a rank's perturbation means here
+};
+
+/// Step-time distribution over seeds.
+struct Samples {
+  std::vector<uint64_t> seeds;
+  std::vector<double> step_time_s;
+  double mean_s = 0, stdev_s = 0, min_s = 0, max_s = 0, p50_s = 0, p95_s = 0, p99_s = 0;
+};
+/// Fills the statistics of `s` from s.step_time_s (percentiles by linear interpolation between
+/// order statistics, as numpy's default; stdev is the sample standard deviation).
+void sample_stats(Samples& s);
 
 struct CriticalPath {
   double length_s = 0;
@@ -67,11 +113,20 @@ struct Result {
   std::vector<std::pair<std::string, double>> bytes_per_link_class;
   size_t ops = 0;
   double sim_wall_s = 0;
+  std::string symmetry;         ///< whether one DP replica stood for all, or why not
   int straggler_rank = -1;      ///< rank with the most compute on the critical path beyond its share
+  std::vector<LinkLoad> links;  ///< the most utilised links, most first (see link_loads)
+  std::optional<StragglerWhatIf> straggler;  ///< when the what-if ran
+  std::optional<Samples> samples;            ///< when several seeds ran
 };
 
 Result analyze(const scenario::Scenario& sc, const schedule::TaskGraph& g,
                const engine::Trace& trace, const schedule::BuildInfo& info,
                const schedule::Pricer& pricer);
+
+/// Bytes and busy time of every link the graph's transfers cross (routes from `topo`), the
+/// `top` most utilised first (ties by name). Utilisation is relative to `step_time_s`.
+std::vector<LinkLoad> link_loads(const schedule::TaskGraph& g, const model::Topology& topo,
+                                 double step_time_s, size_t top = 16);
 
 }  // namespace cpsim::report

@@ -133,9 +133,19 @@ json scenario_json(const scenario::Scenario& sc) {
   j["cost"] = {{"profile", sc.cost.profile}};
   json slow = json::object();
   for (const auto& [k, v] : sc.perturb.gpu_slowdown) slow[std::to_string(k)] = v;
-  j["perturb"] = {{"slow_gpus", slow}, {"jitter_cv", sc.perturb.jitter_cv},
+  json slow_nodes = json::object();
+  for (const auto& [k, v] : sc.perturb.node_slowdown) slow_nodes[std::to_string(k)] = v;
+  json plinks = json::array();
+  const char* link_kinds[] = {"nvlink", "pcie", "nic"};
+  const char* directions[] = {"up", "down", "both"};
+  for (const auto& l : sc.perturb.links)
+    plinks.push_back({{"gpu", l.gpu}, {"link", link_kinds[static_cast<int>(l.link)]},
+                      {"direction", directions[static_cast<int>(l.direction)]},
+                      {"bw_factor", l.bw_factor}, {"add_latency_s", l.add_latency_s}});
+  j["perturb"] = {{"slow_gpus", slow}, {"slow_nodes", slow_nodes}, {"jitter_cv", sc.perturb.jitter_cv},
                   {"gpu_variation_cv", sc.perturb.gpu_variation_cv},
-                  {"interference", sc.perturb.interference}};
+                  {"interference", sc.perturb.interference}, {"links", plinks},
+                  {"rails_down", sc.perturb.rails_down}};
   return j;
 }
 
@@ -163,6 +173,9 @@ json result_json(const Result& r, const scenario::Scenario& sc, const schedule::
                      {"attention_compute_s", m.attention_compute_s},
                      {"bytes_sent", m.bytes_sent}, {"bytes_received", m.bytes_received},
                      {"waited_on_s", w}});
+    if (m.top_releaser.rank >= 0)
+      ranks.back()["top_releaser"] = {{"op", m.top_releaser.op}, {"rank", m.top_releaser.rank},
+                                      {"wait_s", m.top_releaser.wait_s}};
   }
   j["ranks"] = ranks;
   j["attention"] = {{"exposed_comm_s", r.attention.exposed_comm_s},
@@ -187,12 +200,32 @@ json result_json(const Result& r, const scenario::Scenario& sc, const schedule::
   for (const auto& [k, v] : r.critical_path.compute_by_rank) crank[std::to_string(k)] = v;
   j["critical_path"]["compute_by_rank_s"] = crank;
   j["straggler_rank"] = r.straggler_rank;
+  if (r.straggler) {
+    const auto& st = *r.straggler;
+    json tried = json::array();
+    for (const auto& t : st.tried)
+      tried.push_back({{"rank", t.rank}, {"factor", t.factor}, {"step_without_s", t.step_without_s}});
+    j["straggler"] = {{"rank", st.rank >= 0 ? json(st.rank) : json()}, {"factor", st.factor},
+                      {"step_with_s", st.step_with_s}, {"step_without_s", st.step_without_s},
+                      {"shrink_s", st.shrink_s}, {"removed", st.removed}, {"tried", tried}};
+  }
+  if (r.samples) {
+    const auto& sm = *r.samples;
+    j["samples"] = {{"count", sm.step_time_s.size()}, {"seeds", sm.seeds}, {"step_time_s", sm.step_time_s},
+                    {"mean_s", sm.mean_s}, {"stdev_s", sm.stdev_s}, {"p50_s", sm.p50_s},
+                    {"p95_s", sm.p95_s}, {"p99_s", sm.p99_s}, {"min_s", sm.min_s}, {"max_s", sm.max_s}};
+  }
+  json link_loads = json::array();
+  for (const auto& l : r.links)
+    link_loads.push_back({{"name", l.name}, {"class", l.cls}, {"bytes", l.bytes}, {"bw_Bps", l.bw_Bps},
+                          {"busy_s", l.busy_s}, {"utilisation", l.utilisation}});
+  j["links"] = link_loads;
   j["pricing"] = r.pricing;
   j["extrapolated_ops"] = r.extrapolated_ops;
   json links = json::object();
   for (const auto& [k, v] : r.bytes_per_link_class) links[k] = v;
   j["bytes_per_link_class"] = links;
-  j["simulation"] = {{"ops", r.ops}, {"wall_s", r.sim_wall_s}};
+  j["simulation"] = {{"ops", r.ops}, {"wall_s", r.sim_wall_s}, {"symmetry", r.symmetry}};
   j["scenario"] = scenario_json(sc);
   return j;
 }
@@ -225,12 +258,34 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
   line("memory per GPU", r.memory.verdict);
   if (r.straggler_rank >= 0)
     line("critical-path straggler", "rank " + std::to_string(r.straggler_rank));
+  if (r.straggler) {
+    const auto& st = *r.straggler;
+    if (st.rank >= 0)
+      line("straggler (what-if)", "rank " + std::to_string(st.rank) + fmt(" (x%.3f): ", st.factor) +
+                                      fmt("step %.4f s without it", st.step_without_s) +
+                                      fmt(", %.4f s shorter", st.shrink_s) +
+                                      fmt(" (%.1f %%)", st.step_with_s > 0 ? 100 * st.shrink_s / st.step_with_s : 0.0));
+    else
+      line("straggler (what-if)", "none: no rank has a static slowdown to remove");
+  }
+  if (!r.links.empty()) {
+    const auto& l = r.links.front();
+    line("busiest link", l.name + " (" + l.cls + fmt("): %.1f %% busy", 100 * l.utilisation) +
+                             fmt(", %.3f GB", l.bytes / 1e9) + fmt(" at %.1f GB/s", l.bw_Bps / 1e9));
+  }
+  if (r.samples && !r.samples->step_time_s.empty()) {
+    const auto& sm = *r.samples;
+    line("step time over " + std::to_string(sm.step_time_s.size()) + " seeds",
+         fmt("mean %.4f s", sm.mean_s) + fmt(", p50 %.4f", sm.p50_s) + fmt(", p95 %.4f", sm.p95_s) +
+             fmt(", p99 %.4f", sm.p99_s) + fmt(", min %.4f", sm.min_s) + fmt(", max %.4f", sm.max_s));
+  }
   std::string src;
   for (const auto& [kind, m] : r.pricing) {
     for (const auto& [s, n] : m) src += kind + "=" + s + " ";
   }
   line("kernel costs from", src + (r.extrapolated_ops ? fmt("(%.0f extrapolated)", static_cast<double>(r.extrapolated_ops)) : ""));
   line("simulated", std::to_string(r.ops) + fmt(" ops in %.3f s wall", r.sim_wall_s));
+  if (!r.symmetry.empty()) line("replica symmetry", r.symmetry);
   return os.str();
 }
 

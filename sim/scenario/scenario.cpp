@@ -1,6 +1,7 @@
 // Scenario files -> Scenario, with the checks that relate the platform, the model and the
 // parallel layout.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "scenario/builders.hpp"
@@ -12,11 +13,21 @@ namespace {
 
 constexpr int64_t kMaxGpus = 1'000'000;
 constexpr int64_t kMaxSeqLen = int64_t{1} << 40;
+/// The schedule counts causal pairs, d(d+1)/2 per document summed over documents, in int64.
+constexpr double kMaxPairs = 9223372036854775807.0;
+/// Random documents are drawn one by one: at most this many (seq_len / mean).
+constexpr int64_t kMaxDocuments = 1'000'000;
 const Node kEmpty;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
 const Node& or_empty(const Node* n) { return n ? *n : kEmpty; }
+
+std::string fmt_pairs(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
 
 /// The place to point at for a key that may be absent: the key itself, else its mapping.
 const Node& where(const Node* key, const Node& parent) { return key ? *key : parent; }
@@ -172,25 +183,80 @@ ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
   return p;
 }
 
-PerturbSpec read_perturb(const Node& n, std::vector<const Node*>& rank_keys) {
-  MapReader r(n, {"slow_gpus", "jitter_cv", "gpu_variation_cv", "interference"});
+/// A mapping of integer keys (GPU ranks, node indices) to slowdown factors > 0.
+std::map<int, double> read_factor_map(const Node& m, const char* what, const char* example,
+                                      std::vector<const Node*>* keys) {
+  std::map<int, double> out;
+  if (!m.is_map() && !m.is_null())
+    fail_at(m, std::string("expected a mapping of ") + what + " to slowdown factor such as " + example +
+                   ", got " + m.describe());
+  for (const auto& c : m.children) {
+    Node key;
+    key.kind = Node::Kind::Scalar;
+    key.scalar = c.key;
+    key.at = c.key_at;
+    key.path = c.path;
+    const int k = static_cast<int>(as_int(key, 0, kMaxGpus - 1));
+    const double f = as_number(c);
+    check_min(c, f, 0, false);
+    if (out.count(k)) fail_key(c, std::string(what) + " " + std::to_string(k) + " is given twice");
+    out[k] = f;
+    if (keys) keys->push_back(&c);
+  }
+  return out;
+}
+
+/// perturb.links: [{gpu, link, direction, bw_factor, add_latency}], checked against the
+/// platform's links (a GPU has NVLink or PCIe, a NIC only where there is a network).
+LinkPerturb read_link_perturb(const Node& n, const PlatformSpec& plat) {
+  if (!n.is_map())
+    fail_at(n, "expected a mapping such as {gpu: 3, link: nvlink, bw_factor: 0.5}, got " + n.describe());
+  MapReader r(n, {"gpu", "link", "direction", "bw_factor", "add_latency"});
+  LinkPerturb l;
+  const Node& gpu = r.require("gpu");
+  l.gpu = static_cast<int>(as_int(gpu, 0, kMaxGpus - 1));
+  if (l.gpu >= plat.total_gpus())
+    fail_at(gpu, "GPU " + gpu.scalar + " is outside platform '" + plat.name + "' with " +
+                     str(plat.total_gpus()) + " GPUs");
+  const Node& link = r.require("link");
+  static const PerturbLink kinds[] = {PerturbLink::NVLink, PerturbLink::PCIe, PerturbLink::Nic};
+  l.link = kinds[as_choice(link, {"nvlink", "pcie", "nic"})];
+  const bool nvswitch = plat.intra == IntraFabric::NVSwitch;
+  if (l.link == PerturbLink::NVLink && !nvswitch)
+    fail_at(link, "platform '" + plat.name + "' has no NVLink (its intra-node fabric is pcie); use link: pcie");
+  if (l.link == PerturbLink::PCIe && nvswitch)
+    fail_at(link, "platform '" + plat.name + "' joins its GPUs by NVSwitch, not PCIe; use link: nvlink");
+  if (l.link == PerturbLink::Nic && (plat.nodes < 2 || plat.nics_per_node < 1))
+    fail_at(link, "platform '" + plat.name + "' has no network links (nodes " + str(plat.nodes) +
+                      ", nics_per_node " + str(plat.nics_per_node) + ")");
+  if (const Node* v = r.get("direction")) {
+    static const LinkDirection dirs[] = {LinkDirection::Up, LinkDirection::Down, LinkDirection::Both};
+    l.direction = dirs[as_choice(*v, {"up", "down", "both"})];
+  }
+  if (const Node* v = r.get("bw_factor")) {
+    l.bw_factor = as_number(*v);
+    check_min(*v, l.bw_factor, 0, false);
+  }
+  if (const Node* v = r.get("add_latency")) {
+    l.add_latency_s = as_time(*v);
+    check_min(*v, l.add_latency_s, 0, true);
+  }
+  return l;
+}
+
+PerturbSpec read_perturb(const Node& n, const PlatformSpec& plat, std::vector<const Node*>& rank_keys) {
+  MapReader r(n, {"slow_gpus", "slow_nodes", "jitter_cv", "gpu_variation_cv", "interference", "links",
+                  "rails_down"});
   PerturbSpec s;
-  if (const Node* sg = r.get("slow_gpus")) {
-    if (!sg->is_map() && !sg->is_null())
-      fail_at(*sg, "expected a mapping of GPU rank to slowdown factor such as {3: 1.2}, got " + sg->describe());
-    for (const auto& c : sg->children) {
-      Node key;
-      key.kind = Node::Kind::Scalar;
-      key.scalar = c.key;
-      key.at = c.key_at;
-      key.path = c.path;
-      const int rank = static_cast<int>(as_int(key, 0, kMaxGpus - 1));
-      const double f = as_number(c);
-      check_min(c, f, 0, false);
-      if (s.gpu_slowdown.count(rank)) fail_key(c, "GPU rank " + std::to_string(rank) + " is given twice");
-      s.gpu_slowdown[rank] = f;
-      rank_keys.push_back(&c);
-    }
+  if (const Node* sg = r.get("slow_gpus"))
+    s.gpu_slowdown = read_factor_map(*sg, "GPU rank", "{3: 1.2}", &rank_keys);
+  if (const Node* sn = r.get("slow_nodes")) {
+    std::vector<const Node*> keys;
+    s.node_slowdown = read_factor_map(*sn, "node", "{1: 1.1}", &keys);
+    for (const Node* k : keys)
+      if (std::stoi(k->key) >= plat.nodes)
+        fail_key(*k, "node " + k->key + " is outside platform '" + plat.name + "' with " + str(plat.nodes) +
+                         (plat.nodes == 1 ? " node" : " nodes"));
   }
   if (const Node* v = r.get("jitter_cv")) {
     s.jitter_cv = as_number(*v);
@@ -204,6 +270,28 @@ PerturbSpec read_perturb(const Node& n, std::vector<const Node*>& rank_keys) {
     s.interference = as_number(*v);
     check_min(*v, s.interference, 0, true);
     check_max(*v, s.interference, 1, true);
+  }
+  if (const Node* ls = r.get("links")) {
+    if (!ls->is_seq() && !ls->is_null())
+      fail_at(*ls, "expected a list of links such as [{gpu: 3, link: nvlink, bw_factor: 0.5}], got " +
+                       ls->describe());
+    for (const auto& c : ls->children) s.links.push_back(read_link_perturb(c, plat));
+  }
+  if (const Node* rd = r.get("rails_down")) {
+    if (!rd->is_seq() && !rd->is_null())
+      fail_at(*rd, "expected a list of rail (NIC) indices such as [3], got " + rd->describe());
+    for (const auto& c : rd->children) {
+      if (plat.nics_per_node < 1)
+        fail_at(c, "platform '" + plat.name + "' has no rails (network.nics_per_node is 0)");
+      const int rail = static_cast<int>(as_int(c, 0, kMaxGpus));
+      if (rail >= plat.nics_per_node)
+        fail_at(c, "rail " + c.scalar + " is outside platform '" + plat.name + "' with " +
+                       str(plat.nics_per_node) + " NICs per node (rails 0.." + str(plat.nics_per_node - 1) + ")");
+      if (std::find(s.rails_down.begin(), s.rails_down.end(), rail) != s.rails_down.end())
+        fail_at(c, "rail " + str(rail) + " is given twice");
+      s.rails_down.push_back(rail);
+    }
+    std::sort(s.rails_down.begin(), s.rails_down.end());
   }
   return s;
 }
@@ -331,6 +419,31 @@ void cross_check(const Scenario& s, const Node& root, const ParallelNodes& pn, c
     fail_at(*tn.doc_mean, "mean document length " + str(s.training.doc_mean_tokens) +
                               " exceeds training.seq_len " + str(seq));
 
+  // Sizes the schedule cannot hold: pair counts past int64, millions of random documents.
+  auto pairs = [](double d) { return d * (d + 1) / 2; };
+  if (!s.training.documents.empty()) {
+    double sum = 0;
+    for (int64_t d : s.training.documents) sum += pairs(static_cast<double>(d));
+    if (sum > kMaxPairs)
+      fail_at(*tn.documents, "the documents hold " + fmt_pairs(sum) + " causal pairs, more than the "
+                             "2^63 - 1 the simulator counts; use shorter documents");
+  } else if (tn.doc_mean) {
+    const int64_t mean = s.training.doc_mean_tokens;
+    if (seq / mean > kMaxDocuments)
+      fail_at(*tn.doc_mean, "seq_len " + str(seq) + " / mean " + str(mean) + " = " + str(seq / mean) +
+                                " documents exceed the limit of " + str(kMaxDocuments) + "; raise the mean");
+    // Uniform lengths stay below 2*mean, so sum d(d+1)/2 <= mean * seq_len; lognormal ones
+    // are held to the same bound.
+    if (static_cast<double>(mean) * static_cast<double>(seq) > kMaxPairs)
+      fail_at(*tn.doc_mean, "documents of mean " + str(mean) + " over seq_len " + str(seq) + " may hold up to " +
+                                fmt_pairs(static_cast<double>(mean) * static_cast<double>(seq)) +
+                                " causal pairs, more than the 2^63 - 1 the simulator counts; lower the mean");
+  } else if (pairs(static_cast<double>(seq)) > kMaxPairs) {
+    fail_at(sl, "seq_len " + str(seq) + " as one document holds " + fmt_pairs(pairs(static_cast<double>(seq))) +
+                    " causal pairs, more than the 2^63 - 1 the simulator counts (at most 4294967295 tokens); "
+                    "pack shorter documents with training.documents");
+  }
+
   for (const Node* k : rank_keys) {
     const int rank = std::stoi(k->key);
     if (rank >= world)
@@ -365,7 +478,7 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
   s.parallel = read_parallel(or_empty(r.get("parallel")), pn);
   if (!r.get("parallel")) pn.root = nullptr;
 
-  MapReader sim(or_empty(r.get("simulation")), {"engine", "scope", "seed"});
+  MapReader sim(or_empty(r.get("simulation")), {"engine", "scope", "seed", "collectives", "symmetry"});
   if (const Node* v = sim.get("engine"))
     s.simulation.engine = as_choice(*v, {"simgrid", "analytic"}) == 0 ? EngineKind::SimGrid : EngineKind::Analytic;
   if (const Node* v = sim.get("scope")) {
@@ -373,12 +486,19 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
     s.simulation.scope = kinds[as_choice(*v, {"attention-layer", "layer", "step"})];
   }
   if (const Node* v = sim.get("seed")) s.simulation.seed = as_uint64(*v);
+  if (const Node* v = sim.get("collectives")) {
+    const CollectiveModel models[] = {CollectiveModel::Auto, CollectiveModel::Steps,
+                                      CollectiveModel::Pipelined};
+    s.simulation.collectives = models[as_choice(*v, {"auto", "steps", "pipelined"})];
+  }
+  if (const Node* v = sim.get("symmetry"))
+    s.simulation.symmetry = as_choice(*v, {"auto", "off"}) == 0 ? Symmetry::Auto : Symmetry::Off;
 
   MapReader cost(or_empty(r.get("cost")), {"profile"});
   if (const Node* v = cost.get("profile")) s.cost.profile = read_profile(*v);
 
   std::vector<const Node*> rank_keys;
-  s.perturb = read_perturb(or_empty(r.get("perturb")), rank_keys);
+  s.perturb = read_perturb(or_empty(r.get("perturb")), s.platform, rank_keys);
 
   if (cross_checks) cross_check(s, root, pn, tn, rank_keys);
   return s;

@@ -149,17 +149,67 @@ struct TrainingSpec {
   uint64_t doc_seed = 1;
 };
 
+/// Which link of a GPU a link perturbation degrades.
+enum class PerturbLink { NVLink, PCIe, Nic };
+/// Up: leaving the GPU (for a NIC: towards its leaf switch); down: arriving.
+enum class LinkDirection { Up, Down, Both };
+
+/// One GPU's link at reduced bandwidth or added latency (a bad cable, a flapping NIC port).
+struct LinkPerturb {
+  int gpu = 0;                 ///< global GPU index; for `nic`, the NIC of its rail on its node
+  PerturbLink link = PerturbLink::NVLink;
+  LinkDirection direction = LinkDirection::Both;
+  double bw_factor = 1;        ///< multiplies the link's bandwidth (0.5 = halved), > 0
+  double add_latency_s = 0;    ///< added to the link's one-way latency, >= 0
+};
+
 struct PerturbSpec {
   std::map<int, double> gpu_slowdown;   ///< rank -> factor (1.2 = 20 % slower)
+  std::map<int, double> node_slowdown;  ///< node -> factor for each of its GPUs (times slow_gpus)
   double jitter_cv = 0;                 ///< per-kernel multiplicative noise, coefficient of variation
   double gpu_variation_cv = 0;          ///< static per-GPU variation drawn once per run
   double interference = -1;             ///< compute slowdown while comm overlaps; <0 = platform default
+  std::vector<LinkPerturb> links;       ///< degraded links, applied by model::Topology
+  std::vector<int> rails_down;          ///< NIC rails out of service (sorted, unique)
+
+  /// slow_gpus times slow_nodes per GPU (GPU g is on node g / gpus_per_node): the per-rank
+  /// factors schedule::Pricer applies through gpu_slowdown.
+  std::map<int, double> gpu_factors(int gpus_per_node) const {
+    std::map<int, double> f = gpu_slowdown;
+    for (const auto& [node, factor] : node_slowdown)
+      for (int g = node * gpus_per_node; g < (node + 1) * gpus_per_node; ++g)
+        f[g] = f.count(g) ? f[g] * factor : factor;
+    return f;
+  }
+  /// Whether anything makes single GPUs or links differ from the nominal ones. Factors of 1,
+  /// zero spreads and zero latencies are nothing; interference, the same on every GPU, is not
+  /// counted.
+  bool any() const {
+    auto slowed = [](const std::map<int, double>& m) {
+      for (const auto& kv : m)
+        if (kv.second != 1) return true;
+      return false;
+    };
+    bool link = false;
+    for (const auto& l : links) link = link || l.bw_factor != 1 || l.add_latency_s != 0;
+    return slowed(gpu_slowdown) || slowed(node_slowdown) || link || jitter_cv > 0 ||
+           gpu_variation_cv > 0 || !rails_down.empty();
+  }
 };
+
+enum class CollectiveModel { Auto, Steps, Pipelined };
+enum class Symmetry { Auto, Off };
 
 struct SimulationSpec {
   EngineKind engine = EngineKind::SimGrid;
   Scope scope = Scope::Step;
   uint64_t seed = 1;
+  /// Ring collectives as their n-1 (or 2(n-1)) algorithm steps, or pipelined as one transfer
+  /// per rank after all members joined (same time without contention, n-1 times fewer ops).
+  /// Auto: steps up to 512 GPUs, pipelined beyond.
+  CollectiveModel collectives = CollectiveModel::Auto;
+  /// Auto: simulate one data-parallel replica when replicas cannot differ (see step.cpp).
+  Symmetry symmetry = Symmetry::Auto;
 };
 
 struct CostSpec {

@@ -388,9 +388,14 @@ Node parse_file(const std::string& path, const Node* ref, const std::string& wha
   if (!ec && size > kMaxFileBytes) fail_read("larger than 16 MiB");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail_read(std::strerror(errno));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_text(buf.str(), path, dir_of(path));
+  // Counted as read too: a device or a pipe has no size to check first (/dev/zero never ends).
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes) fail_read("larger than 16 MiB");
+  }
+  return parse_text(text, path, dir_of(path));
 }
 
 void apply_override(Node& root, const std::string& text, const std::string& file,

@@ -269,6 +269,25 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
 
   // Ring all-gather / reduce-scatter / all-reduce.
   const auto& hops = a.rounds[0];
+  if (g.pipelined_collectives()) {
+    // Pipelined: once every member has joined, each rank streams all its steps' data to its
+    // successor as one transfer. Latency as the steps would pay it: base + steps x (NCCL hop +
+    // wire latency); the engine adds the wire latency once, the rest is software latency.
+    const int steps = static_cast<int>(a.round_of_step.size());
+    OpLabel sl = label;
+    sl.name = g.intern("collective_join");
+    const OpId join = g.add_compute(req.ranks[0], req.send_stream, 0.0, sl);
+    for (int i = 0; i < n; ++i) g.add_edge(dep(i), join);
+    for (int i = 0; i < n; ++i) {
+      const Hop& h = hops[i];
+      const double extra = nc.base_latency_s[p] + steps * hop_latency_s(nc, h.cls, p) +
+                           (steps - 1) * h.latency_s;
+      const OpId t = add(h, 0, a.step_bytes * steps, extra);
+      g.add_edge(join, t);
+      res.done[(i + 1) % n] = t;
+    }
+    return res;
+  }
   std::vector<OpId> prev(n, kNoOp), cur(n, kNoOp);
   const int steps = static_cast<int>(a.round_of_step.size());
   for (int s = 0; s < steps; ++s) {

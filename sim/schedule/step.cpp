@@ -320,24 +320,60 @@ class StageBuilder {
   bool recompute_ = false;
 };
 
-/// One pipeline action of a stage: forward or backward of a micro-batch.
+/// One pipeline action of a stage: forward or backward of a micro-batch on one of the stage's
+/// virtual chunks (model chunk = chunk * p + stage).
 struct Action {
   bool backward;
   int mb;
+  int chunk;
 };
 
-/// Megatron's non-interleaved 1F1B order for stage s of p with m micro-batches.
-std::vector<Action> one_f_one_b(int s, int p, int m) {
+/// Megatron's 1F1B order for stage s of p with m micro-batches and v virtual chunks per stage
+/// (v = 1: plain 1F1B; v > 1: the interleaved schedule, which needs m divisible by p).
+std::vector<Action> one_f_one_b(int s, int p, int m, int v) {
   std::vector<Action> out;
-  const int warmup = std::min(p - s - 1, m);
+  const int total = m * v;
+  auto fwd = [&](int i) {
+    return Action{false, (i / (p * v)) * p + i % p, (i / p) % v};
+  };
+  auto bwd = [&](int i) {
+    return Action{true, (i / (p * v)) * p + i % p, v - 1 - (i / p) % v};
+  };
+  const int warmup = v == 1 ? std::min(p - s - 1, m) : std::min((p - s - 1) * 2 + (v - 1) * p, total);
   int f = 0, b = 0;
-  for (; f < warmup; ++f) out.push_back({false, f});
-  while (f < m) {
-    out.push_back({false, f++});
-    out.push_back({true, b++});
+  for (; f < warmup; ++f) out.push_back(v == 1 ? Action{false, f, 0} : fwd(f));
+  while (f < total) {
+    out.push_back(v == 1 ? Action{false, f, 0} : fwd(f));
+    ++f;
+    out.push_back(v == 1 ? Action{true, b, 0} : bwd(b));
+    ++b;
   }
-  while (b < m) out.push_back({true, b++});
+  for (; b < total; ++b) out.push_back(v == 1 ? Action{true, b, 0} : bwd(b));
   return out;
+}
+
+/// Empty when one data-parallel replica may stand for all (identical inputs, no shared links);
+/// otherwise why not. Replicas differ in nothing but the DP collectives when nothing perturbs
+/// single GPUs or links and each replica's GPUs fill whole rail leaf groups (or one NVLink
+/// domain), so their CP / TP / PP traffic never meets.
+std::string replica_symmetry(const scenario::Scenario& sc, const model::Topology& topo,
+                             const Mesh& mesh) {
+  const auto& p = sc.parallel;
+  const auto& pert = sc.perturb;
+  if (p.dp == 1) return "not needed: one data-parallel replica";
+  if (sc.simulation.symmetry == scenario::Symmetry::Off) return "off (simulation.symmetry)";
+  if (!pert.gpu_slowdown.empty() || pert.jitter_cv > 0 || pert.gpu_variation_cv > 0)
+    return "refused: perturbations make replicas differ";
+  if (p.order.back() != "dp") return "refused: dp is not the outermost mesh dimension";
+  const auto& spec = topo.spec();
+  const int64_t replica_gpus = static_cast<int64_t>(mesh.size()) / p.dp;
+  const int64_t leaf_gpus = static_cast<int64_t>(spec.gpus_per_node) * spec.nodes_per_leaf;
+  const bool in_domain = replica_gpus <= spec.nvlink_domain_gpus &&
+                         spec.nvlink_domain_gpus % replica_gpus == 0;
+  if (spec.nodes > 1 && !in_domain && replica_gpus % leaf_gpus != 0 && leaf_gpus % replica_gpus != 0)
+    return "refused: replicas share rail leaf switches (" + std::to_string(replica_gpus) +
+           " GPUs per replica, " + std::to_string(leaf_gpus) + " per leaf group)";
+  return "";
 }
 
 BuildInfo build_attention_layer(const scenario::Scenario& sc, const model::Topology& topo,
@@ -374,6 +410,9 @@ BuildInfo build_attention_layer(const scenario::Scenario& sc, const model::Topol
 BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& topo,
                          Pricer& pricer, TaskGraph& g) {
   const Mesh mesh(sc.parallel);
+  const auto cm = sc.simulation.collectives;
+  g.set_pipelined_collectives(cm == scenario::CollectiveModel::Pipelined ||
+                              (cm == scenario::CollectiveModel::Auto && mesh.size() > 512));
   if (mesh.size() > topo.gpus())
     throw std::invalid_argument("the mesh needs " + std::to_string(mesh.size()) +
                                 " GPUs but the platform has " + std::to_string(topo.gpus()));
@@ -390,9 +429,25 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
                          : m.layers;
   const int pp = p.pp;
   const int mbs = sc.training.micro_batches;
-  const int per_stage = (layers + pp - 1) / pp;
-  auto stage_layers = [&](int s) {
-    return std::pair<int, int>{s * per_stage, std::min(layers, (s + 1) * per_stage)};
+  const int vs = std::max(1, p.virtual_stages);
+  const int chunks = pp * vs;  // model chunks; chunk c runs on stage c % pp
+  if (vs > 1 && mbs % pp != 0)
+    throw std::invalid_argument("the interleaved pipeline schedule needs micro_batches (" +
+                                std::to_string(mbs) + ") divisible by pp (" + std::to_string(pp) + ")");
+  if (chunks > layers)
+    throw std::invalid_argument("pp x virtual_stages = " + std::to_string(chunks) +
+                                " model chunks but only " + std::to_string(layers) + " layers");
+  auto chunk_layers = [&](int c) {
+    return std::pair<int, int>{static_cast<int>(static_cast<int64_t>(c) * layers / chunks),
+                               static_cast<int>(static_cast<int64_t>(c + 1) * layers / chunks)};
+  };
+  auto stage_layer_list = [&](int s) {
+    std::vector<int> ls;
+    for (int k = 0; k < vs; ++k) {
+      const auto [l0, l1] = chunk_layers(k * pp + s);
+      for (int l = l0; l < l1; ++l) ls.push_back(l);
+    }
+    return ls;
   };
   for (int c = 0; c < p.cp; ++c) info.cp_group.push_back(mesh.rank_of({0, c, 0, 0}));
 
@@ -400,19 +455,28 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
   GatherMap gathers;
   // [replica][layer]: each layer's backward of the last micro-batch, per grid rank.
   std::vector<std::vector<Ops>> grads_ready(p.dp, std::vector<Ops>(layers));
-  for (int d = 0; d < p.dp; ++d) {
+  // Replicas not built take part only in the data-parallel collectives, gated by replica 0.
+  info.symmetry = replica_symmetry(sc, topo, mesh);
+  const bool symmetric = info.symmetry.empty();
+  const int built_replicas = symmetric ? 1 : p.dp;
+  if (symmetric)
+    info.symmetry = "used: one data-parallel replica simulated; the other " +
+                    std::to_string(p.dp - 1) + " take part only in the DP collectives";
+  for (int d = 0; d < built_replicas; ++d) {
     std::vector<StageBuilder> stages;
     for (int s = 0; s < pp; ++s) stages.emplace_back(sc, topo, pricer, g, mesh, docs, s, d, gathers);
     const size_t grid = stages[0].ranks().size();
     // Outputs of each stage's forward / backward per micro-batch (after the p2p to the peer).
-    std::vector<std::vector<Ops>> fwd_out(pp, std::vector<Ops>(mbs)), bwd_out(pp, std::vector<Ops>(mbs));
-    std::vector<std::vector<bool>> fwd_done(pp, std::vector<bool>(mbs)), bwd_done(pp, std::vector<bool>(mbs));
+    // Outputs per model chunk and micro-batch (after the p2p to the next chunk's stage).
+    std::vector<std::vector<Ops>> fwd_out(chunks, std::vector<Ops>(mbs)), bwd_out(chunks, std::vector<Ops>(mbs));
+    std::vector<std::vector<bool>> fwd_done(chunks, std::vector<bool>(mbs)), bwd_done(chunks, std::vector<bool>(mbs));
     std::vector<std::vector<Action>> plan(pp);
     std::vector<size_t> next(pp, 0);
     std::vector<Ops>& last_layer_bwd = grads_ready[d];
-    for (int s = 0; s < pp; ++s) plan[s] = one_f_one_b(s, pp, mbs);
+    for (int s = 0; s < pp; ++s) plan[s] = one_f_one_b(s, pp, mbs, vs);
 
     auto pp_transfer = [&](int from, int to, bool backward, int mb, const Ops& deps) {
+      if (from == to) return deps;
       Ops out(grid);
       const auto& src = stages[from].ranks();
       const auto& dst = stages[to].ranks();
@@ -425,7 +489,7 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
         l.category = g.intern("p2p");
         l.micro = mb;
         l.phase = backward ? Phase::Backward : Phase::Forward;
-        // Separate streams per direction keep each queue in micro-batch order.
+        // Separate streams per direction keep each queue in schedule order.
         const uint16_t ss = backward ? stream::kPpGradSend : stream::kPpSend;
         const uint16_t rs = backward ? stream::kPpGradRecv : stream::kPpRecv;
         out[i] = add_p2p(g, topo, src[i], dst[i], bytes, l, deps[i], ss, rs);
@@ -434,7 +498,7 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
     };
 
     // Build actions in an order where every input already exists (a topological walk of the
-    // pipeline), so each stage's streams receive ops in its own 1F1B order.
+    // pipeline), so each stage's streams receive ops in its own schedule order.
     size_t remaining = 0;
     for (auto& pl : plan) remaining += pl.size();
     while (remaining > 0) {
@@ -442,30 +506,30 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
       for (int s = 0; s < pp; ++s) {
         while (next[s] < plan[s].size()) {
           const Action a = plan[s][next[s]];
-          const auto [l0, l1] = stage_layers(s);
+          const int c = a.chunk * pp + s;
+          const auto [l0, l1] = chunk_layers(c);
           StageBuilder& sb = stages[s];
           Ops x;
           if (!a.backward) {
-            if (s > 0 && !fwd_done[s - 1][a.mb]) break;
-            x = s == 0 ? sb.embedding(a.mb, Ops(grid, kNoOp)) : fwd_out[s - 1][a.mb];
+            if (c > 0 && !fwd_done[c - 1][a.mb]) break;
+            x = c == 0 ? sb.embedding(a.mb, Ops(grid, kNoOp)) : fwd_out[c - 1][a.mb];
             for (int l = l0; l < l1; ++l) x = sb.layer_forward(l, a.mb, x);
-            if (s == pp - 1) {
+            if (c == chunks - 1)
               x = sb.lm_head(a.mb, false, x);
-            } else {
-              x = pp_transfer(s, s + 1, false, a.mb, x);
-            }
-            fwd_out[s][a.mb] = x;
-            fwd_done[s][a.mb] = true;
+            else
+              x = pp_transfer(s, (c + 1) % pp, false, a.mb, x);
+            fwd_out[c][a.mb] = x;
+            fwd_done[c][a.mb] = true;
           } else {
-            if (s == pp - 1 ? !fwd_done[s][a.mb] : !bwd_done[s + 1][a.mb]) break;
-            x = s == pp - 1 ? sb.lm_head(a.mb, true, fwd_out[s][a.mb]) : bwd_out[s + 1][a.mb];
+            if (c == chunks - 1 ? !fwd_done[c][a.mb] : !bwd_done[c + 1][a.mb]) break;
+            x = c == chunks - 1 ? sb.lm_head(a.mb, true, fwd_out[c][a.mb]) : bwd_out[c + 1][a.mb];
             for (int l = l1 - 1; l >= l0; --l) {
               x = sb.layer_backward(l, a.mb, x);
               if (a.mb == mbs - 1) last_layer_bwd[l] = x;
             }
-            if (s > 0) x = pp_transfer(s, s - 1, true, a.mb, x);
-            bwd_out[s][a.mb] = x;
-            bwd_done[s][a.mb] = true;
+            if (c > 0) x = pp_transfer(s, (c - 1 + pp) % pp, true, a.mb, x);
+            bwd_out[c][a.mb] = x;
+            bwd_done[c][a.mb] = true;
           }
           next[s]++;
           remaining--;
@@ -490,9 +554,9 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
            p.tp;
   };
   for (int s = 0; s < pp; ++s) {
-    const auto [l0, l1] = stage_layers(s);
+    const std::vector<int> owned = stage_layer_list(s);  // in forward order
     double stage_params = 0;
-    for (int l = l0; l < l1; ++l) stage_params += layer_params(l);
+    for (int l : owned) stage_params += layer_params(l);
     for (int t = 0; t < p.tp; ++t) {
       std::vector<int> members;
       for (int d = 0; d < p.dp; ++d)
@@ -501,9 +565,11 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
       Ops done(members.size(), kNoOp);
       if (dp_group > 1) {
         double bucket = 0;
-        for (int l = l1 - 1; l >= l0; --l) {
+        // Buckets fill in backward order: the stage's last layers produce gradients first.
+        for (auto it = owned.rbegin(); it != owned.rend(); ++it) {
+          const int l = *it;
           bucket += layer_params(l) * model::kBf16Bytes;
-          if (bucket < p.dp_bucket_bytes && l != l0) continue;
+          if (bucket < p.dp_bucket_bytes && l != owned.front()) continue;
           CollectiveRequest req;
           req.op = p.zero_stage >= 1 ? CollOp::ReduceScatter : CollOp::AllReduce;
           req.bytes = bucket;
@@ -516,7 +582,8 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
           req.label.phase = Phase::Backward;
           req.ranks = members;
           for (int d = 0; d < p.dp; ++d)
-            for (int c = 0; c < p.cp; ++c) req.deps.push_back(grads_ready[d][l][grid_index(c)]);
+            for (int c = 0; c < p.cp; ++c)
+              req.deps.push_back(grads_ready[d < built_replicas ? d : 0][l][grid_index(c)]);
           done = add_collective(g, topo, req).done;
           bucket = 0;
         }
@@ -525,6 +592,11 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
       const model::Cost c = pricer.cost().memory_bound(shard * 30.0);
       Ops opt(members.size());
       for (size_t i = 0; i < members.size(); ++i) {
+        if (static_cast<int>(i) >= built_replicas * p.cp) {
+          // A mirrored replica: its member waits as its replica-0 twin does.
+          opt[i] = opt[i % p.cp];
+          continue;
+        }
         OpLabel l;
         l.name = g.intern("optimizer_step");
         l.category = g.intern("memory");

@@ -41,6 +41,8 @@ struct BuildInfo {
   double model_flops = 0;         ///< model FLOPs of what was built (no recomputation)
   double tokens = 0;              ///< tokens processed by what was built (global batch)
   int full_layers_built = 0;      ///< full-attention layer passes in the graph
+  /// Whether one data-parallel replica stood for all, or why not ("" = not applicable).
+  std::string symmetry;
 };
 
 /// Builds the scenario's scope (attention-layer, layer or step) into `g` (not finalized).

@@ -127,6 +127,11 @@ class TaskGraph {
   /// Topological order (explicit edges plus stream order); valid after finalize().
   const std::vector<OpId>& topo_order() const { return topo_; }
 
+  /// Build hint read by add_collective: ring collectives as one pipelined transfer per rank
+  /// instead of their algorithm steps (see scenario::CollectiveModel).
+  void set_pipelined_collectives(bool on) { pipelined_collectives_ = on; }
+  bool pipelined_collectives() const { return pipelined_collectives_; }
+
   /// Graphviz DOT of the graph (small graphs only).
   std::string to_dot() const;
 
@@ -146,6 +151,7 @@ class TaskGraph {
   std::vector<OpId> topo_;
   int num_ranks_ = 0;
   bool finalized_ = false;
+  bool pipelined_collectives_ = false;
 };
 
 }  // namespace cpsim::schedule

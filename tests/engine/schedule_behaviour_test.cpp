@@ -118,3 +118,24 @@ TEST(Pipeline, OneFOneBBubbleEmergesFromReplay) {
   EXPECT_NEAR(r.bubble_ratio, 7.0 / 32.0, 1e-9);
   EXPECT_NEAR(100 * r.bubble_ratio, 21.9, 0.05);
 }
+
+TEST(Pipeline, InterleavedScheduleDividesTheBubbleByVirtualStages) {
+  // p = 4 stages x v = 2 virtual chunks, m = 8 micro-batches, equal chunk costs, free
+  // communication: Megatron's interleaved 1F1B bubble is (p - 1) / (v m) = 3/16.
+  auto sc = tiny(64, 1, scenario::Layout::Contiguous);
+  sc.model.layers = 8;
+  sc.parallel.pp = 4;
+  sc.parallel.virtual_stages = 2;
+  sc.training.micro_batches = 8;
+  sc.training.recompute = scenario::Recompute::None;
+  sc.simulation.scope = scenario::Scope::Step;
+  sc.platform = fixtures::nvswitch_node(4, 1e18, 0.0);
+  fixtures::PerPairCost cost(kPairSeconds);
+  model::Topology topo(sc.platform);
+  schedule::Pricer pricer(cost, sc, 4);
+  schedule::TaskGraph g;
+  const auto info = schedule::build_scenario(sc, topo, pricer, g);
+  g.finalize();
+  const auto r = report::analyze(sc, g, engine::replay_analytic(g, topo), info, pricer);
+  EXPECT_NEAR(r.bubble_ratio, 3.0 / 16.0, 1e-9);
+}

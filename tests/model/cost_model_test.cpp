@@ -48,8 +48,8 @@ struct TempDir {
   std::filesystem::path path;
   TempDir() {
     path = std::filesystem::temp_directory_path() /
-           ("cpsim-cost-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("cpsim-cost-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(path);
   }
   ~TempDir() { std::filesystem::remove_all(path); }
@@ -80,9 +80,10 @@ TEST(CostFlops, AttentionFollowsFlashAttentionConvention) {
 TEST(CostFlops, GatedDeltaNetChunkTermsWrittenOut) {
   // C (6K + 4V) + 6KV + C^2/3 per token and head: 64 * 1280 + 98304 + 4096/3 at C=64, K=V=128.
   const double per_token = 64.0 * 1280 + 6.0 * 128 * 128 + 64.0 * 64 / 3;
-  EXPECT_NEAR(model::linear_attention_flops(1000, 48, 128, 128, 64, false), 1000 * 48 * per_token, 1e-3);
-  EXPECT_NEAR(model::linear_attention_flops(1000, 48, 128, 128, 64, true), 3 * 1000 * 48 * per_token,
+  EXPECT_NEAR(model::linear_attention_flops(1000, 48, 128, 128, 64, false), 1000 * 48 * per_token,
               1e-3);
+  EXPECT_NEAR(model::linear_attention_flops(1000, 48, 128, 128, 64, true),
+              3 * 1000 * 48 * per_token, 1e-3);
 }
 
 // ---- Roofline -------------------------------------------------------------------------------
@@ -157,7 +158,8 @@ TEST(Roofline, GemmReachesBestMeasuredGemmOnlyWhenLarge) {
   EXPECT_DOUBLE_EQ(m->gemm(128, 128, 128).time_s, 5e-6);
   // A thin GEMM is memory bound: bytes / HBM bandwidth.
   const model::Cost thin = m->gemm(1 << 20, 8, 8192);
-  EXPECT_NEAR(thin.time_s, 2.0 * ((1 << 20) * 8192.0 + 8192.0 * 8 + (1 << 20) * 8.0) / 2.95e12, 1e-9);
+  EXPECT_NEAR(thin.time_s, 2.0 * ((1 << 20) * 8192.0 + 8192.0 * 8 + (1 << 20) * 8.0) / 2.95e12,
+              1e-9);
 }
 
 TEST(Roofline, MemoryBoundIsBytesOverBandwidthPlusLaunch) {
@@ -237,10 +239,10 @@ TEST(Profile, MonotoneBetweenMeasuredPoints) {
 
 TEST(Profile, InterpolatesBetweenNeighboursInLogLog) {
   TempDir dir;
-  const std::string path = dir.write(
-      "p.csv", std::string(kHeader) +
-                   "G,k,fwd,1024,1024,full,1,16,16,128,bf16,100,0,measured,x\n"
-                   "G,k,fwd,4096,4096,full,1,16,16,128,bf16,1000,0,measured,x\n");
+  const std::string path =
+      dir.write("p.csv", std::string(kHeader) +
+                             "G,k,fwd,1024,1024,full,1,16,16,128,bf16,100,0,measured,x\n"
+                             "G,k,fwd,4096,4096,full,1,16,16,128,bf16,1000,0,measured,x\n");
   const auto m = CostModel::from_profile(path, h100());
   // 2048: FLOPs the geometric mean of the two points, so log-log gives the geometric mean time.
   const model::Cost c = m->attention(call(2048, 2048, 16, 128));
@@ -309,21 +311,25 @@ TEST(Profile, FastestKernelWinsAndNonMonotoneDataIsPooled) {
 
 TEST(Profile, BadRowNamesFileLineColumnWithCaret) {
   TempDir dir;
-  const std::string path = dir.write(
-      "bad.csv", std::string(kHeader) + "G,k,fwd,1024,1024,full,1,16,16,128,bf16,abc,0,measured,x\n");
+  const std::string path =
+      dir.write("bad.csv", std::string(kHeader) +
+                               "G,k,fwd,1024,1024,full,1,16,16,128,bf16,abc,0,measured,x\n");
   try {
     CostModel::from_profile(path, h100());
     FAIL() << "no exception";
   } catch (const scenario::InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              path + ":2:41: error: cost.profile: column 'time_us': 'abc' is not a positive number\n"
-                     "  G,k,fwd,1024,1024,full,1,16,16,128,bf16,abc,0,measured,x\n"
-                     "  " + std::string(40, ' ') + "^");
+              path +
+                  ":2:41: error: cost.profile: column 'time_us': 'abc' is not a positive number\n"
+                  "  G,k,fwd,1024,1024,full,1,16,16,128,bf16,abc,0,measured,x\n"
+                  "  " +
+                  std::string(40, ' ') + "^");
     EXPECT_EQ(e.line(), 2);
     EXPECT_EQ(e.col(), 41);
   }
-  const std::string bad_mask = dir.write(
-      "mask.csv", std::string(kHeader) + "G,k,fwd,1024,1024,diag,1,16,16,128,bf16,1,0,measured,x\n");
+  const std::string bad_mask =
+      dir.write("mask.csv",
+                std::string(kHeader) + "G,k,fwd,1024,1024,diag,1,16,16,128,bf16,1,0,measured,x\n");
   EXPECT_THROW(CostModel::from_profile(bad_mask, h100()), scenario::InputError);
   const std::string no_column = dir.write("col.csv", "gpu,kernel\nG,k\n");
   EXPECT_THROW(CostModel::from_profile(no_column, h100()), scenario::InputError);
@@ -341,13 +347,15 @@ TEST(Profile, MakeAutoPicksTheBundledProfileOfTheGpu) {
   }
   EXPECT_EQ(CostModel::make("auto", a100())->describe().rfind("roofline", 0), 0u);
   EXPECT_EQ(CostModel::make("none", h100())->describe().rfind("roofline", 0), 0u);
-  EXPECT_NE(CostModel::make(published_h100(), a100())->describe().find("profile "), std::string::npos);
+  EXPECT_NE(CostModel::make(published_h100(), a100())->describe().find("profile "),
+            std::string::npos);
 }
 
 TEST(Profile, MakeAutoPrefersAMeasuredProfile) {
   TempDir dir;
-  dir.write("kernels/profiles/h100-published.csv",
-            std::string(kHeader) + "H100,k,fwd,1024,1024,full,1,16,16,128,bf16,100,0,published,x\n");
+  dir.write(
+      "kernels/profiles/h100-published.csv",
+      std::string(kHeader) + "H100,k,fwd,1024,1024,full,1,16,16,128,bf16,100,0,published,x\n");
   dir.write("kernels/profiles/h100-measured.csv",
             std::string(kHeader) + "H100,k,fwd,1024,1024,full,1,16,16,128,bf16,50,0,measured,x\n");
   const char* old = std::getenv("CPSIM_DATA_DIR");

@@ -11,16 +11,21 @@ namespace cpsim::kernels {
 
 const char* mask_name(MaskKind m) {
   switch (m) {
-    case MaskKind::Full: return "full";
-    case MaskKind::Causal: return "causal";
-    case MaskKind::Document: return "document";
-    case MaskKind::CausalOffset: return "causal-offset";
+    case MaskKind::Full:
+      return "full";
+    case MaskKind::Causal:
+      return "causal";
+    case MaskKind::Document:
+      return "document";
+    case MaskKind::CausalOffset:
+      return "causal-offset";
   }
   return "?";
 }
 
 bool parse_mask(const std::string& name, MaskKind& out) {
-  for (MaskKind m : {MaskKind::Full, MaskKind::Causal, MaskKind::Document, MaskKind::CausalOffset}) {
+  for (MaskKind m :
+       {MaskKind::Full, MaskKind::Causal, MaskKind::Document, MaskKind::CausalOffset}) {
     if (name == mask_name(m)) {
       out = m;
       return true;
@@ -65,7 +70,8 @@ int64_t count_pairs(const AttnShape& shape, const MaskSpec& mask) {
         first = lo;
         last = hi;
       }
-      if (mask.causal) last = std::min(last, std::max<int64_t>(0, mask.q_offset + i - mask.k_offset + 1));
+      if (mask.causal)
+        last = std::min(last, std::max<int64_t>(0, mask.q_offset + i - mask.k_offset + 1));
       total += std::max<int64_t>(0, last - first);
     }
   }
@@ -95,9 +101,9 @@ std::vector<std::string> split_csv(const std::string& line) {
 }  // namespace
 
 std::vector<BenchShape> parse_shape_list(const std::string& text, const std::string& file) {
-  static const std::vector<std::string> kColumns = {"q_len",    "kv_len",   "mask",
-                                                    "heads_q",  "heads_kv", "head_dim",
-                                                    "q_offset", "k_offset", "doc_len", "note"};
+  static const std::vector<std::string> kColumns = {"q_len",    "kv_len",   "mask",     "heads_q",
+                                                    "heads_kv", "head_dim", "q_offset", "k_offset",
+                                                    "doc_len",  "note"};
   std::vector<BenchShape> shapes;
   std::istringstream in(text);
   std::string line;
@@ -181,8 +187,11 @@ void make_mask(const BenchShape& s, int batch, HostMask& out) {
   out.q_doc.clear();
   out.k_doc.clear();
   switch (s.mask) {
-    case MaskKind::Full: break;
-    case MaskKind::Causal: out.spec.causal = true; break;
+    case MaskKind::Full:
+      break;
+    case MaskKind::Causal:
+      out.spec.causal = true;
+      break;
     case MaskKind::CausalOffset:
       out.spec.causal = true;
       out.spec.q_offset = s.q_offset;

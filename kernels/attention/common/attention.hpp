@@ -91,7 +91,7 @@ struct ProfileRow {
   std::string direction;  ///< "fwd" or "bwd"
   int q_len = 0;
   int kv_len = 0;
-  std::string mask;       ///< mask_name()
+  std::string mask;  ///< mask_name()
   double unmasked_fraction = 1;
   int heads_q = 0;
   int heads_kv = 0;
@@ -99,7 +99,7 @@ struct ProfileRow {
   std::string dtype = "bf16";
   double time_us = 0;
   double tflops = 0;
-  std::string source;     ///< "measured" or "published"
+  std::string source;  ///< "measured" or "published"
   std::string commit;
 };
 /// The CSV header line (no newline), the column order of format_profile_row.

@@ -120,7 +120,7 @@ inline double max_abs(const std::vector<float>& a) {
 
 /// Exact (fp32) and naive-BF16 results of a problem.
 struct Oracle {
-  std::vector<float> o, lse, dq, dk, dv;                     // exact
+  std::vector<float> o, lse, dq, dk, dv;  // exact
   std::vector<float> o_naive, lse_naive, dq_naive, dk_naive, dv_naive;
 };
 
@@ -142,9 +142,8 @@ inline Oracle make_oracle(const Problem& p, bool backward) {
     r.dq_naive.resize(p.q_elems());
     r.dk_naive.resize(p.kv_elems());
     r.dv_naive.resize(p.kv_elems());
-    reference::backward<float>(p.shape, m, p.scale, p.q.data(), p.k.data(), p.v.data(),
-                               r.o.data(), r.lse.data(), p.dout.data(), r.dq.data(),
-                               r.dk.data(), r.dv.data());
+    reference::backward<float>(p.shape, m, p.scale, p.q.data(), p.k.data(), p.v.data(), r.o.data(),
+                               r.lse.data(), p.dout.data(), r.dq.data(), r.dk.data(), r.dv.data());
     reference::backward_bf16_naive(p.shape, m, p.scale, p.q.data(), p.k.data(), p.v.data(),
                                    p.dout.data(), r.dq_naive.data(), r.dk_naive.data(),
                                    r.dv_naive.data());
@@ -160,8 +159,8 @@ inline ::testing::AssertionResult flash_rule(const std::string& what, const std:
                                              const std::vector<float>& naive, double rtol = 2.0,
                                              double atol = -1) {
   if (got.size() != exact.size()) {
-    return ::testing::AssertionFailure() << what << ": size " << got.size() << " vs "
-                                         << exact.size();
+    return ::testing::AssertionFailure()
+           << what << ": size " << got.size() << " vs " << exact.size();
   }
   if (atol < 0) atol = std::ldexp(max_abs(exact), -9);
   const double err = max_abs_diff(got, exact);

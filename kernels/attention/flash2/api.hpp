@@ -41,6 +41,9 @@ struct BackwardArgs {
   Tensor q, k, v, o, dout, dq, dk, dv;
   const float* lse = nullptr;
   void* workspace = nullptr;
+  /// CTAs sharing one key tile of a GQA group (a divisor of heads_q / heads_kv); 0: the
+  /// launcher picks the smallest that gives every SM two CTAs (choose_kv_split).
+  int kv_split = 0;
 };
 
 /// (o1, lse1) + (o2, lse2) -> (o, lse) over disjoint key sets; o1, o fp32 and o2 BF16, all
@@ -58,16 +61,45 @@ struct MergeArgs {
 
 inline bool supported_head_dim(int d) { return d == 64 || d == 128 || d == 256; }
 
+namespace detail {
+inline size_t round256(size_t n) { return (n + 255) / 256 * 256; }
+inline size_t dq_accum_bytes(const AttnShape& s) {
+  return static_cast<size_t>(s.batch) * s.q_len * s.heads_q * s.head_dim * 4;
+}
+inline size_t dsum_bytes(const AttnShape& s) {
+  return static_cast<size_t>(s.batch) * s.heads_q * s.q_len * 4;
+}
+}  // namespace detail
+
+/// Workspace of a backward call: FP32 dQ accumulator, D = rowsum(dO * O), FP32 dK, dV
+/// accumulators (used when kv_split > 1).
 inline size_t backward_workspace_bytes(const AttnShape& s) {
-  const size_t accum = static_cast<size_t>(s.batch) * s.q_len * s.heads_q * s.head_dim * 4;
-  const size_t dsum = static_cast<size_t>(s.batch) * s.heads_q * s.q_len * 4;
-  return (accum + 255) / 256 * 256 + dsum;
+  const size_t dkv = 2 * static_cast<size_t>(s.batch) * s.kv_len * s.heads_kv * s.head_dim * 4;
+  return detail::round256(detail::dq_accum_bytes(s)) + detail::round256(detail::dsum_bytes(s)) +
+         dkv;
+}
+
+/// Keys per CTA of the backward kernel (BwdConfig<D>::Traits::kBc).
+inline int backward_key_tile(int head_dim) { return head_dim == 256 ? 64 : 128; }
+
+/// The smallest divisor of the GQA group that gives the backward kernel at least two CTAs per
+/// SM (one CTA fits an SM), or the whole group if none does.
+inline int choose_kv_split(const AttnShape& s, int sms) {
+  const int group = s.heads_q / s.heads_kv;
+  const int64_t tiles =
+      static_cast<int64_t>(s.batch) * s.heads_kv *
+      ((s.kv_len + backward_key_tile(s.head_dim) - 1) / backward_key_tile(s.head_dim));
+  for (int split = 1; split < group; ++split) {
+    if (group % split == 0 && tiles * split >= 2LL * sms) return split;
+  }
+  return group;
 }
 
 namespace detail {
 inline std::string check_tensor(const char* name, const Tensor& t) {
   if (t.data == nullptr) return std::string(name) + " is null";
-  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0) return std::string(name) + " is not 16-byte aligned";
+  if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
+    return std::string(name) + " is not 16-byte aligned";
   if (t.batch_stride % 8 || t.row_stride % 8 || t.head_stride % 8) {
     return std::string(name) + " strides must be multiples of 8 elements";
   }
@@ -87,7 +119,9 @@ inline std::string check_shape(const AttnShape& s, const MaskSpec& m) {
 inline float resolve_scale(float scale, int d) {
   return scale != 0 ? scale : 1.f / std::sqrt(static_cast<float>(d));
 }
-inline Strides strides(const Tensor& t) { return Strides{t.batch_stride, t.row_stride, t.head_stride}; }
+inline Strides strides(const Tensor& t) {
+  return Strides{t.batch_stride, t.row_stride, t.head_stride};
+}
 inline MaskParams mask_params(const MaskSpec& m) {
   return MaskParams{m.causal, m.q_offset, m.k_offset, m.q_doc, m.k_doc};
 }
@@ -107,12 +141,16 @@ inline std::string check(const ForwardArgs& a) {
 inline std::string check(const BackwardArgs& a) {
   std::string e = detail::check_shape(a.shape, a.mask);
   const std::pair<const char*, const Tensor*> tensors[] = {
-      {"q", &a.q},   {"k", &a.k},   {"v", &a.v},   {"o", &a.o},
+      {"q", &a.q},       {"k", &a.k},   {"v", &a.v},   {"o", &a.o},
       {"dout", &a.dout}, {"dq", &a.dq}, {"dk", &a.dk}, {"dv", &a.dv}};
   for (const auto& [name, t] : tensors) {
     if (e.empty()) e = detail::check_tensor(name, *t);
   }
   if (e.empty() && (a.lse == nullptr || a.workspace == nullptr)) e = "lse or workspace is null";
+  if (e.empty() &&
+      (a.kv_split < 0 || (a.kv_split > 0 && (a.shape.heads_q / a.shape.heads_kv) % a.kv_split))) {
+    e = "kv_split must divide heads_q / heads_kv";
+  }
   return e;
 }
 inline std::string check(const MergeArgs& a) {
@@ -146,7 +184,8 @@ inline FwdParams make_fwd_params(const ForwardArgs& a) {
   return p;
 }
 
-inline BwdParams make_bwd_params(const BackwardArgs& a) {
+/// `sms`: SMs of the device, for kv_split = 0.
+inline BwdParams make_bwd_params(const BackwardArgs& a, int sms) {
   BwdParams p;
   p.q = static_cast<const uint16_t*>(a.q.data);
   p.k = static_cast<const uint16_t*>(a.k.data);
@@ -157,10 +196,12 @@ inline BwdParams make_bwd_params(const BackwardArgs& a) {
   p.dq = static_cast<uint16_t*>(a.dq.data);
   p.dk = static_cast<uint16_t*>(a.dk.data);
   p.dv = static_cast<uint16_t*>(a.dv.data);
-  const size_t accum =
-      static_cast<size_t>(a.shape.batch) * a.shape.q_len * a.shape.heads_q * a.shape.head_dim * 4;
-  p.dq_accum = static_cast<float*>(a.workspace);
-  p.dsum = reinterpret_cast<float*>(static_cast<char*>(a.workspace) + (accum + 255) / 256 * 256);
+  char* ws = static_cast<char*>(a.workspace);
+  p.dq_accum = reinterpret_cast<float*>(ws);
+  p.dsum = reinterpret_cast<float*>(ws + detail::round256(detail::dq_accum_bytes(a.shape)));
+  p.dkv_accum = reinterpret_cast<float*>(ws + detail::round256(detail::dq_accum_bytes(a.shape)) +
+                                         detail::round256(detail::dsum_bytes(a.shape)));
+  p.kv_split = a.kv_split > 0 ? a.kv_split : choose_kv_split(a.shape, sms);
   p.q_str = detail::strides(a.q);
   p.k_str = detail::strides(a.k);
   p.v_str = detail::strides(a.v);

@@ -59,14 +59,21 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error("missing value after " + a);
       return argv[++i];
     };
-    if (a == "--shapes") o.shapes = value();
-    else if (a == "--out") o.out = value();
-    else if (a == "--commit") o.commit = value();
-    else if (a == "--gpu") o.gpu = value();
-    else if (a == "--warmup") o.warmup = std::stoi(value());
-    else if (a == "--repeats") o.repeats = std::stoi(value());
-    else if (a == "--max-seconds") o.max_seconds = std::stod(value());
-    else if (a == "--only") {
+    if (a == "--shapes") {
+      o.shapes = value();
+    } else if (a == "--out") {
+      o.out = value();
+    } else if (a == "--commit") {
+      o.commit = value();
+    } else if (a == "--gpu") {
+      o.gpu = value();
+    } else if (a == "--warmup") {
+      o.warmup = std::stoi(value());
+    } else if (a == "--repeats") {
+      o.repeats = std::stoi(value());
+    } else if (a == "--max-seconds") {
+      o.max_seconds = std::stod(value());
+    } else if (a == "--only") {
       const std::string v = value();
       o.fwd = v == "fwd";
       o.bwd = v == "bwd";
@@ -160,7 +167,8 @@ int main(int argc, char** argv) {
         break;
       }
       if (!flash2::supported_head_dim(bs.head_dim)) {
-        std::fprintf(stderr, "skip %dx%d d%d: head dim unsupported\n", bs.q_len, bs.kv_len, bs.head_dim);
+        std::fprintf(stderr, "skip %dx%d d%d: head dim unsupported\n", bs.q_len, bs.kv_len,
+                     bs.head_dim);
         continue;
       }
       HostMask hm;
@@ -180,8 +188,10 @@ int main(int argc, char** argv) {
       fill_bf16(dout.p, q_elems);
       MaskSpec mask = hm.spec;
       if (!hm.q_doc.empty()) {
-        check(cudaMemcpy(qdoc.p, hm.q_doc.data(), hm.q_doc.size() * 4, cudaMemcpyHostToDevice), "docs");
-        check(cudaMemcpy(kdoc.p, hm.k_doc.data(), hm.k_doc.size() * 4, cudaMemcpyHostToDevice), "docs");
+        check(cudaMemcpy(qdoc.p, hm.q_doc.data(), hm.q_doc.size() * 4, cudaMemcpyHostToDevice),
+              "docs");
+        check(cudaMemcpy(kdoc.p, hm.k_doc.data(), hm.k_doc.size() * 4, cudaMemcpyHostToDevice),
+              "docs");
         mask.q_doc = static_cast<const int32_t*>(qdoc.p);
         mask.k_doc = static_cast<const int32_t*>(kdoc.p);
       }
@@ -220,7 +230,8 @@ int main(int argc, char** argv) {
         r.q_len = s.q_len;
         r.kv_len = s.kv_len;
         r.mask = mask_name(bs.mask);
-        r.unmasked_fraction = static_cast<double>(pairs) / (static_cast<double>(s.q_len) * s.kv_len);
+        r.unmasked_fraction =
+            static_cast<double>(pairs) / (static_cast<double>(s.q_len) * s.kv_len);
         r.heads_q = s.heads_q;
         r.heads_kv = s.heads_kv;
         r.head_dim = s.head_dim;
@@ -231,8 +242,8 @@ int main(int argc, char** argv) {
         std::fprintf(out, "%s\n", format_profile_row(r).c_str());
         std::fflush(out);
         std::fprintf(stderr, "  %s %6d x %-6d %-13s h%d/%d d%d  %10.1f us  %6.1f TFLOP/s\n",
-                     r.direction.c_str(), s.q_len, s.kv_len, r.mask.c_str(), s.heads_q,
-                     s.heads_kv, s.head_dim, us, r.tflops);
+                     r.direction.c_str(), s.q_len, s.kv_len, r.mask.c_str(), s.heads_q, s.heads_kv,
+                     s.head_dim, us, r.tflops);
       }
     }
     if (out != stdout) std::fclose(out);

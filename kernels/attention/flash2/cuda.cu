@@ -16,19 +16,33 @@ cudaError_t forward(const ForwardArgs& args, cudaStream_t stream) {
   if (const std::string e = check(args); !e.empty()) throw std::invalid_argument(e);
   const FwdParams p = make_fwd_params(args);
   switch (args.shape.head_dim) {
-    case 64: return launch_forward<64>(p, stream);
-    case 128: return launch_forward<128>(p, stream);
-    default: return launch_forward<256>(p, stream);
+    case 64:
+      return launch_forward<64>(p, stream);
+    case 128:
+      return launch_forward<128>(p, stream);
+    default:
+      return launch_forward<256>(p, stream);
   }
 }
 
 cudaError_t backward(const BackwardArgs& args, cudaStream_t stream) {
   if (const std::string e = check(args); !e.empty()) throw std::invalid_argument(e);
-  const BwdParams p = make_bwd_params(args);
+  static const int sms = [] {
+    int device = 0, n = 132;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      n = 132;
+    }
+    return n;
+  }();
+  const BwdParams p = make_bwd_params(args, sms);
   switch (args.shape.head_dim) {
-    case 64: return launch_backward<64>(p, stream);
-    case 128: return launch_backward<128>(p, stream);
-    default: return launch_backward<256>(p, stream);
+    case 64:
+      return launch_backward<64>(p, stream);
+    case 128:
+      return launch_backward<128>(p, stream);
+    default:
+      return launch_backward<256>(p, stream);
   }
 }
 

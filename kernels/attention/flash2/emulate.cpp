@@ -10,6 +10,9 @@
 namespace cpsim::kernels::flash2::emulate {
 namespace {
 
+/// kv_split = 0 picks the split for an H100's 132 SMs.
+constexpr int kEmulatedSms = 132;
+
 template <int D>
 void forward_d(const FwdParams& p, const std::vector<emu::Span>& memory, emu::CopyTiming timing) {
   using T = typename FwdConfig<D>::Traits;
@@ -33,9 +36,12 @@ void backward_d(const BwdParams& p, const std::vector<emu::Span>& memory, emu::C
   pre.threads = 32 * kDsumWarps;
   emu::run(pre, memory, [&p](emu::Lane& dev) { dsum_body<D>(p, dev); });
 
+  static_assert(T::kBc == (D == 256 ? 64 : 128), "backward_key_tile() must match BwdConfig");
+  const size_t dkv_elems = static_cast<size_t>(p.batch) * p.kv_len * p.heads_kv * D;
+  if (p.kv_split > 1) std::memset(p.dkv_accum, 0, 2 * sizeof(float) * dkv_elems);
   emu::LaunchConfig main;
   main.grid_x = ceil_div(p.kv_len, T::kBc);
-  main.grid_y = p.heads_kv;
+  main.grid_y = p.heads_kv * p.kv_split;
   main.grid_z = p.batch;
   main.threads = T::kThreads;
   main.smem_bytes = T::kSmemBytes;
@@ -47,6 +53,12 @@ void backward_d(const BwdParams& p, const std::vector<emu::Span>& memory, emu::C
   post.grid_x = static_cast<int>((pairs + kConvertThreads - 1) / kConvertThreads);
   post.threads = kConvertThreads;
   emu::run(post, memory, [&p](emu::Lane& dev) { dq_convert_body<D>(p, dev); });
+  if (p.kv_split > 1) {
+    emu::LaunchConfig kv;
+    kv.grid_x = static_cast<int>((dkv_elems / 2 + kConvertThreads - 1) / kConvertThreads);
+    kv.threads = kConvertThreads;
+    emu::run(kv, memory, [&p](emu::Lane& dev) { dkv_convert_body<D>(p, dev); });
+  }
 }
 
 }  // namespace
@@ -56,20 +68,32 @@ void forward(const ForwardArgs& args, const std::vector<emu::Span>& memory,
   if (const std::string e = check(args); !e.empty()) throw std::invalid_argument(e);
   const FwdParams p = make_fwd_params(args);
   switch (args.shape.head_dim) {
-    case 64: forward_d<64>(p, memory, timing); break;
-    case 128: forward_d<128>(p, memory, timing); break;
-    case 256: forward_d<256>(p, memory, timing); break;
+    case 64:
+      forward_d<64>(p, memory, timing);
+      break;
+    case 128:
+      forward_d<128>(p, memory, timing);
+      break;
+    case 256:
+      forward_d<256>(p, memory, timing);
+      break;
   }
 }
 
 void backward(const BackwardArgs& args, const std::vector<emu::Span>& memory,
               emu::CopyTiming timing) {
   if (const std::string e = check(args); !e.empty()) throw std::invalid_argument(e);
-  const BwdParams p = make_bwd_params(args);
+  const BwdParams p = make_bwd_params(args, kEmulatedSms);
   switch (args.shape.head_dim) {
-    case 64: backward_d<64>(p, memory, timing); break;
-    case 128: backward_d<128>(p, memory, timing); break;
-    case 256: backward_d<256>(p, memory, timing); break;
+    case 64:
+      backward_d<64>(p, memory, timing);
+      break;
+    case 128:
+      backward_d<128>(p, memory, timing);
+      break;
+    case 256:
+      backward_d<256>(p, memory, timing);
+      break;
   }
 }
 

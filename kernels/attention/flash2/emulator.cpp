@@ -60,8 +60,12 @@ class Cta {
  public:
   Cta(const LaunchConfig& cfg, const std::vector<Span>& memory,
       const std::function<void(Lane&)>& body)
-      : cfg_(cfg), memory_(memory), body_(body), lanes_(static_cast<size_t>(cfg.threads)),
-        contexts_(static_cast<size_t>(cfg.threads)), done_(static_cast<size_t>(cfg.threads)),
+      : cfg_(cfg),
+        memory_(memory),
+        body_(body),
+        lanes_(static_cast<size_t>(cfg.threads)),
+        contexts_(static_cast<size_t>(cfg.threads)),
+        done_(static_cast<size_t>(cfg.threads)),
         block_waiting_(static_cast<size_t>(cfg.threads)),
         block_wait_gen_(static_cast<size_t>(cfg.threads)),
         warp_arrived_(static_cast<size_t>(cfg.threads / 32)),
@@ -88,11 +92,7 @@ class Cta {
       block_waiting_[t] = 0;
       lanes_[t].open_.clear();
       lanes_[t].groups_.clear();
-      getcontext(&contexts_[t]);
-      contexts_[t].uc_stack.ss_sp = stacks_[t].get();
-      contexts_[t].uc_stack.ss_size = kStackBytes;
-      contexts_[t].uc_link = &scheduler_;
-      makecontext(&contexts_[t], &Cta::fiber_entry, 0);
+      make_fiber(contexts_[t], stacks_[t].get(), &scheduler_);
     }
     remaining_ = cfg_.threads;
     while (remaining_ > 0) {
@@ -150,6 +150,15 @@ class Cta {
   int bx_ = 0, by_ = 0, bz_ = 0;
 
  private:
+  // Out of line: getcontext returns twice, and must not share a frame with loop variables.
+  [[gnu::noinline]] static void make_fiber(ucontext_t& ctx, char* stack, ucontext_t* link) {
+    getcontext(&ctx);
+    ctx.uc_stack.ss_sp = stack;
+    ctx.uc_stack.ss_size = kStackBytes;
+    ctx.uc_link = link;
+    makecontext(&ctx, &Cta::fiber_entry, 0);
+  }
+
   void resume(int t) {
     if (done_[t]) return;
     current_ = t;
@@ -223,7 +232,7 @@ class Cta {
   std::vector<ucontext_t> contexts_;
   ucontext_t scheduler_{};
   std::vector<char> done_;
-  std::vector<char> block_waiting_;       ///< at __syncthreads, since generation block_wait_gen_
+  std::vector<char> block_waiting_;  ///< at __syncthreads, since generation block_wait_gen_
   std::vector<uint64_t> block_wait_gen_;
   int current_ = 0;
   int remaining_ = 0;
@@ -276,7 +285,9 @@ void Lane::mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) 
   cta_->warp_barrier(warp);
   // A (16x16, row): lane (r%8)*4 + (k%8)/2, register (r/8) + 2*(k/8), half k%2.
   // B (16x8, col): lane n*4 + (k%8)/2, register k/8, half k%2.
-  auto half = [](uint32_t w, int k) { return static_cast<uint16_t>(k % 2 ? w >> 16 : w & 0xffffu); };
+  auto half = [](uint32_t w, int k) {
+    return static_cast<uint16_t>(k % 2 ? w >> 16 : w & 0xffffu);
+  };
   auto A = [&](int r, int k) {
     return bf16_value(half(s.a[(r % 8) * 4 + (k % 8) / 2][r / 8 + 2 * (k / 8)], k));
   };
@@ -349,7 +360,9 @@ float Lane::log(float x) const { return std::log(x); }
 uint32_t Lane::pack_bf16x2(float lo, float hi) const {
   return static_cast<uint32_t>(bf16_bits(lo)) | (static_cast<uint32_t>(bf16_bits(hi)) << 16);
 }
-float Lane::bf16_lo(uint32_t pair) const { return bf16_value(static_cast<uint16_t>(pair & 0xffffu)); }
+float Lane::bf16_lo(uint32_t pair) const {
+  return bf16_value(static_cast<uint16_t>(pair & 0xffffu));
+}
 float Lane::bf16_hi(uint32_t pair) const { return bf16_value(static_cast<uint16_t>(pair >> 16)); }
 
 void Lane::check_global(const void* p, size_t bytes, bool write) const {
@@ -397,7 +410,8 @@ void Lane::atomic_add(float* p, float v) {
 
 void run(const LaunchConfig& cfg, const std::vector<Span>& memory,
          const std::function<void(Lane&)>& body) {
-  if (cfg.threads <= 0 || cfg.threads % 32 != 0) fault("block size %d is not a multiple of 32", cfg.threads);
+  if (cfg.threads <= 0 || cfg.threads % 32 != 0)
+    fault("block size %d is not a multiple of 32", cfg.threads);
   Cta cta(cfg, memory, body);
   for (int z = 0; z < cfg.grid_z; ++z)
     for (int y = 0; y < cfg.grid_y; ++y)

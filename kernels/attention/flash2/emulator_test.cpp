@@ -36,7 +36,8 @@ void check_warp_gemm() {
   constexpr int M = 32, N = 32, K = 64, MT = 2, NT = 4;  // A row length K or M; B N or K
   constexpr int AROW = A_T ? 64 : K, BROW = B_T ? 64 : K;
   std::mt19937_64 rng(7);
-  const std::vector<float> a = test_support::random_bf16(M * K, rng), b = test_support::random_bf16(K * N, rng);
+  const std::vector<float> a = test_support::random_bf16(M * K, rng),
+                           b = test_support::random_bf16(K * N, rng);
   const std::vector<uint16_t> a_bits = test_support::to_bits(a), b_bits = test_support::to_bits(b);
   std::vector<float> c(static_cast<size_t>(M) * N, 0.f);
   flash2::emu::LaunchConfig cfg;
@@ -50,12 +51,18 @@ void check_warp_gemm() {
       for (int m = 0; m < M; ++m)
         for (int k = 0; k < K; ++k) {
           const uint16_t x = a_bits[m * K + k];
-          if (A_T) sA[flash2::swz<AROW>(k, m)] = x; else sA[flash2::swz<AROW>(m, k)] = x;
+          if (A_T)
+            sA[flash2::swz<AROW>(k, m)] = x;
+          else
+            sA[flash2::swz<AROW>(m, k)] = x;
         }
       for (int k = 0; k < K; ++k)
         for (int n = 0; n < N; ++n) {
           const uint16_t x = b_bits[k * N + n];
-          if (B_T) sB[flash2::swz<BROW>(k, n)] = x; else sB[flash2::swz<BROW>(n, k)] = x;
+          if (B_T)
+            sB[flash2::swz<BROW>(k, n)] = x;
+          else
+            sB[flash2::swz<BROW>(n, k)] = x;
         }
     }
     dev.sync();
@@ -64,8 +71,10 @@ void check_warp_gemm() {
     // Two column halves, to exercise n0 and the k offsets too.
     for (int half = 0; half < N / (8 * NT); ++half) {
       flash2::zero(acc);
-      flash2::warp_gemm<MT, NT, K / 32, A_T, B_T, AROW, BROW>(dev, acc, sA, 0, 0, sB, half * 8 * NT, 0);
-      flash2::warp_gemm<MT, NT, K / 32, A_T, B_T, AROW, BROW>(dev, acc, sA, 0, K / 2, sB, half * 8 * NT, K / 2);
+      flash2::warp_gemm<MT, NT, K / 32, A_T, B_T, AROW, BROW>(dev, acc, sA, 0, 0, sB, half * 8 * NT,
+                                                              0);
+      flash2::warp_gemm<MT, NT, K / 32, A_T, B_T, AROW, BROW>(dev, acc, sA, 0, K / 2, sB,
+                                                              half * 8 * NT, K / 2);
       const int l = dev.thread(), g = l / 4, t = l % 4;
       for (int mt = 0; mt < MT; ++mt)
         for (int nt = 0; nt < NT; ++nt)
@@ -98,6 +107,7 @@ struct Case {
   int64_t q_offset, k_offset;
   int doc_len;
   CopyTiming timing;
+  int kv_split = 0;  ///< backward: CTAs per key tile of a GQA group (0: the launcher's choice)
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
@@ -107,7 +117,8 @@ struct Outputs {
   std::vector<float> o, lse, dq, dk, dv;
 };
 
-Outputs run_emulated(const test_support::Problem& p, bool backward, CopyTiming timing) {
+Outputs run_emulated(const test_support::Problem& p, bool backward, CopyTiming timing,
+                     int kv_split = 0) {
   const AttnShape& s = p.shape;
   const std::vector<uint16_t> q = test_support::to_bits(p.q), k = test_support::to_bits(p.k),
                               v = test_support::to_bits(p.v), dout = test_support::to_bits(p.dout);
@@ -131,8 +142,8 @@ Outputs run_emulated(const test_support::Problem& p, bool backward, CopyTiming t
 
   std::vector<uint16_t> dq(p.q_elems()), dk(p.kv_elems()), dv(p.kv_elems());
   std::vector<float> ws(flash2::backward_workspace_bytes(s) / sizeof(float) + 1);
-  std::vector<Span> bmem = {ro(q),  ro(k),  ro(v),  ro(o),  ro(lse), ro(dout), rw(dq),
-                            rw(dk), rw(dv), rw(ws), ro(p.q_doc), ro(p.k_doc)};
+  std::vector<Span> bmem = {ro(q),  ro(k),  ro(v),  ro(o),  ro(lse),     ro(dout),
+                            rw(dq), rw(dk), rw(dv), rw(ws), ro(p.q_doc), ro(p.k_doc)};
   flash2::BackwardArgs ba;
   ba.shape = s;
   ba.mask = p.mask();
@@ -147,6 +158,7 @@ Outputs run_emulated(const test_support::Problem& p, bool backward, CopyTiming t
   ba.dv = flash2::contiguous(dv.data(), s.kv_len, s.heads_kv, s.head_dim);
   ba.lse = lse.data();
   ba.workspace = ws.data();
+  ba.kv_split = kv_split;
   flash2::emulate::backward(ba, bmem, timing);
   r.dq = test_support::from_bits(dq);
   r.dk = test_support::from_bits(dk);
@@ -178,7 +190,7 @@ TEST_P(Flash2EmulatedBackward, MatchesReference) {
   const Case& c = GetParam();
   const test_support::Problem p = problem_of(c);
   const test_support::Oracle ref = test_support::make_oracle(p, true);
-  const Outputs r = run_emulated(p, true, c.timing);
+  const Outputs r = run_emulated(p, true, c.timing, c.kv_split);
   EXPECT_TRUE(test_support::flash_rule("o", r.o, ref.o, ref.o_naive));
   EXPECT_TRUE(test_support::flash_rule("dq", r.dq, ref.dq, ref.dq_naive));
   EXPECT_TRUE(test_support::flash_rule("dk", r.dk, ref.dk, ref.dk_naive));
@@ -191,30 +203,86 @@ const Case kForwardCases[] = {
     {"d64_full_gqa", {1, 200, 150, 2, 1, 64}, MaskKind::Full, 0, 0, 0, CopyTiming::Deferred},
     {"d64_causal_eager", {1, 140, 140, 1, 1, 64}, MaskKind::Causal, 0, 0, 0, CopyTiming::Eager},
     // Tiles that the causal mask leaves whole but a document boundary cuts (no ragged tiles).
-    {"d64_document_aligned", {1, 256, 256, 1, 1, 64}, MaskKind::Document, 0, 0, 100,
+    {"d64_document_aligned",
+     {1, 256, 256, 1, 1, 64},
+     MaskKind::Document,
+     0,
+     0,
+     100,
      CopyTiming::Deferred},
-    {"d128_causal_offset", {1, 130, 190, 2, 1, 128}, MaskKind::CausalOffset, 100, 0, 0,
+    {"d128_causal_offset",
+     {1, 130, 190, 2, 1, 128},
+     MaskKind::CausalOffset,
+     100,
+     0,
+     0,
      CopyTiming::Deferred},
-    {"d128_document_batch2", {2, 136, 136, 1, 1, 128}, MaskKind::Document, 0, 0, 40,
+    {"d128_document_batch2",
+     {2, 136, 136, 1, 1, 128},
+     MaskKind::Document,
+     0,
+     0,
+     40,
      CopyTiming::Deferred},
-    {"d128_empty_rows", {1, 72, 100, 1, 1, 128}, MaskKind::CausalOffset, 0, 40, 0,
+    {"d128_empty_rows",
+     {1, 72, 100, 1, 1, 128},
+     MaskKind::CausalOffset,
+     0,
+     40,
+     0,
      CopyTiming::Eager},
     {"d256_full", {1, 40, 130, 1, 1, 256}, MaskKind::Full, 0, 0, 0, CopyTiming::Deferred},
-    {"d256_causal_gqa_eager", {1, 136, 136, 2, 1, 256}, MaskKind::Causal, 0, 0, 0,
+    {"d256_causal_gqa_eager",
+     {1, 136, 136, 2, 1, 256},
+     MaskKind::Causal,
+     0,
+     0,
+     0,
      CopyTiming::Eager},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, Flash2EmulatedForward, ::testing::ValuesIn(kForwardCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// GQA: kv_split 1 keeps a whole group in one CTA; 0 lets the launcher split these small
+// grids across CTAs (dK, dV then meet through FP32 atomics).
 const Case kBackwardCases[] = {
-    {"d64_causal_gqa", {1, 136, 150, 2, 1, 64}, MaskKind::Causal, 0, 0, 0, CopyTiming::Deferred},
-    {"d64_document_aligned_eager", {1, 256, 256, 1, 1, 64}, MaskKind::Document, 0, 0, 100,
+    {"d64_causal_gqa_one_cta",
+     {1, 136, 150, 2, 1, 64},
+     MaskKind::Causal,
+     0,
+     0,
+     0,
+     CopyTiming::Deferred,
+     1},
+    {"d128_gqa4_split2", {1, 100, 140, 4, 1, 128}, MaskKind::Full, 0, 0, 0, CopyTiming::Eager, 2},
+    {"d64_document_aligned_eager",
+     {1, 256, 256, 1, 1, 64},
+     MaskKind::Document,
+     0,
+     0,
+     100,
      CopyTiming::Eager},
     {"d128_full", {1, 70, 140, 1, 1, 128}, MaskKind::Full, 0, 0, 0, CopyTiming::Deferred},
-    {"d128_causal_offset_empty_rows", {1, 80, 136, 2, 2, 128}, MaskKind::CausalOffset, 30, 60,
-     0, CopyTiming::Eager},
-    {"d256_causal_gqa", {1, 72, 72, 2, 1, 256}, MaskKind::Causal, 0, 0, 0, CopyTiming::Deferred},
-    {"d256_offset_batch2", {2, 40, 70, 1, 1, 256}, MaskKind::CausalOffset, 40, 0, 0,
+    {"d128_causal_offset_empty_rows",
+     {1, 80, 136, 2, 2, 128},
+     MaskKind::CausalOffset,
+     30,
+     60,
+     0,
+     CopyTiming::Eager},
+    {"d256_causal_gqa_auto_split",
+     {1, 72, 72, 2, 1, 256},
+     MaskKind::Causal,
+     0,
+     0,
+     0,
+     CopyTiming::Deferred},
+    {"d256_offset_batch2",
+     {2, 40, 70, 1, 1, 256},
+     MaskKind::CausalOffset,
+     40,
+     0,
+     0,
      CopyTiming::Eager},
 };
 INSTANTIATE_TEST_SUITE_P(Cases, Flash2EmulatedBackward, ::testing::ValuesIn(kBackwardCases),
@@ -229,10 +297,11 @@ TEST(Flash2Emulator, MergeMatchesReferenceInPlace) {
   const int64_t rows = static_cast<int64_t>(s.batch) * s.heads_q * s.q_len;
   std::mt19937_64 rng(3);
   std::vector<float> o1 = test_support::random_bf16(n, rng), o2 = test_support::random_bf16(n, rng);
-  std::vector<float> lse1 = test_support::random_bf16(rows, rng), lse2 = test_support::random_bf16(rows, rng);
-  lse1[0] = flash2::kNegInf;                        // only the second side saw keys
-  lse2[1] = flash2::kNegInf;                        // only the first
-  lse1[2] = lse2[2] = flash2::kNegInf;              // neither: o = 0, lse = -inf
+  std::vector<float> lse1 = test_support::random_bf16(rows, rng),
+                     lse2 = test_support::random_bf16(rows, rng);
+  lse1[0] = flash2::kNegInf;                         // only the second side saw keys
+  lse2[1] = flash2::kNegInf;                         // only the first
+  lse1[2] = lse2[2] = flash2::kNegInf;               // neither: o = 0, lse = -inf
   for (int d = 0; d < s.head_dim; ++d) o1[d] = NAN;  // never-written accumulator with weight 0
   std::vector<float> want_o(n), want_lse(rows);
   std::vector<float> o1_clean = o1;

@@ -5,8 +5,11 @@
 ///      memory and dK, dV in registers, and loops over the query heads of its GQA group and
 ///      their query tiles: S^T = K Q^T and dP^T = V dO^T, P^T = exp(S^T scale - LSE),
 ///      dS^T = P^T (dP^T - D) (both staged in shared memory as BF16), dV += P^T dO,
-///      dK += dS^T Q, and dQ = dS K added to an FP32 buffer with atomics.
-///   3. dq_convert_body: dQ = BF16(scale x dQ_accum).
+///      dK += dS^T Q, and dQ = dS K added to an FP32 buffer with atomics. When a GQA group
+///      would leave SMs idle, kv_split CTAs share a key tile, each taking part of the group,
+///      and add their dK, dV into an FP32 buffer with atomics.
+///   3. dq_convert_body: dQ = BF16(scale x dQ_accum); dkv_convert_body likewise for dK, dV
+///      when kv_split > 1.
 /// The next Q, dO tiles load (cp.async) while the dQ GEMM and its atomics run.
 #include "simt.hpp"
 
@@ -70,7 +73,7 @@ CPK_DEVICE void dsum_body(const BwdParams& p, Dev& dev) {
       acc += dev.bf16_lo(ov) * dev.bf16_lo(dv) + dev.bf16_hi(ov) * dev.bf16_hi(dv);
     }
   }
-CPK_UNROLL
+  CPK_UNROLL
   for (int m = 16; m >= 1; m >>= 1) acc += dev.shfl_xor(acc, m);
   if (valid && lane == 0) {
     dev.store_f32(p.dsum + (static_cast<int64_t>(b) * p.heads_q + h) * p.q_len + i, acc);
@@ -82,7 +85,10 @@ CPK_DEVICE void bwd_body(const BwdParams& p, Dev& dev) {
   constexpr int D = T::kD, Br = T::kBr, Bc = T::kBc;
   const int tid = dev.thread(), lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;
-  const int n_block = dev.block_x(), hk = dev.block_y(), b = dev.block_z();
+  const int n_block = dev.block_x(), b = dev.block_z();
+  const int hk = dev.block_y() / p.kv_split, part = dev.block_y() % p.kv_split;
+  const int heads_here = p.group / p.kv_split;  // query heads this CTA covers
+  const int h_first = hk * p.group + part * heads_here;
   const int j0 = n_block * Bc;
   const int j1 = imin(j0 + Bc, p.kv_len);
 
@@ -103,16 +109,16 @@ CPK_DEVICE void bwd_body(const BwdParams& p, Dev& dev) {
   int m_begin = 0;
   if (p.mask.causal) {
     const int64_t first_row = p.mask.k_offset + j0 - p.mask.q_offset;  // smallest i seeing key j0
-    m_begin = first_row <= 0 ? 0
-                             : static_cast<int>(first_row / Br < m_tiles ? first_row / Br : m_tiles);
+    m_begin =
+        first_row <= 0 ? 0 : static_cast<int>(first_row / Br < m_tiles ? first_row / Br : m_tiles);
   }
   const bool cols_ragged = j1 - j0 < Bc;
   auto tile_class = [&](int m) {
     const int i0 = m * Br, i1 = imin(i0 + Br, p.q_len);
     return classify_tile(dev, p.mask, qdoc, kdoc, i0, i1, j0, j1, cols_ragged || i1 - i0 < Br);
   };
-  // Work items: (query head of the group, query tile), in order; the mask is head-independent.
-  const int items = p.group * m_tiles;
+  // Work items: (query head, query tile), in order; the mask is head-independent.
+  const int items = heads_here * m_tiles;
   auto next_item = [&](int it) {
     for (++it; it < items; ++it) {
       const int m = it % m_tiles;
@@ -124,9 +130,9 @@ CPK_DEVICE void bwd_body(const BwdParams& p, Dev& dev) {
   const uint16_t* gK = p.k + b * p.k_str.batch + hk * p.k_str.head;
   const uint16_t* gV = p.v + b * p.v_str.batch + hk * p.v_str.head;
   auto load_q_do = [&](int it) {
-    const int h = hk * p.group + it / m_tiles, i0 = (it % m_tiles) * Br;
-    load_tile<Br, D, T::kThreads>(dev, sQ, p.q + b * p.q_str.batch + h * p.q_str.head,
-                                  p.q_str.row, i0, p.q_len);
+    const int h = h_first + it / m_tiles, i0 = (it % m_tiles) * Br;
+    load_tile<Br, D, T::kThreads>(dev, sQ, p.q + b * p.q_str.batch + h * p.q_str.head, p.q_str.row,
+                                  i0, p.q_len);
     load_tile<Br, D, T::kThreads>(dev, sDo, p.dout + b * p.do_str.batch + h * p.do_str.head,
                                   p.do_str.row, i0, p.q_len);
   };
@@ -147,7 +153,7 @@ CPK_DEVICE void bwd_body(const BwdParams& p, Dev& dev) {
     dev.cp_async_commit();
   }
   while (it < items) {
-    const int h = hk * p.group + it / m_tiles, m = it % m_tiles, i0 = m * Br;
+    const int h = h_first + it / m_tiles, m = it % m_tiles, i0 = m * Br;
     const int cls = tile_class(m);
     for (int r = tid; r < Br; r += T::kThreads) {
       const int i = i0 + r;
@@ -169,21 +175,21 @@ CPK_DEVICE void bwd_body(const BwdParams& p, Dev& dev) {
       zero(st);
       zero(dpt);
       warp_gemm<T::kSdpMT, T::kSdpNT, D / 16, false, false, D, D>(dev, st, sK, sdp_m0, 0, sQ,
-                                                                   sdp_n0, 0);
+                                                                  sdp_n0, 0);
       warp_gemm<T::kSdpMT, T::kSdpNT, D / 16, false, false, D, D>(dev, dpt, sV, sdp_m0, 0, sDo,
-                                                                   sdp_n0, 0);
-CPK_UNROLL
+                                                                  sdp_n0, 0);
+      CPK_UNROLL
       for (int mt = 0; mt < T::kSdpMT; ++mt) {
-CPK_UNROLL
+        CPK_UNROLL
         for (int hr = 0; hr < 2; ++hr) {
           const int r = sdp_m0 + mt * 16 + g + hr * 8;  // key row in the tile
           const int j = j0 + r;
           const int32_t kd = (kdoc && j < p.kv_len) ? dev.load_i32(kdoc + j) : 0;
-CPK_UNROLL
+          CPK_UNROLL
           for (int nt = 0; nt < T::kSdpNT; ++nt) {
             const int c = sdp_n0 + nt * 8 + 2 * t4;  // query column in the tile
             float pv[2], dsv[2];
-CPK_UNROLL
+            CPK_UNROLL
             for (int e = 0; e < 2; ++e) {
               const int i = i0 + c + e;
               bool ok = true;
@@ -208,9 +214,9 @@ CPK_UNROLL
     dev.sync();  // P^T, dS^T complete
 
     warp_gemm<T::kKvMT, T::kKvNT, Br / 16, false, true, Br, D>(dev, acc_dv, sPt, kv_m0, 0, sDo,
-                                                                kv_n0, 0);
+                                                               kv_n0, 0);
     warp_gemm<T::kKvMT, T::kKvNT, Br / 16, false, true, Br, D>(dev, acc_dk, sDst, kv_m0, 0, sQ,
-                                                                kv_n0, 0);
+                                                               kv_n0, 0);
     dev.sync();  // every warp is done with Q, dO: prefetch the next item's
     const int next = next_item(it);
     if (next < items) load_q_do(next);
@@ -219,17 +225,17 @@ CPK_UNROLL
     {
       float dq[T::kDqMT][T::kDqNT][4];
       zero(dq);
-      warp_gemm<T::kDqMT, T::kDqNT, Bc / 16, true, true, Br, D>(dev, dq, sDst, dq_m0, 0, sK,
-                                                                 dq_n0, 0);
+      warp_gemm<T::kDqMT, T::kDqNT, Bc / 16, true, true, Br, D>(dev, dq, sDst, dq_m0, 0, sK, dq_n0,
+                                                                0);
       float* gdq = p.dq_accum + ((static_cast<int64_t>(b) * p.q_len) * p.heads_q + h) * D;
-CPK_UNROLL
+      CPK_UNROLL
       for (int mt = 0; mt < T::kDqMT; ++mt) {
-CPK_UNROLL
+        CPK_UNROLL
         for (int hr = 0; hr < 2; ++hr) {
           const int i = i0 + dq_m0 + mt * 16 + g + hr * 8;
           if (i >= p.q_len) continue;
           float* row = gdq + static_cast<int64_t>(i) * p.heads_q * D;
-CPK_UNROLL
+          CPK_UNROLL
           for (int nt = 0; nt < T::kDqNT; ++nt) {
             const int col = dq_n0 + nt * 8 + 2 * t4;
             dev.atomic_add(row + col, dq[mt][nt][hr * 2]);
@@ -244,20 +250,36 @@ CPK_UNROLL
 
   uint16_t* gdK = p.dk + b * p.dk_str.batch + hk * p.dk_str.head;
   uint16_t* gdV = p.dv + b * p.dv_str.batch + hk * p.dv_str.head;
-CPK_UNROLL
+  const int64_t dkv_elems = static_cast<int64_t>(p.batch) * p.kv_len * p.heads_kv * D;
+  CPK_UNROLL
   for (int mt = 0; mt < T::kKvMT; ++mt) {
-CPK_UNROLL
+    CPK_UNROLL
     for (int hr = 0; hr < 2; ++hr) {
       const int j = j0 + kv_m0 + mt * 16 + g + hr * 8;
       if (j >= p.kv_len) continue;
-CPK_UNROLL
+      if (p.kv_split > 1) {
+        float* ak = p.dkv_accum + ((static_cast<int64_t>(b) * p.kv_len + j) * p.heads_kv + hk) * D;
+        float* av = ak + dkv_elems;
+        CPK_UNROLL
+        for (int nt = 0; nt < T::kKvNT; ++nt) {
+          const int col = kv_n0 + nt * 8 + 2 * t4;
+          dev.atomic_add(ak + col, acc_dk[mt][nt][hr * 2] * p.scale);
+          dev.atomic_add(ak + col + 1, acc_dk[mt][nt][hr * 2 + 1] * p.scale);
+          dev.atomic_add(av + col, acc_dv[mt][nt][hr * 2]);
+          dev.atomic_add(av + col + 1, acc_dv[mt][nt][hr * 2 + 1]);
+        }
+        continue;
+      }
+      CPK_UNROLL
       for (int nt = 0; nt < T::kKvNT; ++nt) {
         const int col = kv_n0 + nt * 8 + 2 * t4;
-        dev.store_u32(reinterpret_cast<uint32_t*>(gdK + static_cast<int64_t>(j) * p.dk_str.row + col),
-                      dev.pack_bf16x2(acc_dk[mt][nt][hr * 2] * p.scale,
-                                      acc_dk[mt][nt][hr * 2 + 1] * p.scale));
-        dev.store_u32(reinterpret_cast<uint32_t*>(gdV + static_cast<int64_t>(j) * p.dv_str.row + col),
-                      dev.pack_bf16x2(acc_dv[mt][nt][hr * 2], acc_dv[mt][nt][hr * 2 + 1]));
+        dev.store_u32(
+            reinterpret_cast<uint32_t*>(gdK + static_cast<int64_t>(j) * p.dk_str.row + col),
+            dev.pack_bf16x2(acc_dk[mt][nt][hr * 2] * p.scale,
+                            acc_dk[mt][nt][hr * 2 + 1] * p.scale));
+        dev.store_u32(
+            reinterpret_cast<uint32_t*>(gdV + static_cast<int64_t>(j) * p.dv_str.row + col),
+            dev.pack_bf16x2(acc_dv[mt][nt][hr * 2], acc_dv[mt][nt][hr * 2 + 1]));
       }
     }
   }
@@ -280,6 +302,27 @@ CPK_DEVICE void dq_convert_body(const BwdParams& p, Dev& dev) {
   uint16_t* dst = p.dq + b * p.dq_str.batch + i * p.dq_str.row + h * p.dq_str.head + c;
   dev.store_u32(reinterpret_cast<uint32_t*>(dst),
                 dev.pack_bf16x2(dev.load_f32(src) * p.scale, dev.load_f32(src + 1) * p.scale));
+}
+
+/// grid ceil(batch * kv_len * heads_kv * D / 2 / kConvertThreads): dK, dV = BF16(dkv_accum).
+template <int D, class Dev>
+CPK_DEVICE void dkv_convert_body(const BwdParams& p, Dev& dev) {
+  const int64_t pair = static_cast<int64_t>(dev.block_x()) * kConvertThreads + dev.thread();
+  const int64_t elems = static_cast<int64_t>(p.batch) * p.kv_len * p.heads_kv * D;
+  if (pair >= elems / 2) return;
+  const int c = static_cast<int>(pair % (D / 2)) * 2;
+  const int64_t row = pair / (D / 2);  // (b * kv_len + j) * heads_kv + hk
+  const int hk = static_cast<int>(row % p.heads_kv);
+  const int64_t bj = row / p.heads_kv;
+  const int j = static_cast<int>(bj % p.kv_len), b = static_cast<int>(bj / p.kv_len);
+  const float* k = p.dkv_accum + row * D + c;
+  const float* v = k + elems;
+  uint16_t* dk = p.dk + b * p.dk_str.batch + j * p.dk_str.row + hk * p.dk_str.head + c;
+  uint16_t* dv = p.dv + b * p.dv_str.batch + j * p.dv_str.row + hk * p.dv_str.head + c;
+  dev.store_u32(reinterpret_cast<uint32_t*>(dk),
+                dev.pack_bf16x2(dev.load_f32(k), dev.load_f32(k + 1)));
+  dev.store_u32(reinterpret_cast<uint32_t*>(dv),
+                dev.pack_bf16x2(dev.load_f32(v), dev.load_f32(v + 1)));
 }
 
 constexpr int kMergeWarps = 4;

@@ -41,7 +41,10 @@ CPK_DEVICE void fwd_body(const FwdParams& p, Dev& dev) {
   constexpr int NT = Bc / 8, DT = D / 8;
   const int tid = dev.thread(), lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;
-  const int m_block = dev.block_x(), h = dev.block_y(), b = dev.block_z();
+  // Last query tile first: under a causal mask it has the most keys, and long CTAs launched
+  // first leave a shorter tail.
+  const int m_block = ceil_div(p.q_len, Br) - 1 - dev.block_x();
+  const int h = dev.block_y(), b = dev.block_z();
   const int hk = h / p.group;
   const int i0 = m_block * Br;
   const int i1 = imin(i0 + Br, p.q_len);
@@ -60,8 +63,9 @@ CPK_DEVICE void fwd_body(const FwdParams& p, Dev& dev) {
   int n_end = n_tiles;
   if (p.mask.causal) {
     const int64_t last_key = p.mask.q_offset + (i1 - 1) - p.mask.k_offset;  // largest visible j
-    n_end = last_key < 0 ? 0 : static_cast<int>(last_key / Bc + 1 < n_tiles ? last_key / Bc + 1
-                                                                            : n_tiles);
+    n_end = last_key < 0
+                ? 0
+                : static_cast<int>(last_key / Bc + 1 < n_tiles ? last_key / Bc + 1 : n_tiles);
   }
   const bool rows_ragged = i1 - i0 < Br;
   auto tile_class = [&](int n) {
@@ -79,7 +83,7 @@ CPK_DEVICE void fwd_body(const FwdParams& p, Dev& dev) {
   float acc_o[MT][DT][4];
   zero(acc_o);
   float row_max[2 * MT], row_sum[2 * MT];
-CPK_UNROLL
+  CPK_UNROLL
   for (int r = 0; r < 2 * MT; ++r) {
     row_max[r] = kNegInf;
     row_sum[r] = 0.f;
@@ -106,21 +110,21 @@ CPK_UNROLL
     if (cls == kTilePartial) {
       // Document ids of this thread's rows (rows past q_len never read theirs).
       int32_t row_doc[2 * MT];
-CPK_UNROLL
+      CPK_UNROLL
       for (int r = 0; r < 2 * MT; ++r) {
         const int i = i0 + wrow0 + (r >> 1) * 16 + g + (r & 1) * 8;
         row_doc[r] = (qdoc && i < p.q_len) ? dev.load_i32(qdoc + i) : 0;
       }
-CPK_UNROLL
+      CPK_UNROLL
       for (int nt = 0; nt < NT; ++nt) {
-CPK_UNROLL
+        CPK_UNROLL
         for (int c = 0; c < 2; ++c) {
           const int j = j0 + nt * 8 + 2 * t4 + c;
           const bool j_ok = j < p.kv_len;
           const int32_t col_doc = (kdoc && j_ok) ? dev.load_i32(kdoc + j) : 0;
-CPK_UNROLL
+          CPK_UNROLL
           for (int mt = 0; mt < MT; ++mt) {
-CPK_UNROLL
+            CPK_UNROLL
             for (int hr = 0; hr < 2; ++hr) {
               const int i = i0 + wrow0 + mt * 16 + g + hr * 8;
               bool ok = j_ok;
@@ -136,13 +140,13 @@ CPK_UNROLL
     }
 
     // Online softmax: new running max, rescale the running sum and output, P = exp2(...).
-CPK_UNROLL
+    CPK_UNROLL
     for (int mt = 0; mt < MT; ++mt) {
-CPK_UNROLL
+      CPK_UNROLL
       for (int hr = 0; hr < 2; ++hr) {
         const int r = mt * 2 + hr;
         float mx = row_max[r];
-CPK_UNROLL
+        CPK_UNROLL
         for (int nt = 0; nt < NT; ++nt) {
           mx = s[mt][nt][hr * 2] > mx ? s[mt][nt][hr * 2] : mx;
           mx = s[mt][nt][hr * 2 + 1] > mx ? s[mt][nt][hr * 2 + 1] : mx;
@@ -156,9 +160,9 @@ CPK_UNROLL
         const float alpha = dev.exp2(row_max[r] * p.scale_log2 - m_scaled);
         row_max[r] = mx;
         float sum = 0.f;
-CPK_UNROLL
+        CPK_UNROLL
         for (int nt = 0; nt < NT; ++nt) {
-CPK_UNROLL
+          CPK_UNROLL
           for (int c = 0; c < 2; ++c) {
             const float e = dev.exp2(s[mt][nt][hr * 2 + c] * p.scale_log2 - m_scaled);
             s[mt][nt][hr * 2 + c] = e;
@@ -166,7 +170,7 @@ CPK_UNROLL
           }
         }
         row_sum[r] = row_sum[r] * alpha + sum;
-CPK_UNROLL
+        CPK_UNROLL
         for (int dt = 0; dt < DT; ++dt) {
           acc_o[mt][dt][hr * 2] *= alpha;
           acc_o[mt][dt][hr * 2 + 1] *= alpha;
@@ -176,9 +180,9 @@ CPK_UNROLL
 
     // P in BF16, already in the A-operand layout of the P V GEMM.
     uint32_t pa[MT][Bc / 16][4];
-CPK_UNROLL
+    CPK_UNROLL
     for (int mt = 0; mt < MT; ++mt) {
-CPK_UNROLL
+      CPK_UNROLL
       for (int kk = 0; kk < Bc / 16; ++kk) {
         pa[mt][kk][0] = dev.pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
         pa[mt][kk][1] = dev.pack_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
@@ -193,16 +197,16 @@ CPK_UNROLL
     if (next < n_end) load_tile<Bc, D, T::kThreads>(dev, sK, gK, p.k_str.row, next * Bc, p.kv_len);
     dev.cp_async_commit();
 
-    // O += P V: P from the S registers as the A operand, V^T fragments by ldmatrix.trans.
-CPK_UNROLL
+    // O += P V: P as register A fragments, V fragments by ldmatrix.trans.
+    CPK_UNROLL
     for (int kk = 0; kk < Bc / 16; ++kk) {
-CPK_UNROLL
+      CPK_UNROLL
       for (int np = 0; np < DT / 2; ++np) {
         uint32_t bv[4];
-        dev.ldsm_x4_t(sV + swz<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
-                                  np * 16 + (lane >> 4) * 8),
-                      bv);
-CPK_UNROLL
+        dev.ldsm_x4_t(
+            sV + swz<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, np * 16 + (lane >> 4) * 8),
+            bv);
+        CPK_UNROLL
         for (int mt = 0; mt < MT; ++mt) {
           dev.mma(acc_o[mt][2 * np], pa[mt][kk], bv[0], bv[1]);
           dev.mma(acc_o[mt][2 * np + 1], pa[mt][kk], bv[2], bv[3]);
@@ -216,9 +220,9 @@ CPK_UNROLL
   // Epilogue: O / l in BF16, LSE = max * scale + ln(l) (natural log), -inf for empty rows.
   uint16_t* gO = p.o + b * p.o_str.batch + h * p.o_str.head;
   float* gL = p.lse + (static_cast<int64_t>(b) * p.heads_q + h) * p.q_len;
-CPK_UNROLL
+  CPK_UNROLL
   for (int mt = 0; mt < MT; ++mt) {
-CPK_UNROLL
+    CPK_UNROLL
     for (int hr = 0; hr < 2; ++hr) {
       const int r = mt * 2 + hr;
       float l = row_sum[r];
@@ -228,11 +232,11 @@ CPK_UNROLL
       const int i = i0 + wrow0 + mt * 16 + g + hr * 8;
       if (i < p.q_len) {
         uint16_t* orow = gO + static_cast<int64_t>(i) * p.o_str.row;
-CPK_UNROLL
+        CPK_UNROLL
         for (int dt = 0; dt < DT; ++dt) {
-          dev.store_u32(reinterpret_cast<uint32_t*>(orow + dt * 8 + 2 * t4),
-                        dev.pack_bf16x2(acc_o[mt][dt][hr * 2] * inv,
-                                        acc_o[mt][dt][hr * 2 + 1] * inv));
+          dev.store_u32(
+              reinterpret_cast<uint32_t*>(orow + dt * 8 + 2 * t4),
+              dev.pack_bf16x2(acc_o[mt][dt][hr * 2] * inv, acc_o[mt][dt][hr * 2 + 1] * inv));
         }
         if (t4 == 0) {
           dev.store_f32(gL + i, l > 0.f ? row_max[r] * p.scale + dev.log(l) : kNegInf);

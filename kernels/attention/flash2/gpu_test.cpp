@@ -17,10 +17,10 @@ namespace ts = cpsim::kernels::test_support;
 
 namespace {
 
-#define CUDA_OK(expr)                                                             \
-  do {                                                                            \
-    const cudaError_t err_ = (expr);                                              \
-    ASSERT_EQ(err_, cudaSuccess) << #expr << ": " << cudaGetErrorString(err_);    \
+#define CUDA_OK(expr)                                                          \
+  do {                                                                         \
+    const cudaError_t err_ = (expr);                                           \
+    ASSERT_EQ(err_, cudaSuccess) << #expr << ": " << cudaGetErrorString(err_); \
   } while (0)
 
 bool have_device() {
@@ -85,7 +85,7 @@ struct GpuRun {
 };
 
 /// Runs flash2 forward then backward (on the forward's own o and lse) on the device.
-void run_gpu(const ts::Problem& p, GpuRun& out) {
+void run_gpu(const ts::Problem& p, GpuRun& out, int kv_split = 0) {
   const AttnShape& s = p.shape;
   DeviceBuffer<uint16_t> q(ts::to_bits(p.q)), k(ts::to_bits(p.k)), v(ts::to_bits(p.v)),
       dout(ts::to_bits(p.dout));
@@ -122,6 +122,7 @@ void run_gpu(const ts::Problem& p, GpuRun& out) {
   ba.dv = flash2::contiguous(dv.get(), s.kv_len, s.heads_kv, s.head_dim);
   ba.lse = lse.get();
   ba.workspace = ws.get();
+  ba.kv_split = kv_split;
   CUDA_OK(flash2::backward(ba));
   CUDA_OK(cudaDeviceSynchronize());
   out.o = ts::from_bits(o.download());
@@ -168,6 +169,20 @@ const GpuCase kCases[] = {
 INSTANTIATE_TEST_SUITE_P(Cases, Flash2GpuCases, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// GQA backward both ways: the whole group in one CTA, and split over CTAs (dK, dV by atomics).
+TEST_F(Flash2Gpu, GqaBackwardWithAndWithoutSplit) {
+  const ts::Problem p =
+      ts::make_problem(AttnShape{1, 256, 384, 6, 1, 128}, MaskKind::Causal, BenchShape{}, 21);
+  const ts::Oracle ref = ts::make_oracle(p, true);
+  for (int split : {1, 2, 6}) {
+    GpuRun r;
+    ASSERT_NO_FATAL_FAILURE(run_gpu(p, r, split));
+    EXPECT_TRUE(ts::flash_rule("dk split " + std::to_string(split), r.dk, ref.dk, ref.dk_naive));
+    EXPECT_TRUE(ts::flash_rule("dv split " + std::to_string(split), r.dv, ref.dv, ref.dv_naive));
+    EXPECT_TRUE(ts::flash_rule("dq split " + std::to_string(split), r.dq, ref.dq, ref.dq_naive));
+  }
+}
+
 // Strided views: Q, K, V packed in one [batch, len, 3, heads, dim] tensor, as a fused QKV
 // projection leaves them.
 TEST_F(Flash2Gpu, PackedQkvStridesMatchContiguous) {
@@ -191,7 +206,8 @@ TEST_F(Flash2Gpu, PackedQkvStridesMatchContiguous) {
   fa.shape = s;
   fa.mask = p.mask();
   auto view = [&](int which) {
-    return flash2::Tensor{qkv.get() + which * s.heads_q * s.head_dim, s.q_len * row, row, s.head_dim};
+    return flash2::Tensor{qkv.get() + which * s.heads_q * s.head_dim, s.q_len * row, row,
+                          s.head_dim};
   };
   fa.q = view(0);
   fa.k = view(1);

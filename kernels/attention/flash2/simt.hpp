@@ -89,18 +89,24 @@ struct BwdParams {
   uint16_t* dq = nullptr;
   uint16_t* dk = nullptr;
   uint16_t* dv = nullptr;
-  float* dq_accum = nullptr;   ///< [batch, q_len, heads_q, head_dim] fp32, zeroed before
-  float* dsum = nullptr;       ///< [batch, heads_q, q_len]: rowsum(dout * o)
+  float* dq_accum = nullptr;  ///< [batch, q_len, heads_q, head_dim] fp32, zeroed before
+  float* dsum = nullptr;      ///< [batch, heads_q, q_len]: rowsum(dout * o)
+  /// [2, batch, kv_len, heads_kv, head_dim] fp32 dK (scaled), dV sums, zeroed before; used
+  /// when kv_split > 1
+  float* dkv_accum = nullptr;
   Strides q_str, k_str, v_str, o_str, do_str, dq_str, dk_str, dv_str;
   int batch = 0, q_len = 0, kv_len = 0, heads_q = 0, heads_kv = 0, group = 1, head_dim = 0;
+  /// CTAs per (key tile, key/value head), each taking group / kv_split of the query heads
+  /// that share it; with more than one, their dK, dV meet in dkv_accum through atomics.
+  int kv_split = 1;
   float scale = 0, scale_log2 = 0;
   MaskParams mask;
 };
 
 struct MergeParams {
-  const float* o1 = nullptr;      ///< [batch, q_len, heads, head_dim] fp32 (may alias o)
-  const float* lse1 = nullptr;    ///< [batch, heads, q_len] (may alias lse)
-  const uint16_t* o2 = nullptr;   ///< [batch, q_len, heads, head_dim] BF16
+  const float* o1 = nullptr;     ///< [batch, q_len, heads, head_dim] fp32 (may alias o)
+  const float* lse1 = nullptr;   ///< [batch, heads, q_len] (may alias lse)
+  const uint16_t* o2 = nullptr;  ///< [batch, q_len, heads, head_dim] BF16
   const float* lse2 = nullptr;
   float* o = nullptr;
   float* lse = nullptr;
@@ -158,10 +164,10 @@ CPK_DEVICE void warp_gemm(Dev& dev, float (&acc)[MT][NT][4], const uint16_t* sA,
   const int l = dev.thread() & 31;
   // Unrolled by 2, not fully: full unrolling hoists loads and spills the 128-register
   // accumulators of the d128 / d256 kernels.
-CPK_UNROLL_2
+  CPK_UNROLL_2
   for (int ks = 0; ks < KSTEPS; ++ks) {
     uint32_t a[MT][4];
-CPK_UNROLL
+    CPK_UNROLL
     for (int mt = 0; mt < MT; ++mt) {
       if constexpr (!A_T) {
         dev.ldsm_x4(sA + swz<AROW>(m0 + mt * 16 + (l & 15), a_k0 + ks * 16 + (l >> 4) * 8), a[mt]);
@@ -171,7 +177,7 @@ CPK_UNROLL
                       a[mt]);
       }
     }
-CPK_UNROLL
+    CPK_UNROLL
     for (int np = 0; np < NT / 2; ++np) {
       uint32_t b[4];
       if constexpr (!B_T) {
@@ -183,7 +189,7 @@ CPK_UNROLL
                                      n0 + np * 16 + (l >> 4) * 8),
                       b);
       }
-CPK_UNROLL
+      CPK_UNROLL
       for (int mt = 0; mt < MT; ++mt) {
         dev.mma(acc[mt][2 * np], a[mt], b[0], b[1]);
         dev.mma(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
@@ -194,12 +200,14 @@ CPK_UNROLL
 
 template <int MT, int NT>
 CPK_DEVICE void zero(float (&acc)[MT][NT][4]) {
-CPK_UNROLL
-  for (int mt = 0; mt < MT; ++mt)
-CPK_UNROLL
-    for (int nt = 0; nt < NT; ++nt)
-CPK_UNROLL
+  CPK_UNROLL
+  for (int mt = 0; mt < MT; ++mt) {
+    CPK_UNROLL
+    for (int nt = 0; nt < NT; ++nt) {
+      CPK_UNROLL
       for (int e = 0; e < 4; ++e) acc[mt][nt][e] = 0.f;
+    }
+  }
 }
 
 }  // namespace cpsim::kernels::flash2

@@ -31,9 +31,8 @@ float from_bf16_bits(uint16_t bits) {
 bool allowed(const AttnShape& shape, const MaskSpec& mask, int b, int i, int j) {
   if (i < 0 || i >= shape.q_len || j < 0 || j >= shape.kv_len) return false;
   if (mask.causal && mask.k_offset + j > mask.q_offset + i) return false;
-  if (mask.q_doc &&
-      mask.q_doc[static_cast<int64_t>(b) * shape.q_len + i] !=
-          mask.k_doc[static_cast<int64_t>(b) * shape.kv_len + j]) {
+  if (mask.q_doc && mask.q_doc[static_cast<int64_t>(b) * shape.q_len + i] !=
+                        mask.k_doc[static_cast<int64_t>(b) * shape.kv_len + j]) {
     return false;
   }
   return true;
@@ -170,18 +169,18 @@ void merge(const AttnShape& shape, const T* o1, const T* lse1, const T* o2, cons
   }
 }
 
-template void forward<float>(const AttnShape&, const MaskSpec&, double, const float*,
-                             const float*, const float*, float*, float*);
+template void forward<float>(const AttnShape&, const MaskSpec&, double, const float*, const float*,
+                             const float*, float*, float*);
 template void forward<double>(const AttnShape&, const MaskSpec&, double, const double*,
                               const double*, const double*, double*, double*);
-template void backward<float>(const AttnShape&, const MaskSpec&, double, const float*,
-                              const float*, const float*, const float*, const float*,
-                              const float*, float*, float*, float*);
+template void backward<float>(const AttnShape&, const MaskSpec&, double, const float*, const float*,
+                              const float*, const float*, const float*, const float*, float*,
+                              float*, float*);
 template void backward<double>(const AttnShape&, const MaskSpec&, double, const double*,
                                const double*, const double*, const double*, const double*,
                                const double*, double*, double*, double*);
-template void merge<float>(const AttnShape&, const float*, const float*, const float*,
-                           const float*, float*, float*);
+template void merge<float>(const AttnShape&, const float*, const float*, const float*, const float*,
+                           float*, float*);
 template void merge<double>(const AttnShape&, const double*, const double*, const double*,
                             const double*, double*, double*);
 
@@ -215,8 +214,8 @@ void naive_row(const AttnShape& shape, const MaskSpec& mask, int b, int i, const
 
 }  // namespace
 
-void forward_bf16_naive(const AttnShape& shape, const MaskSpec& mask, double scale,
-                        const float* q, const float* k, const float* v, float* o, float* lse) {
+void forward_bf16_naive(const AttnShape& shape, const MaskSpec& mask, double scale, const float* q,
+                        const float* k, const float* v, float* o, float* lse) {
   const Index ix{shape};
   const int D = shape.head_dim;
   std::vector<float> qs(static_cast<size_t>(D)), acc(static_cast<size_t>(D));
@@ -242,9 +241,9 @@ void forward_bf16_naive(const AttnShape& shape, const MaskSpec& mask, double sca
   }
 }
 
-void backward_bf16_naive(const AttnShape& shape, const MaskSpec& mask, double scale,
-                         const float* q, const float* k, const float* v, const float* dout,
-                         float* dq, float* dk, float* dv) {
+void backward_bf16_naive(const AttnShape& shape, const MaskSpec& mask, double scale, const float* q,
+                         const float* k, const float* v, const float* dout, float* dq, float* dk,
+                         float* dv) {
   const Index ix{shape};
   const int D = shape.head_dim;
   const int64_t kv_elems = ix.k(shape.batch, 0, 0);

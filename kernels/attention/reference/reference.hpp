@@ -40,12 +40,12 @@ void merge(const AttnShape& shape, const T* o1, const T* lse1, const T* o2, cons
 
 /// Naive BF16 forward: s = bf16(bf16(q scale) k^T), p = bf16(softmax_fp32(s)), o = bf16(p v);
 /// lse from the BF16 scores in fp32. Inputs must already be BF16 values.
-void forward_bf16_naive(const AttnShape& shape, const MaskSpec& mask, double scale,
-                        const float* q, const float* k, const float* v, float* o, float* lse);
+void forward_bf16_naive(const AttnShape& shape, const MaskSpec& mask, double scale, const float* q,
+                        const float* k, const float* v, float* o, float* lse);
 /// Autograd of forward_bf16_naive with every op's output rounded to BF16.
-void backward_bf16_naive(const AttnShape& shape, const MaskSpec& mask, double scale,
-                         const float* q, const float* k, const float* v, const float* dout,
-                         float* dq, float* dk, float* dv);
+void backward_bf16_naive(const AttnShape& shape, const MaskSpec& mask, double scale, const float* q,
+                         const float* k, const float* v, const float* dout, float* dq, float* dk,
+                         float* dv);
 
 /// True if query i may see key j (batch b): the mask's definition, written out once more,
 /// independently of the kernels' tile logic.

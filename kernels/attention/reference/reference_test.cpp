@@ -171,7 +171,8 @@ TEST(Reference, DocumentMaskEqualsSeparateDocuments) {
     AttnShape ds{1, n, n, 1, 1, dim};
     MaskSpec c;
     c.causal = true;
-    const auto q = rows(t.q, 1, dim, b, n), k = rows(t.k, 1, dim, b, n), v = rows(t.v, 1, dim, b, n);
+    const auto q = rows(t.q, 1, dim, b, n), k = rows(t.k, 1, dim, b, n),
+               v = rows(t.v, 1, dim, b, n);
     std::vector<double> od, ld;
     fwd(ds, c, q.data(), k.data(), v.data(), od, ld);
     for (int i = 0; i < n; ++i) {
@@ -281,22 +282,24 @@ TEST(Reference, BackwardMatchesFiniteDifferences) {
 }
 
 TEST(Reference, NaiveBf16ErrorIsOfBf16Size) {
-  test_support::Problem p = test_support::make_problem(AttnShape{1, 40, 60, 2, 1, 64}, MaskKind::Causal,
-                                             BenchShape{}, 9);
+  test_support::Problem p =
+      test_support::make_problem(AttnShape{1, 40, 60, 2, 1, 64}, MaskKind::Causal, BenchShape{}, 9);
   const test_support::Oracle r = test_support::make_oracle(p, true);
   const double o_err = test_support::max_abs_diff(r.o_naive, r.o);
   EXPECT_GT(o_err, 1e-4);
   EXPECT_LT(o_err, 4 * std::ldexp(test_support::max_abs(r.o), -8));
-  for (auto [naive, exact] : {std::pair{&r.dq_naive, &r.dq}, {&r.dk_naive, &r.dk},
-                              {&r.dv_naive, &r.dv}}) {
+  for (auto [naive, exact] :
+       {std::pair{&r.dq_naive, &r.dq}, {&r.dk_naive, &r.dk}, {&r.dv_naive, &r.dv}}) {
     const double err = test_support::max_abs_diff(*naive, *exact);
     EXPECT_GT(err, 0.0);
     EXPECT_LT(err, 0.05 * test_support::max_abs(*exact));
   }
   // The fp32 reference agrees with the double one far below BF16 resolution.
-  std::vector<double> q(p.q.begin(), p.q.end()), k(p.k.begin(), p.k.end()), v(p.v.begin(), p.v.end());
+  std::vector<double> q(p.q.begin(), p.q.end()), k(p.k.begin(), p.k.end()),
+      v(p.v.begin(), p.v.end());
   std::vector<double> o(p.q.size()), lse(static_cast<size_t>(p.lse_elems()));
-  ref::forward<double>(p.shape, p.mask(), p.scale, q.data(), k.data(), v.data(), o.data(), lse.data());
+  ref::forward<double>(p.shape, p.mask(), p.scale, q.data(), k.data(), v.data(), o.data(),
+                       lse.data());
   for (size_t i = 0; i < o.size(); ++i) EXPECT_NEAR(r.o[i], o[i], 1e-5);
 }
 
@@ -350,7 +353,8 @@ TEST(ShapeList, BundledListParses) {
 }
 
 TEST(ShapeList, BadInputNamesFileLineAndColumn) {
-  const std::string header = "q_len,kv_len,mask,heads_q,heads_kv,head_dim,q_offset,k_offset,doc_len,note\n";
+  const std::string header =
+      "q_len,kv_len,mask,heads_q,heads_kv,head_dim,q_offset,k_offset,doc_len,note\n";
   try {
     parse_shape_list(header + "1024,1024,causal,8,8,128,0,0,0,ok\n1024,x,full,8,8,128,0,0,0,bad\n",
                      "s.csv");
@@ -362,8 +366,9 @@ TEST(ShapeList, BadInputNamesFileLineAndColumn) {
     parse_shape_list(header + "1024,1024,diagonal,8,8,128,0,0,0,\n", "s.csv");
     FAIL() << "no exception";
   } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "s.csv:2: error: column 'mask': unknown mask 'diagonal' (expected "
-                           "full, causal, document or causal-offset)");
+    EXPECT_STREQ(e.what(),
+                 "s.csv:2: error: column 'mask': unknown mask 'diagonal' (expected "
+                 "full, causal, document or causal-offset)");
   }
   EXPECT_THROW(parse_shape_list(header + "64,64,full,6,4,128,0,0,0,\n", "s.csv"),
                std::runtime_error);

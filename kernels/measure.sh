@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# kernels/measure.sh [OUT_DIR]: everything a GPU machine runs for the kernels, in under 8 minutes
+# on one H100/H200-class GPU with 16 cores:
+#   1. build kernels/ as a project of its own (no SimGrid needed), CUDA for this GPU only;
+#   2. the CPU tests, then the GPU tests (FlashAttention's error rule against the CPU reference);
+#   3. flash2_bench over kernels/attention/shapes.csv;
+#   4. tools/bench_vendor.py (PyTorch SDPA flash and cuDNN, FlexAttention) on the same shapes,
+#      if PyTorch with CUDA is installed.
+# Writes into OUT_DIR (the argument, else $OUT, else ./out/kernel-profiles):
+#   flash2.csv, vendor.csv   each benchmark's profile (kernels/profiles CSV format)
+#   <gpu>-measured.csv       both merged: copy it into kernels/profiles/ and the cost model's
+#                            "auto" uses it for that GPU (the fastest kernel per shape)
+#   measure.log              steps, durations, the GPU, driver and clocks (not pinned)
+#   build.log, tests.log, flash2_bench.log, vendor.log
+# Exit status 1 if the build, a test or flash2_bench failed (the benchmarks still run after a
+# test failure).
+# Environment: MEASURE_BUDGET_S (default 450 s, all steps), BUILD_DIR, CPSIM_COMMIT.
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${1:-${OUT:-$root/out/kernel-profiles}}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+build=${BUILD_DIR:-$root/build-measure}
+budget=${MEASURE_BUDGET_S:-450}
+start=$(date +%s)
+status=0
+
+log() { echo "[measure +$(($(date +%s) - start))s] $*" | tee -a "$out/measure.log"; }
+rows() { local n=0; [ -f "$1" ] && n=$(($(wc -l <"$1") - 1)); echo $((n > 0 ? n : 0)); }
+# Seconds a step may take: its own cap, and never past the overall budget.
+allow() {
+  local left=$((budget - ($(date +%s) - start)))
+  ((left < $1)) && echo $((left > 10 ? left : 10)) || echo "$1"
+}
+
+: >"$out/measure.log"
+commit=${CPSIM_COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
+if [ -n "$(git -C "$root" status --porcelain -- kernels 2>/dev/null)" ]; then commit="$commit+dirty"; fi
+export CPSIM_COMMIT=$commit
+log "cpsim kernels at $commit -> $out"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu \
+    --format=csv 2>&1 | tee -a "$out/measure.log"
+  gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+else
+  log "nvidia-smi not found"
+  gpu_name=unknown
+  cap=
+fi
+# "NVIDIA H100 80GB HBM3" -> h100: the key the cost model matches against GPU preset names.
+slug=$(echo "$gpu_name" | tr '[:upper:]' '[:lower:]' | sed 's/^nvidia //' | awk '{print $1}')
+slug=${slug:-gpu}
+archs=${cap:-"80;90"}
+
+# 1. Build.
+jobs=$(nproc 2>/dev/null || echo 8)
+log "configure + build (CUDA architectures $archs, $jobs jobs)"
+if timeout "$(allow 150)" bash -c "cmake -S '$root/kernels' -B '$build' -DCMAKE_BUILD_TYPE=Release \
+      -DCPSIM_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES='$archs' $(command -v ninja >/dev/null && echo -G Ninja) \
+    && cmake --build '$build' -j $jobs" >"$out/build.log" 2>&1; then
+  log "build ok"
+else
+  log "BUILD FAILED (see build.log)"
+  tail -20 "$out/build.log"
+  exit 1
+fi
+if [ ! -x "$build/flash2_bench" ]; then
+  log "no CUDA compiler found by CMake: nothing to measure (see build.log)"
+  exit 1
+fi
+
+# 2. Tests: the CPU ones (seconds), then the GPU ones; their error figures go to tests.log.
+log "tests"
+if (cd "$build" && CPSIM_KERNELS_VERBOSE=1 timeout "$(allow 120)" \
+      ctest -j "$jobs" --timeout 110 --output-on-failure -V) >"$out/tests.log" 2>&1; then
+  log "tests ok: $(grep -c 'Passed' "$out/tests.log") passed"
+else
+  status=1
+  log "TESTS FAILED (see tests.log):"
+  grep -E "\*\*\*Failed|Failed  |Timeout" "$out/tests.log" | head -20 | tee -a "$out/measure.log"
+fi
+grep -E "  (o|lse|dq|dk|dv|ring o|ring lse): kernel error" "$out/tests.log" >/dev/null &&
+  log "error-rule figures: grep 'kernel error' tests.log"
+
+# 3. flash2 benchmark.
+log "flash2_bench"
+bench_cap=$(allow 100)
+timeout "$bench_cap" "$build/flash2_bench" --out "$out/flash2.csv" --commit "$commit" \
+  --max-seconds $((bench_cap > 30 ? bench_cap - 25 : 5)) 2>"$out/flash2_bench.log"
+rc=$?
+((rc != 0)) && status=1
+log "flash2_bench exit $rc, $(rows "$out/flash2.csv") rows (see flash2_bench.log)"
+
+# 4. Vendor kernels.
+log "bench_vendor.py"
+if command -v python3 >/dev/null; then
+  vendor_cap=$(allow 160)
+  timeout "$vendor_cap" python3 "$root/tools/bench_vendor.py" --out "$out/vendor.csv.part" \
+    --commit "$commit" --max-seconds $((vendor_cap > 40 ? vendor_cap - 35 : 5)) 2>"$out/vendor.log"
+  rc=$?
+  case $rc in
+    0) mv "$out/vendor.csv.part" "$out/vendor.csv"
+       log "vendor: $(rows "$out/vendor.csv") rows" ;;
+    3) rm -f "$out/vendor.csv.part"; log "vendor kernels skipped: $(tail -1 "$out/vendor.log")" ;;
+    *) [ -s "$out/vendor.csv.part" ] && mv "$out/vendor.csv.part" "$out/vendor.csv"
+       log "bench_vendor exit $rc (timeout 124; partial rows kept; see vendor.log)" ;;
+  esac
+else
+  log "vendor kernels skipped: no python3"
+fi
+
+# Merged profile for the cost model.
+merged="$out/$slug-measured.csv"
+{
+  head -1 "$out/flash2.csv" 2>/dev/null || true
+  for f in "$out/flash2.csv" "$out/vendor.csv"; do [ -f "$f" ] && tail -n +2 "$f"; done
+} >"$merged"
+log "merged profile: $merged ($(rows "$merged") rows); copy it to kernels/profiles/ to use it"
+log "done in $(($(date +%s) - start)) s, status $status"
+exit $status
