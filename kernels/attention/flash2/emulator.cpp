@@ -11,6 +11,8 @@
 #include <cstring>
 #include <memory>
 
+#include "../reference/reference.hpp"
+
 #if defined(__SANITIZE_ADDRESS__)
 #define CPK_EMU_ASAN 1
 #elif defined(__has_feature)
@@ -37,21 +39,9 @@ namespace {
 
 constexpr size_t kStackBytes = 256 * 1024;
 
-uint16_t bf16_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0) {
-    return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  }
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-float bf16_value(uint16_t bits) {
-  const uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
+// Round to nearest even, as __floats2bfloat162_rn.
+uint16_t bf16_bits(float x) { return reference::to_bf16_bits(x); }
+float bf16_value(uint16_t bits) { return reference::from_bf16_bits(bits); }
 
 }  // namespace
 

@@ -254,7 +254,7 @@ const Case kBackwardCases[] = {
      0,
      CopyTiming::Deferred,
      1},
-    {"d128_gqa4_split2", {1, 100, 140, 4, 1, 128}, MaskKind::Full, 0, 0, 0, CopyTiming::Eager, 2},
+    {"d128_gqa4_split2", {1, 72, 140, 4, 1, 128}, MaskKind::Full, 0, 0, 0, CopyTiming::Eager, 2},
     {"d64_document_aligned_eager",
      {1, 256, 256, 1, 1, 64},
      MaskKind::Document,
