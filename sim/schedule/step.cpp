@@ -352,6 +352,9 @@ std::vector<Action> one_f_one_b(int s, int p, int m, int v) {
   return out;
 }
 
+/// replica_symmetry's answer when only the replica's own traffic can tell.
+const char* const kCheckSpines = "check spines";
+
 /// Empty when one data-parallel replica may stand for all (identical inputs, no shared links);
 /// otherwise why not. Replicas differ in nothing but the DP collectives when nothing perturbs
 /// single GPUs or links and each replica's GPUs fill whole rail leaf groups (or one NVLink
@@ -370,10 +373,24 @@ std::string replica_symmetry(const scenario::Scenario& sc, const model::Topology
   const int64_t leaf_gpus = static_cast<int64_t>(spec.gpus_per_node) * spec.nodes_per_leaf;
   const bool in_domain = replica_gpus <= spec.nvlink_domain_gpus &&
                          spec.nvlink_domain_gpus % replica_gpus == 0;
-  if (spec.nodes > 1 && !in_domain && replica_gpus % leaf_gpus != 0 && leaf_gpus % replica_gpus != 0)
-    return "refused: replicas share rail leaf switches (" + std::to_string(replica_gpus) +
-           " GPUs per replica, " + std::to_string(leaf_gpus) + " per leaf group)";
+  // A replica inside one NVLink domain keeps its traffic there; one that fills whole rail leaf
+  // groups keeps its cross-leaf traffic on its own leaves' uplinks. Otherwise replicas meet on
+  // leaf uplinks (cross-rail hops go through the spines).
+  if (spec.nodes > 1 && !in_domain && replica_gpus % leaf_gpus != 0)
+    return kCheckSpines;
   return "";
+}
+
+/// True if any transfer from op `first` on crosses a spine (leaf <-> spine) link: the only
+/// links that GPUs of different replicas can share besides those of the DP collectives.
+bool uses_spines(const TaskGraph& g, const model::Topology& topo, OpId first) {
+  for (OpId id = first; id < g.size(); ++id) {
+    const Op& op = g.op(id);
+    if (op.kind != OpKind::Transfer) continue;
+    for (uint32_t l : topo.route(op.rank, op.peer))
+      if (topo.links()[l].cls == model::LinkClass::Spine) return true;
+  }
+  return false;
 }
 
 BuildInfo build_attention_layer(const scenario::Scenario& sc, const model::Topology& topo,
@@ -456,12 +473,10 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
   // [replica][layer]: each layer's backward of the last micro-batch, per grid rank.
   std::vector<std::vector<Ops>> grads_ready(p.dp, std::vector<Ops>(layers));
   // Replicas not built take part only in the data-parallel collectives, gated by replica 0.
-  info.symmetry = replica_symmetry(sc, topo, mesh);
-  const bool symmetric = info.symmetry.empty();
-  const int built_replicas = symmetric ? 1 : p.dp;
-  if (symmetric)
-    info.symmetry = "used: one data-parallel replica simulated; the other " +
-                    std::to_string(p.dp - 1) + " take part only in the DP collectives";
+  std::string why_not = replica_symmetry(sc, topo, mesh);
+  bool symmetric = why_not.empty();
+  int built_replicas = symmetric ? 1 : p.dp;
+  if (why_not == kCheckSpines) built_replicas = 1;  // decided once replica 0 exists
   for (int d = 0; d < built_replicas; ++d) {
     std::vector<StageBuilder> stages;
     for (int s = 0; s < pp; ++s) stages.emplace_back(sc, topo, pricer, g, mesh, docs, s, d, gathers);
@@ -540,7 +555,16 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
     }
 
     info.full_layers_built += stages[0].full_layers_built;
+    if (d == 0 && why_not == kCheckSpines) {
+      symmetric = !uses_spines(g, topo, 0);
+      why_not = symmetric ? "" : "refused: the replica's traffic crosses spine links other replicas share";
+      built_replicas = symmetric ? 1 : p.dp;
+    }
   }
+  if (p.dp > 1)
+    info.symmetry = symmetric ? "used: one data-parallel replica simulated; the other " +
+                                    std::to_string(p.dp - 1) + " take part only in the DP collectives"
+                              : why_not;
 
   // Gradient reduction over the data-parallel x context-parallel group (CP ranks hold the same
   // weights), in buckets as the backward produces them, on its own streams so it overlaps the
