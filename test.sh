@@ -16,3 +16,14 @@ run_suite build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "== tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DCPSIM_SANITIZE=ON
+echo "== fuzz the loaders (libFuzzer + ASan + UBSan, 60 s in total)"
+if echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long){return 0;}' |
+    clang++ -fsanitize=fuzzer -x c++ - -o /dev/null >/dev/null 2>&1; then
+  FUZZ_BUILD_JOBS=$jobs fuzz/run.sh build-fuzz 60
+else
+  echo "fuzz: skipped (no clang++ with libFuzzer; the regression cases ran above as ctest fuzz_regressions_*)"
+fi
+echo "== Slurm: a one-node cluster on localhost (sweep --slurm, --merge, --resume; 200-point timing)"
+slurm_rc=0
+tests/slurm/run_slurm_test.sh --bench build-test/cpsim || slurm_rc=$?
+[ "$slurm_rc" -eq 0 ] || [ "$slurm_rc" -eq 77 ] || exit "$slurm_rc"

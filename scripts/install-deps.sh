@@ -3,7 +3,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       libsimgrid-dev libboost-graph-dev libyaml-cpp-dev libspdlog-dev libgtest-dev
-      nlohmann-json3-dev libcli11-dev python3 python3-matplotlib)
+      nlohmann-json3-dev libcli11-dev python3 python3-matplotlib
+      slurm-wlm munge)  # slurm-wlm, munge: tests/slurm (a one-node cluster on localhost)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

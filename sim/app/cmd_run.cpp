@@ -59,7 +59,7 @@ void register_run(CLI::App& app, int& rc) {
     SimulateOptions opt;
     opt.json_path = args->json;
     opt.trace_path = args->trace;
-    opt.what_if_straggler = args->what_if || (!args->no_what_if && sc.perturb.any());
+    if (args->what_if || args->no_what_if) opt.what_if_straggler = args->what_if;
     opt.what_if_candidates = args->candidates;
     opt.samples = args->samples;
     opt.jobs = args->jobs;

@@ -1,7 +1,9 @@
 // `cpsim sweep`: runs every point of a sweep file in its own `cpsim run` process (SimGrid
 // allows one engine per process), N at a time, and records each as it finishes: one CSV row
 // and one result JSON per point, both written atomically, so an interrupted sweep loses
-// nothing and `--resume` picks up where it stopped.
+// nothing and `--resume` picks up where it stopped. `--shard i/K` runs one of K shards balanced
+// by expected cost; `--slurm` submits the K shards as one Slurm array job and `--merge` joins
+// the shards' CSVs into one.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -10,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -21,13 +24,16 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <queue>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "app/commands.hpp"
+#include "app/slurm.hpp"
 #include "report/output.hpp"
 #include "scenario/load.hpp"
 #include "scenario/sweep.hpp"
@@ -49,6 +55,14 @@ struct SweepArgs {
   bool quiet = false;
   std::string shard;
   std::vector<std::string> sets;  ///< extra overrides applied to every point, after its own
+  // Slurm and merging.
+  bool slurm = false;
+  size_t array_size = 0;          ///< K shards / array tasks; 0 = default
+  std::string partition;
+  std::string time_limit;
+  bool wait = false;
+  std::string merge_dir;
+  std::vector<std::string> sbatch_args;
 };
 
 /// The metrics every row carries, in column order: CSV name and JSON pointer in the result.
@@ -172,6 +186,44 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+/// The rows of a results CSV (none if it does not exist), cells by column name.
+std::vector<Row> read_rows(const std::string& csv_path) {
+  std::vector<Row> rows;
+  if (!fs::exists(csv_path)) return rows;
+  const auto recs = parse_csv(read_file(csv_path));
+  if (recs.empty()) return rows;
+  const auto& head = recs.front();
+  for (size_t r = 1; r < recs.size(); ++r) {
+    Row row;
+    for (size_t c = 0; c < head.size() && c < recs[r].size(); ++c) {
+      if (head[c] == "id") row.id = recs[r][c];
+      else if (head[c] == "status") row.status = recs[r][c];
+      else if (head[c] == "reason") row.reason = recs[r][c];
+      else row.cells[head[c]] = recs[r][c];
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+/// Whether a row was written for this point with its current values: the sweep file may have
+/// changed since.
+bool same_values(const Row& row, const scenario::SweepPoint& p) {
+  for (const auto& [k, v] : p.values) {
+    const auto it = row.cells.find(k);
+    if (it == row.cells.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+std::string point_json(const fs::path& dir, const scenario::SweepPoint& p) {
+  return (dir / "runs" / (p.id + ".json")).string();
+}
+
+std::string shard_csv_name(size_t i, size_t k) {
+  return "results." + std::to_string(i) + "-of-" + std::to_string(k) + ".csv";
+}
+
 std::string format_number(const nlohmann::json& v) {
   if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
   if (v.is_number_integer()) return std::to_string(v.get<long long>());
@@ -290,27 +342,13 @@ class SweepRunner {
 
   /// Keeps the rows of a previous run that succeeded and whose JSON is still there.
   size_t load_previous(const std::vector<size_t>& todo) {
-    if (!fs::exists(csv_path_)) return 0;
-    const auto recs = parse_csv(read_file(csv_path_));
-    if (recs.empty()) return 0;
-    const auto& head = recs.front();
     std::map<std::string, size_t> by_id;
     for (size_t i : todo) by_id[points_[i].id] = i;
     size_t kept = 0;
-    for (size_t r = 1; r < recs.size(); ++r) {
-      Row row;
-      for (size_t c = 0; c < head.size() && c < recs[r].size(); ++c) {
-        if (head[c] == "id") row.id = recs[r][c];
-        else if (head[c] == "status") row.status = recs[r][c];
-        else if (head[c] == "reason") row.reason = recs[r][c];
-        else row.cells[head[c]] = recs[r][c];
-      }
+    for (Row& row : read_rows(csv_path_)) {
       const auto it = by_id.find(row.id);
       if (it == by_id.end() || row.status != "ok" || !fs::exists(json_path(it->second))) continue;
-      // The sweep file may have changed since: a row counts only for the same values.
-      bool same = true;
-      for (const auto& [k, v] : points_[it->second].values) same = same && row.cells[k] == v;
-      if (!same) continue;
+      if (!same_values(row, points_[it->second])) continue;
       if (!rows_[it->second]) ++kept;
       rows_[it->second] = std::move(row);
     }
@@ -549,37 +587,564 @@ class SweepRunner {
   bool tty_ = false;
 };
 
-int run_sweep(const SweepArgs& a) {
+// ---- shards ------------------------------------------------------------------------------
+
+/// A point's expected cost: GPUs (tp x cp x pp x dp) x tokens per sequence, what its run time
+/// grows with. A point its scenario rejects costs 0: it fails at once.
+std::vector<double> point_costs(const std::vector<scenario::SweepPoint>& points) {
+  std::vector<double> cost(points.size(), 0.0);
+  for (size_t i = 0; i < points.size(); ++i) {
+    try {
+      const scenario::Scenario s = scenario::load_scenario(points[i].base_path, points[i].overrides);
+      const auto& p = s.parallel;
+      cost[i] = static_cast<double>(p.tp) * p.cp * p.pp * p.dp * static_cast<double>(s.training.seq_len);
+    } catch (const std::exception&) {
+      cost[i] = 0;
+    }
+  }
+  return cost;
+}
+
+/// Point -> shard, a pure function of the costs and K (so of the sweep file, the --set
+/// overrides and K): points by cost, largest first (ties by index), each to the shard with the
+/// least cost so far (ties: fewer points, then the lower shard). Equal costs deal the points
+/// round-robin (index % K); with K <= points no shard is empty.
+std::vector<size_t> assign_shards(const std::vector<double>& cost, size_t k) {
+  std::vector<size_t> order(cost.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&cost](size_t a, size_t b) { return cost[a] > cost[b]; });
+  using Slot = std::tuple<double, size_t, size_t>;  // load, points, shard
+  std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> least;
+  for (size_t s = 0; s < k; ++s) least.emplace(0.0, 0, s);
+  std::vector<size_t> shard(cost.size(), 0);
+  for (size_t i : order) {
+    const auto [load, n, s] = least.top();
+    least.pop();
+    shard[i] = s;
+    least.emplace(load + cost[i], n + 1, s);
+  }
+  return shard;
+}
+
+// ---- merging shards ------------------------------------------------------------------------
+
+struct ShardReport {
+  size_t points = 0, ok = 0, failed = 0, missing = 0;
+  bool has_csv = false;
+  std::vector<std::string> failed_ids;
+};
+
+/// What K shard CSVs in a directory hold, point by point.
+struct Collected {
+  std::vector<std::optional<Row>> rows;  ///< by point: its best row, if any
+  std::vector<ShardReport> shards;
+  size_t ok = 0, failed = 0, missing = 0;
+
+  /// The shards with a point that is not ok: what a resume runs again.
+  std::vector<size_t> incomplete() const {
+    std::vector<size_t> out;
+    for (size_t s = 0; s < shards.size(); ++s)
+      if (shards[s].ok < shards[s].points) out.push_back(s);
+    return out;
+  }
+};
+
+/// Reads results.i-of-K.csv for every shard. A row counts for a point when its values are the
+/// point's and, if ok, the point's JSON is there (as --resume decides). A row is looked for in
+/// every shard's file, not only in the point's own, so a merge never loses a result; an ok row
+/// wins over another, then the row of the point's own shard.
+Collected collect_shards(const fs::path& dir, const std::vector<scenario::SweepPoint>& points,
+                         const std::vector<size_t>& shard_of, size_t k) {
+  Collected c;
+  c.rows.resize(points.size());
+  c.shards.resize(k);
+  std::map<std::string, size_t> by_id;
+  for (size_t i = 0; i < points.size(); ++i) by_id[points[i].id] = i;
+  for (size_t s = 0; s < k; ++s) {
+    const fs::path csv = dir / shard_csv_name(s, k);
+    c.shards[s].has_csv = fs::exists(csv);
+    for (Row& row : read_rows(csv.string())) {
+      const auto it = by_id.find(row.id);
+      if (it == by_id.end() || !same_values(row, points[it->second])) continue;
+      const size_t i = it->second;
+      const bool ok = row.status == "ok";
+      if (ok && !fs::exists(point_json(dir, points[i]))) continue;
+      auto& have = c.rows[i];
+      const bool have_ok = have && have->status == "ok";
+      if (!have || (ok && !have_ok) || (ok == have_ok && s == shard_of[i])) have = std::move(row);
+    }
+  }
+  for (size_t i = 0; i < points.size(); ++i) {
+    ShardReport& r = c.shards[shard_of[i]];
+    ++r.points;
+    if (!c.rows[i]) {
+      ++r.missing, ++c.missing;
+    } else if (c.rows[i]->status == "ok") {
+      ++r.ok, ++c.ok;
+    } else {
+      ++r.failed, ++c.failed;
+      r.failed_ids.push_back(points[i].id);
+    }
+  }
+  return c;
+}
+
+std::vector<std::string> swept_keys(const std::vector<scenario::SweepPoint>& points) {
+  std::vector<std::string> swept;
+  for (const auto& p : points)
+    for (const auto& [k, v] : p.values)
+      if (std::find(swept.begin(), swept.end(), k) == swept.end()) swept.push_back(k);
+  return swept;
+}
+
+/// Writes DIR/results.csv from the collected rows, in point order: the same file a local run of
+/// the whole sweep writes. Merging again gives the same bytes.
+std::string write_merged(const fs::path& dir, const std::vector<scenario::SweepPoint>& points,
+                         const Collected& c) {
+  std::vector<const Row*> rows;
+  for (const auto& r : c.rows)
+    if (r) rows.push_back(&*r);
+  const std::string path = (dir / "results.csv").string();
+  report::write_atomic(path, csv_text(csv_header(swept_keys(points)), rows));
+  return path;
+}
+
+// ---- the Slurm manifest --------------------------------------------------------------------
+
+/// DIR/sweep-slurm.json: what was submitted, so that --merge and --resume need only DIR.
+constexpr const char* kManifest = "sweep-slurm.json";
+
+struct Manifest {
+  std::string sweep_file;  ///< absolute
+  size_t shards = 0;
+  std::vector<std::string> sets;
+  struct Submission {
+    std::string job_id;
+    std::vector<size_t> shards;
+  };
+  std::vector<Submission> submissions;
+};
+
+/// The manifest of DIR, if any; throws std::runtime_error when it cannot be read.
+std::optional<Manifest> read_manifest(const fs::path& dir) {
+  const fs::path path = dir / kManifest;
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    const auto j = nlohmann::json::parse(read_file(path.string()));
+    Manifest m;
+    m.sweep_file = j.at("sweep_file").get<std::string>();
+    m.shards = j.at("shards").get<size_t>();
+    m.sets = j.value("sets", std::vector<std::string>{});
+    for (const auto& s : j.value("submissions", nlohmann::json::array()))
+      m.submissions.push_back({s.at("job_id").get<std::string>(), s.at("shards").get<std::vector<size_t>>()});
+    if (m.shards == 0) throw std::runtime_error("shards is 0");
+    return m;
+  } catch (const std::exception& e) {
+    throw std::runtime_error("cannot read " + path.string() + ": " + e.what());
+  }
+}
+
+void write_manifest(const fs::path& dir, const Manifest& m, const slurm::ArrayJob& job) {
+  nlohmann::json j;
+  j["sweep_file"] = m.sweep_file;
+  j["shards"] = m.shards;
+  j["sets"] = m.sets;
+  j["cpsim"] = job.cpsim;
+  j["script"] = (dir / "sweep.sbatch").string();
+  auto subs = nlohmann::json::array();
+  for (const auto& s : m.submissions) subs.push_back({{"job_id", s.job_id}, {"shards", s.shards}});
+  j["submissions"] = subs;
+  report::write_atomic((dir / kManifest).string(), j.dump(2) + "\n");
+}
+
+/// The Slurm log of the last task that ran shard `s`, if it is there.
+std::string task_log(const fs::path& dir, const std::optional<Manifest>& m, size_t s) {
+  if (!m) return "";
+  for (auto it = m->submissions.rbegin(); it != m->submissions.rend(); ++it)
+    if (std::find(it->shards.begin(), it->shards.end(), s) != it->shards.end()) {
+      const fs::path log = dir / ("slurm-" + it->job_id + "_" + std::to_string(s) + ".out");
+      return fs::exists(log) ? log.string() : "";
+    }
+  return "";
+}
+
+/// Prints what a merge found: one summary line, then each incomplete shard. Returns the exit
+/// code: 0 when every point is ok, else 1.
+int report_merge(const Collected& c, const fs::path& dir, const std::string& csv_path,
+                 const std::optional<Manifest>& m, const std::string& rerun_hint, bool quiet) {
+  const size_t k = c.shards.size(), n = c.rows.size();
+  if (!quiet) {
+    std::string counts = std::to_string(c.ok) + " ok";
+    if (c.failed) counts += ", " + std::to_string(c.failed) + " failed";
+    if (c.missing) counts += ", " + std::to_string(c.missing) + " missing";
+    std::cout << "merge: " << n << " points from " << k << " shards: " << counts << " -> " << csv_path << "\n";
+  }
+  for (size_t s = 0; s < k; ++s) {
+    const ShardReport& r = c.shards[s];
+    if (r.ok == r.points) continue;
+    std::ostringstream line;
+    line << "merge: shard " << s << "/" << k << ": ";
+    if (r.missing) {
+      line << r.missing << " of " << r.points << " points missing";
+      if (!r.has_csv) line << " (no " << shard_csv_name(s, k) << ": the task never wrote a row)";
+    }
+    if (r.failed) {
+      line << (r.missing ? "; " : "") << r.failed << " of " << r.points << " failed:";
+      for (size_t f = 0; f < r.failed_ids.size() && f < 5; ++f) line << " " << r.failed_ids[f];
+      if (r.failed_ids.size() > 5) line << " ...";
+    }
+    const std::string log = task_log(dir, m, s);
+    if (!log.empty()) line << " (task log " << log << ")";
+    std::cerr << line.str() << "\n";
+  }
+  if (c.ok < n && !rerun_hint.empty()) std::cerr << "merge: run the incomplete shards again: " << rerun_hint << "\n";
+  return c.ok == n ? 0 : 1;
+}
+
+/// The cpsim binary itself, never the CPSIM_SWEEP_CHILD stand-in: the array tasks run the sweep.
+std::string own_exe() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "/proc/self/exe" : p.string();
+}
+
+fs::path absolute_dir(const std::string& d) {
+  fs::path p = fs::absolute(d).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p;
+}
+
+// ---- the subcommand ------------------------------------------------------------------------
+
+constexpr size_t kDefaultArraySize = 32;
+
+int usage_error(const std::string& message) {
+  std::cerr << "error: " << message << "\n";
+  return 2;
+}
+
+/// Loads the sweep, appends the --set overrides to every point, rejects duplicate ids.
+std::optional<scenario::Sweep> load_points(const std::string& file, const std::vector<std::string>& sets) {
   scenario::Sweep sweep;
   try {
-    sweep = scenario::load_sweep_file(a.sweep_file);
+    sweep = scenario::load_sweep_file(file);
   } catch (const scenario::InputError& e) {
     std::cerr << e.what() << "\n";
-    return 2;
+    return std::nullopt;
   }
+  for (auto& p : sweep.points) p.overrides.insert(p.overrides.end(), sets.begin(), sets.end());
+  std::set<std::string> seen;
+  for (const auto& p : sweep.points)
+    if (!seen.insert(p.id).second) {
+      std::cerr << file << ": error: two points share the id '" << p.id << "'\n";
+      return std::nullopt;
+    }
+  return sweep;
+}
+
+int run_merge(const SweepArgs& a) {
+  const fs::path dir = absolute_dir(a.merge_dir);
+  if (!fs::is_directory(dir)) return usage_error("--merge: no directory " + dir.string());
+  std::optional<Manifest> m;
+  try {
+    m = read_manifest(dir);
+  } catch (const std::exception& e) {
+    std::cerr << "merge: " << e.what() << "\n";
+    return 1;
+  }
+  const std::string file = !a.sweep_file.empty() ? a.sweep_file : m ? m->sweep_file : "";
+  if (file.empty())
+    return usage_error("--merge: " + dir.string() + " has no " + kManifest +
+                       " (it was not submitted with --slurm); name the sweep file: cpsim sweep SWEEP.yaml --merge DIR");
+  const std::vector<std::string> sets = !a.sets.empty() ? a.sets : m ? m->sets : std::vector<std::string>{};
+  size_t k = 0;
+  if (m) {
+    if (a.array_size && a.array_size != m->shards)
+      return usage_error("--merge: " + dir.string() + " was submitted as " + std::to_string(m->shards) +
+                         " shards, not " + std::to_string(a.array_size));
+    k = m->shards;
+  } else if (a.array_size) {
+    k = a.array_size;
+  } else {
+    // Without a manifest, K is in the shard files' names: results.i-of-K.csv.
+    std::set<size_t> ks;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      size_t i = 0, kk = 0;
+      char tail[8] = {};
+      if (std::sscanf(name.c_str(), "results.%zu-of-%zu.cs%1s", &i, &kk, tail) == 3 && name.ends_with(".csv") &&
+          shard_csv_name(i, kk) == name && i < kk)
+        ks.insert(kk);
+    }
+    if (ks.empty()) {
+      std::cerr << "merge: no shard files (results.i-of-K.csv) in " << dir.string() << "\n";
+      return 1;
+    }
+    if (ks.size() > 1) {
+      std::string list;
+      for (size_t kk : ks) list += (list.empty() ? "" : ", ") + std::to_string(kk);
+      return usage_error("--merge: " + dir.string() + " holds shards of several sizes K (" + list +
+                         "); choose one with --array-size K");
+    }
+    k = *ks.begin();
+  }
+  const auto sweep = load_points(file, sets);
+  if (!sweep) return 2;
+  const auto shard_of = assign_shards(point_costs(sweep->points), k);
+  const Collected c = collect_shards(dir, sweep->points, shard_of, k);
+  std::string hint;
+  if (m) hint = "cpsim sweep " + slurm::shell_quote(file) + " --slurm --resume -o " + slurm::shell_quote(dir.string());
+  else hint = "cpsim sweep " + slurm::shell_quote(file) + " --shard i/" + std::to_string(k) + " --resume -o " +
+              slurm::shell_quote(dir.string()) + " for each shard i above";
+  try {
+    const std::string csv = write_merged(dir, sweep->points, c);
+    return report_merge(c, dir, csv, m, hint, a.quiet);
+  } catch (const std::exception& e) {
+    std::cerr << "merge: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+double poll_interval_s() {
+  // A test seam: how often --wait asks squeue.
+  if (const char* p = std::getenv("CPSIM_SLURM_POLL_S"); p && *p) {
+    const double v = std::atof(p);
+    if (v > 0) return v;
+  }
+  return 2.0;
+}
+
+/// Waits until `job_id` has left the queue, showing how many points its shards finished.
+/// Returns false when interrupted.
+bool wait_for_job(const std::string& job_id, const fs::path& dir, const std::vector<size_t>& shard_of,
+                  const std::vector<size_t>& shards, size_t k, bool quiet) {
+  std::set<size_t> mine(shards.begin(), shards.end());
+  size_t total = 0;
+  for (size_t s : shard_of) total += mine.count(s);
+  const bool tty = ::isatty(STDERR_FILENO) && !quiet;
+  const double poll_s = poll_interval_s();
+  const auto t0 = Clock::now();
+  std::string last_line, last_error;
+  InterruptGuard guard;
+  while (!g_interrupted) {
+    const slurm::QueueState q = slurm::query(job_id);
+    if (q.gone()) break;
+    if (!q.answered) {
+      if (q.error != last_error)
+        std::cerr << (tty ? "\r\033[K" : "") << "sweep: squeue: " << q.error << " (still waiting)\n";
+      last_error = q.error;
+    } else if (!quiet) {
+      size_t done = 0;
+      for (size_t s : shards) done += read_rows((dir / shard_csv_name(s, k)).string()).size();
+      const std::string line = "[" + std::to_string(std::min(done, total)) + "/" + std::to_string(total) + "] job " +
+                               job_id + ": tasks " + std::to_string(q.running) + " running, " +
+                               std::to_string(q.pending) + " pending";
+      if (line != last_line) std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n") << std::flush;
+      last_line = line;
+    }
+    const auto until = Clock::now() + std::chrono::duration<double>(poll_s);
+    while (!g_interrupted && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (tty) std::cerr << "\r\033[K" << std::flush;
+  if (g_interrupted) {
+    std::cerr << "sweep: stopped waiting; job " << job_id << " goes on. Merge when it is done: cpsim sweep --merge "
+              << slurm::shell_quote(dir.string()) << "\n";
+    return false;
+  }
+  if (!quiet)
+    std::cerr << "sweep: job " << job_id << " left the queue after "
+              << format_duration(std::chrono::duration<double>(Clock::now() - t0).count()) << "\n";
+  return true;
+}
+
+int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep) {
+  const size_t n = sweep.points.size();
+  const fs::path dir = absolute_dir(a.out_dir.empty() ? sweep.name + "-sweep" : a.out_dir);
+  if (dir.string().find_first_of(" \t\n%") != std::string::npos)
+    return usage_error("--slurm: the output directory's path goes into `#SBATCH --output` and may not hold "
+                       "blanks or '%': " + dir.string());
+  if (n == 0) return usage_error("--slurm: the sweep has no points");
+  for (const auto* v : {&a.partition, &a.time_limit})
+    if (v->find_first_of("\n\r") != std::string::npos) return usage_error("--partition and --time take one line");
+  for (const auto& v : a.sbatch_args)
+    if (v.empty() || v.find_first_of("\n\r") != std::string::npos)
+      return usage_error("--sbatch-arg takes one sbatch option on one line, e.g. --sbatch-arg=--account=proj");
+  std::error_code ec;
+  fs::create_directories(dir / "runs", ec);
+  if (!ec) fs::create_directories(dir / "logs", ec);
+  if (ec) {
+    std::cerr << "error: cannot create " << dir.string() << ": " << ec.message() << "\n";
+    return 1;
+  }
+  std::optional<Manifest> m;
+  try {
+    m = read_manifest(dir);
+  } catch (const std::exception& e) {
+    std::cerr << "sweep: " << e.what() << "\n";
+    return 1;
+  }
+  // A submission still queued would write the same shard files as a new one.
+  if (m)
+    for (const auto& sub : m->submissions) {
+      const slurm::QueueState q = slurm::query(sub.job_id);
+      if (!q.answered) {
+        std::cerr << "sweep: cannot tell whether job " << sub.job_id << " (an earlier submission to " << dir.string()
+                  << ") is still queued: " << q.error << "\n";
+        return 1;
+      }
+      if (!q.gone()) {
+        std::cerr << "sweep: job " << sub.job_id << " (an earlier submission to " << dir.string() << ") still has "
+                  << q.running << " tasks running and " << q.pending
+                  << " pending; wait for it (cpsim sweep --merge shows its progress) or scancel it first\n";
+        return 1;
+      }
+    }
+
+  size_t k = a.array_size ? a.array_size : std::min(n, kDefaultArraySize);
+  if (a.resume && m && m->shards != k) {
+    if (a.array_size)
+      return usage_error("--resume: " + dir.string() + " was submitted as " + std::to_string(m->shards) +
+                         " shards; drop --array-size or give the same K");
+    k = m->shards;
+  }
+  if (k > n && !(a.resume && m)) {
+    if (!a.quiet) std::cerr << "sweep: --array-size " << k << " > " << n << " points: using " << n << " array tasks\n";
+    k = n;
+  }
+  const auto shard_of = assign_shards(point_costs(sweep.points), k);
+
+  std::vector<size_t> to_run;
+  Manifest next;
+  next.sweep_file = fs::absolute(sweep.file).lexically_normal().string();
+  next.shards = k;
+  next.sets = a.sets;
+  if (a.resume) {
+    const Collected c = collect_shards(dir, sweep.points, shard_of, k);
+    to_run = c.incomplete();
+    if (m && m->shards == k) next.submissions = m->submissions;
+    if (to_run.empty()) {
+      if (!a.quiet) std::cerr << "sweep: resuming: all " << n << " points are done; nothing to submit\n";
+      return report_merge(c, dir, write_merged(dir, sweep.points, c), m, "", a.quiet);
+    }
+    if (!a.quiet)
+      std::cerr << "sweep: resuming: " << c.ok << " of " << n << " points done; resubmitting "
+                << (to_run.size() == 1 ? "shard " : "shards ") << slurm::array_list(to_run) << " of " << k << "\n";
+  } else {
+    for (size_t s = 0; s < k; ++s) to_run.push_back(s);
+    // A fresh sweep, as a local run without --resume: no row of an earlier run survives.
+    std::vector<fs::path> stale;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name == "results.csv" || (name.starts_with("results.") && name.find("-of-") != std::string::npos &&
+                                    name.ends_with(".csv")))
+        stale.push_back(e.path());
+    }
+    for (const auto& p : stale) fs::remove(p, ec);
+  }
+
+  slurm::ArrayJob job;
+  std::string name = "cpsim-" + sweep.name;
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '-';
+  job.job_name = name;
+  job.cpsim = own_exe();
+  job.sweep_file = next.sweep_file;
+  job.out_dir = dir.string();
+  job.shards = k;
+  job.cpus_per_task = a.jobs > 0 ? a.jobs : 1;
+  job.timeout_s = a.timeout_s;
+  job.partition = a.partition;
+  job.time_limit = a.time_limit;
+  job.sets = a.sets;
+  job.sbatch_args = a.sbatch_args;
+  const std::string script = (dir / "sweep.sbatch").string();
+  try {
+    report::write_atomic(script, slurm::batch_script(job));
+    fs::permissions(script, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                fs::perms::others_read | fs::perms::others_exec);
+  } catch (const std::exception& e) {
+    std::cerr << "sweep: " << e.what() << "\n";
+    return 1;
+  }
+  const slurm::Submitted sub = slurm::submit(script, to_run.size() == k ? "" : slurm::array_list(to_run));
+  if (!sub.ok) {
+    std::cerr << "sweep: sbatch " << script << ": " << sub.error << "\n";
+    return 1;
+  }
+  next.submissions.push_back({sub.job_id, to_run});
+  try {
+    write_manifest(dir, next, job);
+  } catch (const std::exception& e) {
+    std::cerr << "sweep: job " << sub.job_id << " submitted, but " << e.what() << "\n";
+    return 1;
+  }
+  size_t points_submitted = 0;
+  for (size_t s : shard_of) points_submitted += std::binary_search(to_run.begin(), to_run.end(), s);
+  if (a.quiet) {
+    if (!a.wait) std::cout << sub.job_id << "\n";
+  } else {
+    std::cout << "sweep: submitted job " << sub.job_id << ": " << to_run.size()
+              << (to_run.size() == 1 ? " array task (shard " : " array tasks (shards ") << slurm::array_list(to_run)
+              << " of " << k << ") for " << points_submitted << " of " << n << " points -> " << dir.string() << "\n";
+    if (!a.wait)
+      std::cout << "sweep: when it is done: cpsim sweep --merge " << slurm::shell_quote(dir.string()) << "\n";
+  }
+  if (!a.wait) return 0;
+  if (!wait_for_job(sub.job_id, dir, shard_of, to_run, k, a.quiet)) return 130;
+  const std::optional<Manifest> now = next;
+  Collected c = collect_shards(dir, sweep.points, shard_of, k);
+  // On a shared filesystem the last files a node wrote may take a moment to show here.
+  for (int retry = 0; retry < 3 && c.missing > 0 && !g_interrupted; ++retry) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_interval_s()));
+    c = collect_shards(dir, sweep.points, shard_of, k);
+  }
+  try {
+    const std::string csv = write_merged(dir, sweep.points, c);
+    return report_merge(c, dir, csv, now,
+                        "cpsim sweep " + slurm::shell_quote(next.sweep_file) + " --slurm --resume -o " +
+                            slurm::shell_quote(dir.string()),
+                        a.quiet);
+  } catch (const std::exception& e) {
+    std::cerr << "merge: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_sweep(const SweepArgs& a) {
+  if (!a.merge_dir.empty() && (a.slurm || !a.shard.empty() || a.list || a.wait || a.resume))
+    return usage_error("--merge DIR merges what is in DIR; it takes no --slurm, --shard, --list, --wait or --resume");
+  if (a.slurm && !a.shard.empty())
+    return usage_error("--slurm submits every shard; --shard is what each array task runs");
+  if (a.slurm && a.list) return usage_error("--list runs nothing; use --list --shard i/K to see one shard's points");
+  if (!a.slurm) {
+    if (a.wait) return usage_error("--wait needs --slurm");
+    if (!a.partition.empty() || !a.time_limit.empty() || !a.sbatch_args.empty())
+      return usage_error("--partition, --time and --sbatch-arg need --slurm");
+    if (a.array_size && a.merge_dir.empty()) return usage_error("--array-size needs --slurm or --merge");
+  }
+  if (a.timeout_s < 0 || !std::isfinite(a.timeout_s))
+    return usage_error("--timeout: expected seconds >= 0 (0 = no limit)");
+  if (!a.merge_dir.empty()) return run_merge(a);
+  if (a.sweep_file.empty()) return usage_error("a sweep file is required: cpsim sweep SWEEP.yaml ...");
+
   std::optional<std::pair<size_t, size_t>> shard;
   if (!a.shard.empty()) {
     shard = parse_shard(a.shard);
-    if (!shard) {
-      std::cerr << "error: --shard: expected i/K with 0 <= i < K, got '" << a.shard << "'\n";
-      return 2;
-    }
+    if (!shard) return usage_error("--shard: expected i/K with 0 <= i < K, got '" + a.shard + "'");
   }
-  if (a.timeout_s < 0 || !std::isfinite(a.timeout_s)) {
-    std::cerr << "error: --timeout: expected seconds >= 0 (0 = no limit)\n";
-    return 2;
-  }
-  for (auto& p : sweep.points) p.overrides.insert(p.overrides.end(), a.sets.begin(), a.sets.end());
+  const auto loaded = load_points(a.sweep_file, a.sets);
+  if (!loaded) return 2;
+  const scenario::Sweep& sweep = *loaded;
+  if (a.slurm) return run_slurm(a, sweep);
+
   std::vector<size_t> todo;
-  for (size_t i = 0; i < sweep.points.size(); ++i)
-    if (!shard || i % shard->second == shard->first) todo.push_back(i);
-  {
-    std::map<std::string, size_t> seen;
-    for (const auto& p : sweep.points)
-      if (!seen.emplace(p.id, 0).second) {
-        std::cerr << a.sweep_file << ": error: two points share the id '" << p.id << "'\n";
-        return 2;
-      }
+  if (shard) {
+    const auto shard_of = assign_shards(point_costs(sweep.points), shard->second);
+    for (size_t i = 0; i < sweep.points.size(); ++i)
+      if (shard_of[i] == shard->first) todo.push_back(i);
+  } else {
+    for (size_t i = 0; i < sweep.points.size(); ++i) todo.push_back(i);
   }
 
   if (a.list) {
@@ -602,9 +1167,7 @@ int run_sweep(const SweepArgs& a) {
     std::cerr << "error: cannot create " << args.out_dir << ": " << ec.message() << "\n";
     return 1;
   }
-  const std::string csv_name =
-      shard ? "results." + std::to_string(shard->first) + "-of-" + std::to_string(shard->second) + ".csv"
-            : "results.csv";
+  const std::string csv_name = shard ? shard_csv_name(shard->first, shard->second) : "results.csv";
   SweepRunner runner(args, sweep.points, csv_name);
   try {
     if (args.resume) runner.load_previous(todo);
@@ -619,19 +1182,37 @@ int run_sweep(const SweepArgs& a) {
 
 void register_sweep(CLI::App& app, int& rc) {
   auto a = std::make_shared<SweepArgs>();
-  auto* cmd = app.add_subcommand("sweep", "run every scenario of a sweep file, N at a time");
-  cmd->add_option("sweep", a->sweep_file, "sweep YAML file")->required();
+  auto* cmd = app.add_subcommand("sweep", "run every scenario of a sweep file, N at a time, here or on Slurm");
+  cmd->add_option("sweep", a->sweep_file, "sweep YAML file (with --merge: taken from DIR when submitted with --slurm)");
   cmd->add_option("-o,--out", a->out_dir, "output directory (default: <sweep name>-sweep)");
-  cmd->add_option("-j,--jobs", a->jobs, "scenarios run at once (default: CPU count)");
+  cmd->add_option("-j,--jobs", a->jobs,
+                  "scenarios run at once (default: CPU count; with --slurm: CPUs per array task, default 1)");
   cmd->add_option("--timeout", a->timeout_s, "seconds one scenario may run before it is killed (0 = no limit)")
       ->default_str("600");
   cmd->add_option("--set", a->sets,
                   "override a scenario key in every point, after the sweep's own values (repeatable)");
-  cmd->add_flag("--resume", a->resume, "keep the points a previous run finished; run the rest");
+  cmd->add_flag("--resume", a->resume,
+                "keep the points a previous run finished; run the rest (with --slurm: resubmit only the shards "
+                "with missing or failed points)");
   cmd->add_flag("--list", a->list, "print the expanded points and exit");
-  cmd->add_flag("-q,--quiet", a->quiet, "print nothing but errors");
-  // Documented in docs/workflow.md; hidden here: for batch schedulers (one shard per job).
-  cmd->add_option("--shard", a->shard, "run only points whose index % K == i (i/K)")->group("");
+  cmd->add_flag("-q,--quiet", a->quiet, "print nothing but errors (with --slurm: the job id)");
+  // Documented in docs/workflow.md; hidden here: what each array task (or batch job) runs.
+  cmd->add_option("--shard", a->shard, "run only shard i of K (cost-balanced) (i/K)")->group("");
+  auto* slurm = cmd->add_flag("--slurm", a->slurm,
+                              "submit the sweep as one Slurm array job of K shards (-o DIR on a shared filesystem)");
+  cmd->add_option("--array-size", a->array_size, "K: array tasks (shards) for --slurm (default: min(points, 32))")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--partition", a->partition, "Slurm partition (default: the cluster's)")->needs(slurm);
+  cmd->add_option("--time", a->time_limit, "time limit of each array task, Slurm syntax (e.g. 30, 2:00:00)")
+      ->needs(slurm);
+  cmd->add_option("--sbatch-arg", a->sbatch_args,
+                  "an extra sbatch option, e.g. --sbatch-arg=--account=proj (repeatable)")
+      ->allow_extra_args(false)
+      ->needs(slurm);
+  cmd->add_flag("--wait", a->wait, "with --slurm: wait for the job, then merge")->needs(slurm);
+  cmd->add_option("--merge", a->merge_dir,
+                  "merge the shards in DIR into DIR/results.csv and report missing or failed ones")
+      ->type_name("DIR");
   cmd->callback([a, &rc] { rc = run_sweep(*a); });
 }
 

@@ -22,14 +22,20 @@ namespace cpsim::app {
 namespace {
 
 /// The scenario the builders and the Pricer see: slow_nodes folded into slow_gpus (the Pricer
-/// reads only those), and one data-parallel replica never standing for all when links or rails
-/// are perturbed (replicas then differ; the builder checks only per-GPU perturbations).
+/// reads only those) and factors of 1 dropped (they change nothing, and the builder takes any
+/// slow GPU as a reason to simulate every data-parallel replica); no replica standing for all
+/// when links or rails are perturbed (replicas then differ; the builder checks only per-GPU
+/// perturbations).
 scenario::Scenario priced_scenario(const scenario::Scenario& sc) {
   scenario::Scenario s = sc;
-  s.perturb.gpu_slowdown = sc.perturb.gpu_factors(sc.platform.gpus_per_node);
+  s.perturb.gpu_slowdown.clear();
+  for (const auto& [rank, f] : sc.perturb.gpu_factors(sc.platform.gpus_per_node))
+    if (f != 1) s.perturb.gpu_slowdown[rank] = f;
   s.perturb.node_slowdown.clear();
-  if (!sc.perturb.links.empty() || !sc.perturb.rails_down.empty())
-    s.simulation.symmetry = scenario::Symmetry::Off;
+  scenario::PerturbSpec net;
+  net.links = sc.perturb.links;
+  net.rails_down = sc.perturb.rails_down;
+  if (net.any()) s.simulation.symmetry = scenario::Symmetry::Off;
   return s;
 }
 
@@ -155,18 +161,14 @@ std::vector<double> run_in_children(const std::vector<std::function<double()>>& 
 }
 
 /// The straggler what-if: for each candidate rank (static factor > 1: the most slowed ranks,
-/// and the critical path's straggler), the step with that rank's static factor removed.
-/// Removal goes through slow_gpus: factor / Pricer factor cancels the rank's slowdown and its
-/// static variation draw; the other ranks' draws are untouched.
-report::StragglerWhatIf straggler_what_if(const scenario::Scenario& sc, const scenario::Scenario& priced,
-                                          const report::Result& r, const schedule::Pricer& pricer,
-                                          const SimulateOptions& opt) {
+/// and the critical path's straggler), the step with that rank made neutral (perturb.neutral_rank:
+/// no slowdown, variation or jitter; the other ranks' draws are untouched).
+report::StragglerWhatIf straggler_what_if(const scenario::Scenario& priced, const report::Result& r,
+                                          const schedule::Pricer& pricer, const SimulateOptions& opt) {
   report::StragglerWhatIf w;
   w.step_with_s = r.step_time_s;
   w.step_without_s = r.step_time_s;
-  w.removed = "the rank's slowdown (slow_gpus, slow_nodes) and static variation";
-  if (sc.perturb.jitter_cv > 0)
-    w.removed += "; its per-kernel jitter stays (the Pricer draws jitter for all ranks from one stream)";
+  w.removed = "the rank's slowdown (slow_gpus, slow_nodes), static variation and jitter";
   std::vector<std::pair<double, int>> slowed;  // (factor, rank) of ranks that compute
   for (const auto& m : r.ranks)
     if (m.compute_s > 0 && pricer.rank_factor(m.rank) > 1)
@@ -186,9 +188,7 @@ report::StragglerWhatIf straggler_what_if(const scenario::Scenario& sc, const sc
   std::vector<std::function<double()>> jobs;
   for (int k : cand) {
     scenario::Scenario s = priced;
-    const auto it = priced.perturb.gpu_slowdown.find(k);
-    const double slow = it == priced.perturb.gpu_slowdown.end() ? 1.0 : it->second;
-    s.perturb.gpu_slowdown[k] = slow / pricer.rank_factor(k);
+    s.perturb.neutral_rank = k;
     jobs.push_back([s] { return step_time(s); });
   }
   const std::vector<double> steps = run_in_children(jobs, opt.jobs);
@@ -234,12 +234,13 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   const engine::ReplayOptions ro = replay_options(sc);
   // With child runs to come, this process must not hold SimGrid's one engine: replay in a
   // child too (the trace comes back whole).
-  const bool children = opt.what_if_straggler || opt.samples > 0;
+  const bool what_if = opt.what_if_straggler.value_or(sc.perturb.any());
+  const bool children = what_if || opt.samples > 0;
   const engine::Trace tr = children ? engine::replay_in_child(g, topo, sc.simulation.engine, ro)
                                     : engine::replay(g, topo, sc.simulation.engine, ro);
   report::Result r = report::analyze(sc, g, tr, info, pricer);
   r.links = report::link_loads(g, topo, r.step_time_s);
-  if (opt.what_if_straggler) r.straggler = straggler_what_if(sc, priced, r, pricer, opt);
+  if (what_if) r.straggler = straggler_what_if(priced, r, pricer, opt);
   if (opt.samples > 0) r.samples = run_samples(sc, opt);
   SimulateOutput out;
   out.result = report::result_json(r, sc, g);

@@ -2,6 +2,7 @@
 /// One scenario from resolved input to results: topology, cost model, graph, replay, analysis.
 /// Shared by `run` and by `sweep`'s per-scenario child processes.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "report/output.hpp"
@@ -15,8 +16,9 @@ struct SimulateOptions {
   report::TraceFilter trace_filter;
   /// Re-simulate without the straggler: for each candidate rank (the most slowed ranks and the
   /// critical path's straggler, up to what_if_candidates), the step with that rank's static
-  /// slowdown removed; reports the one that shrinks the step most.
-  bool what_if_straggler = false;
+  /// slowdown removed; reports the one that shrinks the step most. Unset: on when the scenario
+  /// has perturbations (scenario::PerturbSpec::any), so `run` and `sweep` agree.
+  std::optional<bool> what_if_straggler;
   int what_if_candidates = 4;
   /// > 0: also run this many seeds (seed, seed + 1, ...) and report the step-time distribution.
   int samples = 0;

@@ -222,16 +222,15 @@ std::vector<uint32_t> Topology::route(int src, int dst) const {
   const int nics = s.nics_per_node;
   const int a = node_of(src), b = node_of(dst);
   const int ra = rail_of(src), rb = rail_of(dst);
-  // Rails in service: leave on ra (else the destination's rail, else the next healthy one),
-  // arrive on the rail the data travels (no spine for the detour).
-  int rs = ra;
-  if (!rail_up(ra)) {
-    rs = rb;
+  // A rail that is down hands its traffic to the next healthy rail of the node (NCCL's PXN: an
+  // intra-node hop to the GPU on that rail), on either end.
+  auto healthy_from = [&](int rail) {
     const int used = std::min(nics, gpn);
-    for (int k = 1; !rail_up(rs) && k < used; ++k) rs = (ra + k) % used;
-    if (!rail_up(rs)) throw std::logic_error("route: no healthy rail (the constructor checks this)");
-  }
-  const int rd = rail_up(rb) ? rb : rs;
+    for (int k = 0; k < used; ++k)
+      if (rail_up((rail + k) % used)) return (rail + k) % used;
+    throw std::logic_error("route: no healthy rail (the constructor checks this)");
+  };
+  const int rs = healthy_from(ra), rd = healthy_from(rb);
   const int proxy_a = rs == ra ? src : gpu_on_rail(a, rs, src % gpn);
   const int proxy_b = rd == rb ? dst : gpu_on_rail(b, rd, dst % gpn);
   const int la = a / s.nodes_per_leaf, lb = b / s.nodes_per_leaf;

@@ -40,8 +40,8 @@ class Topology {
 
   /// Link indices from src to dst (empty if src == dst). Computed on the fly, deterministic.
   /// Inter-node traffic of a GPU whose rail is down takes a proxy hop inside its node (NCCL's
-  /// PXN): to the GPU on the destination's rail if that rail is up, else on the next healthy
-  /// rail; it arrives on the same rail, hopping to the destination GPU if that one's rail is down.
+  /// PXN) to the GPU on the next healthy rail (r+1, r+2, ... cyclically), and traffic for a GPU
+  /// whose rail is down arrives on the next healthy rail of its node and hops to it there.
   std::vector<uint32_t> route(int src, int dst) const;
   /// Whether rail (NIC index) r is in service.
   bool rail_up(int r) const { return r < 0 || r >= static_cast<int>(rail_down_.size()) || !rail_down_[r]; }

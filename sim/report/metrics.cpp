@@ -249,23 +249,43 @@ Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::T
     r.mfu = r.tflops_per_gpu * 1e12 / sc.platform.gpu.peak_flops;
   }
 
-  // Waits: an op that started later than its stream allowed waited on its releaser. Per rank,
-  // the waits are also summed by the releasing op's kind (all layers and steps together).
+  // Waits: every stretch of a rank's step when it computes nothing ends with the compute op
+  // that starts next; that op waited on its releaser (the predecessor that finished last), and
+  // the stretch is charged to the releaser's rank (for a transfer, its other end as the rank
+  // sees it) and summed by the releaser's kind. The stretch after the rank's last compute waits
+  // for the step to end: it is charged to the op that ends the step. So per rank, compute_s +
+  // wait_s = step time.
+  OpId last = 0;
+  for (OpId id = 0; id < g.size(); ++id)
+    if (tr.end_s[id] > tr.end_s[last]) last = id;
   std::vector<std::map<ReleaserKind, double>> by_releaser(static_cast<size_t>(nr));
-  for (OpId id = 0; id < g.size(); ++id) {
-    const OpId rel = releaser(g, tr, id);
-    if (rel == schedule::kNoOp) continue;
-    const auto& op = g.op(id);
+  std::vector<std::vector<OpId>> compute_ops(static_cast<size_t>(nr));
+  for (OpId id = 0; id < g.size(); ++id)
+    if (g.op(id).kind == OpKind::Compute) compute_ops[g.op(id).rank].push_back(id);
+  auto charge = [&](int k, OpId rel, double wait) {
     const auto& rop = g.op(rel);
-    const auto& qs = g.queue_of()[id];
-    const double own_ready =
-        qs.pos == 0 ? 0.0 : tr.end_s[g.queues()[qs.queue].ops[qs.pos - 1]];
-    const double wait = tr.start_s[id] - own_ready;
-    if (wait > 0 && rop.rank != op.rank) {
-      r.ranks[op.rank].waited_on[rop.rank] += wait;
-      by_releaser[op.rank][{rop.label.name, rop.label.scheme, rop.label.phase, rop.rank,
-                            rop.kind == OpKind::Transfer ? rop.peer : -1}] += wait;
+    int who = rop.rank;
+    if (rop.kind == OpKind::Transfer && rop.rank == k) who = rop.peer;
+    r.ranks[k].wait_s += wait;
+    r.ranks[k].waited_on[who] += wait;
+    by_releaser[k][{rop.label.name, rop.label.scheme, rop.label.phase, rop.rank,
+                    rop.kind == OpKind::Transfer ? rop.peer : -1}] += wait;
+  };
+  for (int k = 0; k < nr; ++k) {
+    auto& ops = compute_ops[k];
+    if (ops.empty()) continue;
+    std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) {
+      return tr.start_s[a] != tr.start_s[b] ? tr.start_s[a] < tr.start_s[b] : a < b;
+    });
+    double busy_until = 0;
+    for (OpId id : ops) {
+      if (tr.start_s[id] > busy_until) {
+        const OpId rel = releaser(g, tr, id);
+        if (rel != schedule::kNoOp) charge(k, rel, tr.start_s[id] - busy_until);
+      }
+      busy_until = std::max(busy_until, tr.end_s[id]);
     }
+    if (tr.makespan_s > busy_until) charge(k, last, tr.makespan_s - busy_until);
   }
   for (int k = 0; k < nr; ++k) {
     const ReleaserKind* best = nullptr;

@@ -27,11 +27,15 @@ struct RankMetrics {
   double cp_exposed_s = 0;
   double bytes_sent = 0;
   double bytes_received = 0;
-  /// seconds this rank's ops waited, by the other rank whose op released them (a wait released
-  /// by the rank's own op, on another of its streams, is its own work, not waiting)
+  /// Time the rank computed nothing: every such stretch waited for the op that released the
+  /// compute op after it (the stretch after its last compute, for the op ending the step).
+  /// compute_s + wait_s = step time.
+  double wait_s = 0;
+  /// wait_s by the rank whose op released it; a transfer counts for its other end as seen
+  /// from this rank (the sender for a receive, the receiver for a send)
   std::map<int, double> waited_on;
   /// The kind of op (phase, scheme, name, ranks; all layers and steps together) whose
-  /// completion released the most of those waits.
+  /// completion released the most of the rank's waits.
   struct Releaser {
     std::string op;   ///< "fwd ring-zigzag kv_p2p [r2->r3]"
     int rank = -1;    ///< the releasing op's rank (a transfer's sender)

@@ -143,6 +143,7 @@ json scenario_json(const scenario::Scenario& sc) {
                       {"direction", directions[static_cast<int>(l.direction)]},
                       {"bw_factor", l.bw_factor}, {"add_latency_s", l.add_latency_s}});
   j["perturb"] = {{"slow_gpus", slow}, {"slow_nodes", slow_nodes}, {"jitter_cv", sc.perturb.jitter_cv},
+                  {"jitter_dist", sc.perturb.jitter_dist == scenario::JitterDist::LogNormal ? "lognormal" : "normal"},
                   {"gpu_variation_cv", sc.perturb.gpu_variation_cv},
                   {"interference", sc.perturb.interference}, {"links", plinks},
                   {"rails_down", sc.perturb.rails_down}};
@@ -172,7 +173,7 @@ json result_json(const Result& r, const scenario::Scenario& sc, const schedule::
                      {"exposed_comm_s", m.exposed_comm_s}, {"idle_s", m.idle_s},
                      {"attention_compute_s", m.attention_compute_s},
                      {"bytes_sent", m.bytes_sent}, {"bytes_received", m.bytes_received},
-                     {"waited_on_s", w}});
+                     {"wait_s", m.wait_s}, {"waited_on_s", w}});
     if (m.top_releaser.rank >= 0)
       ranks.back()["top_releaser"] = {{"op", m.top_releaser.op}, {"rank", m.top_releaser.rank},
                                       {"wait_s", m.top_releaser.wait_s}};

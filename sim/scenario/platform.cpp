@@ -1,5 +1,8 @@
 // Platform files -> PlatformSpec.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 
 #include "scenario/builders.hpp"
 #include "scenario/load.hpp"
@@ -9,6 +12,8 @@ namespace detail {
 namespace {
 
 constexpr int64_t kMaxGpus = 1'000'000;
+/// Links model::Topology may build (a 1,000,000-GPU rail-optimised cluster needs about 8 M).
+constexpr double kMaxLinks = 16'000'000;
 
 GpuSpec read_gpu_fields(const Node& n, const std::string& default_name) {
   MapReader r(n, {"name", "description", "peak_flops", "gemm_flops", "hbm_bw", "memory"});
@@ -191,7 +196,8 @@ PlatformSpec build_platform(const Node& tree, const std::string& file, const std
   if (nics) p.nics_per_node = as_count(*nics, 0, 1024);
   if (const Node* v = nr.get("nic")) p.nic = read_link(*v);
   if (const Node* v = nr.get("nodes_per_leaf")) p.nodes_per_leaf = as_count(*v, 1, kMaxGpus);
-  if (const Node* v = nr.get("spines")) p.spines = as_count(*v, 1, 1'000'000);
+  const Node* spines = nr.get("spines");
+  if (spines) p.spines = as_count(*spines, 1, 1'000'000);
   if (const Node* v = nr.get("oversubscription")) {
     p.oversubscription = as_number(*v);
     check_min(*v, p.oversubscription, 0, false);
@@ -206,6 +212,32 @@ PlatformSpec build_platform(const Node& tree, const std::string& file, const std
       fail_at(nics ? *nics : *net, why + ": nics_per_node must be >= 1");
     if (!nr.get("nic")) fail(net->key_at.src ? net->key_at : net->at, net->path,
                              "missing required key 'nic' (" + why + ")");
+  }
+
+  // model::Topology builds every link up front (two per GPU, per PCIe switch uplink, per NIC
+  // and per leaf-spine pair, one per ordered CPU pair): bounded here, so that `spines: 1000000`
+  // is an error and not memory exhaustion.
+  const double switches = std::ceil(double(p.gpus_per_node) / p.gpus_per_pcie_switch);
+  const double cpus = std::ceil(switches / p.pcie_switches_per_cpu);
+  const double pcie_links = p.intra == IntraFabric::PCIe ? p.nodes * (2 * switches + cpus * (cpus - 1)) : 0;
+  const bool network = p.nodes > 1 && p.nics_per_node >= 1;
+  const double nic_links = network ? 2.0 * p.nodes * p.nics_per_node : 0;
+  const double spine_links =
+      network ? 2.0 * p.nics_per_node * std::ceil(double(p.nodes) / p.nodes_per_leaf) * p.spines : 0;
+  const double links = 2.0 * p.total_gpus() + pcie_links + nic_links + spine_links;
+  if (links > kMaxLinks) {
+    const Node* at = spine_links >= std::max(pcie_links, nic_links) ? spines
+                     : nic_links >= pcie_links                       ? nics
+                                                                     : gpn;
+    if (at == nullptr) at = nodes ? nodes : &tree;
+    auto num = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.0f", v);
+      return std::string(buf);
+    };
+    fail_at(*at, "the platform would have " + num(links) + " links (GPU " + num(2.0 * p.total_gpus()) +
+                     ", PCIe " + num(pcie_links) + ", NIC " + num(nic_links) + ", leaf-spine " +
+                     num(spine_links) + "), more than the limit of " + num(kMaxLinks));
   }
 
   if (const Node* v = r.get("nccl")) p.nccl = read_nccl(*v);

@@ -245,8 +245,8 @@ LinkPerturb read_link_perturb(const Node& n, const PlatformSpec& plat) {
 }
 
 PerturbSpec read_perturb(const Node& n, const PlatformSpec& plat, std::vector<const Node*>& rank_keys) {
-  MapReader r(n, {"slow_gpus", "slow_nodes", "jitter_cv", "gpu_variation_cv", "interference", "links",
-                  "rails_down"});
+  MapReader r(n, {"slow_gpus", "slow_nodes", "jitter_cv", "jitter_dist", "gpu_variation_cv", "interference",
+                  "links", "rails_down"});
   PerturbSpec s;
   if (const Node* sg = r.get("slow_gpus"))
     s.gpu_slowdown = read_factor_map(*sg, "GPU rank", "{3: 1.2}", &rank_keys);
@@ -262,6 +262,8 @@ PerturbSpec read_perturb(const Node& n, const PlatformSpec& plat, std::vector<co
     s.jitter_cv = as_number(*v);
     check_min(*v, s.jitter_cv, 0, true);
   }
+  if (const Node* v = r.get("jitter_dist"))
+    s.jitter_dist = as_choice(*v, {"normal", "lognormal"}) == 0 ? JitterDist::Normal : JitterDist::LogNormal;
   if (const Node* v = r.get("gpu_variation_cv")) {
     s.gpu_variation_cv = as_number(*v);
     check_min(*v, s.gpu_variation_cv, 0, true);

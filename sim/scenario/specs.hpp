@@ -163,14 +163,22 @@ struct LinkPerturb {
   double add_latency_s = 0;    ///< added to the link's one-way latency, >= 0
 };
 
+/// Per-kernel jitter: normal, x max(0.5, 1 + cv N(0,1)); lognormal, x exp(mu + sigma N(0,1))
+/// with mean 1 and coefficient of variation cv exactly (a right tail, never below 0).
+enum class JitterDist { Normal, LogNormal };
+
 struct PerturbSpec {
   std::map<int, double> gpu_slowdown;   ///< rank -> factor (1.2 = 20 % slower)
   std::map<int, double> node_slowdown;  ///< node -> factor for each of its GPUs (times slow_gpus)
   double jitter_cv = 0;                 ///< per-kernel multiplicative noise, coefficient of variation
+  JitterDist jitter_dist = JitterDist::Normal;
   double gpu_variation_cv = 0;          ///< static per-GPU variation drawn once per run
   double interference = -1;             ///< compute slowdown while comm overlaps; <0 = platform default
   std::vector<LinkPerturb> links;       ///< degraded links, applied by model::Topology
   std::vector<int> rails_down;          ///< NIC rails out of service (sorted, unique)
+  /// Internal, never read from a file (the straggler what-if): this rank runs at nominal speed,
+  /// without slowdown, static variation or jitter, while every other rank's draws stay the same.
+  int neutral_rank = -1;
 
   /// slow_gpus times slow_nodes per GPU (GPU g is on node g / gpus_per_node): the per-rank
   /// factors schedule::Pricer applies through gpu_slowdown.

@@ -19,7 +19,13 @@ double normal(std::mt19937_64& rng) {
 
 Pricer::Pricer(const model::CostModel& cost, const scenario::Scenario& sc, int num_ranks)
     : cost_(cost), factor_(static_cast<size_t>(num_ranks), 1.0),
-      jitter_cv_(sc.perturb.jitter_cv), rng_(sc.simulation.seed) {
+      jitter_cv_(sc.perturb.jitter_cv),
+      lognormal_(sc.perturb.jitter_dist == scenario::JitterDist::LogNormal),
+      neutral_rank_(sc.perturb.neutral_rank), rng_(sc.simulation.seed) {
+  if (lognormal_) {
+    log_sigma_ = std::sqrt(std::log1p(jitter_cv_ * jitter_cv_));
+    log_mu_ = -0.5 * log_sigma_ * log_sigma_;
+  }
   if (sc.perturb.gpu_variation_cv > 0) {
     std::mt19937_64 static_rng(sc.simulation.seed ^ 0x9e3779b97f4a7c15ULL);
     for (auto& f : factor_)
@@ -27,13 +33,19 @@ Pricer::Pricer(const model::CostModel& cost, const scenario::Scenario& sc, int n
   }
   for (const auto& [rank, slow] : sc.perturb.gpu_slowdown)
     if (rank >= 0 && rank < num_ranks) factor_[static_cast<size_t>(rank)] *= slow;
+  if (neutral_rank_ >= 0 && neutral_rank_ < num_ranks) factor_[static_cast<size_t>(neutral_rank_)] = 1.0;
 }
 
 double Pricer::time(int rank, const model::Cost& c, const std::string& kind) {
   sources_[kind][model::cost_source_name(c.source)]++;
   if (c.extrapolated) extrapolated_++;
   double t = c.time_s * factor_[static_cast<size_t>(rank)];
-  if (jitter_cv_ > 0) t *= std::max(0.5, 1.0 + jitter_cv_ * normal(rng_));
+  if (jitter_cv_ > 0) {
+    // Drawn for every op, so that sparing the neutral rank leaves the others' draws as they were.
+    const double z = normal(rng_);
+    const double j = lognormal_ ? std::exp(log_mu_ + log_sigma_ * z) : std::max(0.5, 1.0 + jitter_cv_ * z);
+    if (rank != neutral_rank_) t *= j;
+  }
   return t;
 }
 

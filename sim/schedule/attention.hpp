@@ -15,8 +15,9 @@
 namespace cpsim::schedule {
 
 /// Prices compute ops: the cost model's time on an idle GPU, scaled by the rank's perturbation
-/// (slow GPU, static fleet variation) and seeded per-kernel jitter. Records which source priced
-/// each op kind so results can say so.
+/// (slow GPU, static fleet variation) and seeded per-kernel jitter (normal or lognormal), except
+/// on perturb.neutral_rank, which runs at nominal speed while the others keep their draws.
+/// Records which source priced each op kind so results can say so.
 class Pricer {
  public:
   Pricer(const model::CostModel& cost, const scenario::Scenario& sc, int num_ranks);
@@ -33,6 +34,9 @@ class Pricer {
   const model::CostModel& cost_;
   std::vector<double> factor_;
   double jitter_cv_ = 0;
+  bool lognormal_ = false;
+  double log_mu_ = 0, log_sigma_ = 0;  ///< lognormal jitter: mean 1, cv jitter_cv_
+  int neutral_rank_ = -1;
   std::mt19937_64 rng_;
   std::map<std::string, std::map<std::string, long>> sources_;
   long extrapolated_ = 0;

@@ -365,7 +365,7 @@ std::string replica_symmetry(const scenario::Scenario& sc, const model::Topology
   const auto& pert = sc.perturb;
   if (p.dp == 1) return "not needed: one data-parallel replica";
   if (sc.simulation.symmetry == scenario::Symmetry::Off) return "off (simulation.symmetry)";
-  if (!pert.gpu_slowdown.empty() || pert.jitter_cv > 0 || pert.gpu_variation_cv > 0)
+  if (pert.any())
     return "refused: perturbations make replicas differ";
   if (p.order.back() != "dp") return "refused: dp is not the outermost mesh dimension";
   const auto& spec = topo.spec();

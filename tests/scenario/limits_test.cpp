@@ -135,6 +135,25 @@ TEST(Limits, TrillionTokensAsTheSequence) {
             "                                           ^");
 }
 
+TEST(Limits, MillionsOfLinks) {
+  // Topology builds every link: 64 nodes x 8 rails x 2 leaves x 1,000,000 spines would not fit.
+  EXPECT_EQ(err("platform: {preset: h100-cluster, nodes: 64, network: {spines: 1000000}}\nmodel: qwen3.8-27b\n" +
+                kTail),
+            "s.yaml:1:63: error: platform.network.spines: the platform would have 32002048 links (GPU 1024, PCIe 0, "
+            "NIC 1024, leaf-spine 32000000), more than the limit of 16000000\n"
+            "  platform: {preset: h100-cluster, nodes: 64, network: {spines: 1000000}}\n"
+            "                                                                ^");
+  // One PCIe node of 1,000,000 GPUs, one per switch and per CPU: a CPU mesh of 10^12 links.
+  const std::string pcie = "platform: {preset: l40s-pcie, gpus_per_node: 1000000, "
+                           "intra: {gpus_per_pcie_switch: 1, pcie_switches_per_cpu: 1}}";
+  EXPECT_EQ(err(pcie + "\nmodel: qwen3.8-27b\n" + kTail),
+            "s.yaml:1:46: error: platform.gpus_per_node: the platform would have 1000003000000 links (GPU 2000000, "
+            "PCIe 1000001000000, NIC 0, leaf-spine 0), more than the limit of 16000000\n  " + pcie + "\n  " +
+                std::string(45, ' ') + "^");
+  // The largest cluster allowed, 125,000 DGX nodes, has about 4.5 M links.
+  EXPECT_EQ(err("platform: {preset: h100-cluster, nodes: 125000}\nmodel: qwen3.8-27b\n" + kTail), "(no error)");
+}
+
 TEST(Limits, NegativeBandwidth) {
   EXPECT_EQ(err("platform: {preset: dgx-h100, intra: {nvlink: {bw: -450GBps}}}\nmodel: qwen3.8-27b\n" + kTail),
             "s.yaml:1:51: error: platform.intra.nvlink.bw: negative value '-450GBps' is not allowed\n"
@@ -186,10 +205,10 @@ TEST(Limits, HugeYamlFile) {
 }
 
 TEST(Limits, HugeYamlDocument) {
-  // 3 MB of text, 1.5 million values: the error points at the 1,000,001st node (the mapping,
+  // 2 MB of text, a million values: the error points at the 1,000,001st node (the mapping,
   // its key and the list count too).
   std::string text = "name: [";
-  for (int i = 0; i < 1'500'000; ++i) text += i ? ",1" : "1";
+  for (int i = 0; i < 1'000'000; ++i) text += i ? ",1" : "1";
   text += "]\n";
   const std::string msg = err(text);
   EXPECT_EQ(msg.substr(0, msg.find('\n')),
@@ -226,6 +245,15 @@ TEST(Limits, ProfileNonNumericCell) {
   const std::string path = profile("non-numeric.csv", kProfileHeader + row + "\n");
   EXPECT_EQ(profile_err(path),
             path + ":2:49: error: cost.profile: column 'time_us': 'fast' is not a positive number\n  " + row +
+                "\n  " + std::string(48, ' ') + "^");
+}
+
+TEST(Limits, ProfileTimeUnderflow) {
+  // 1e-320 us is positive, but 1e-326 s is 0 in a double.
+  const std::string row = kProfileRow + "1e-320,600,published,x";
+  const std::string path = profile("underflow.csv", kProfileHeader + row + "\n");
+  EXPECT_EQ(profile_err(path),
+            path + ":2:49: error: cost.profile: column 'time_us': '1e-320' is not a positive number\n  " + row +
                 "\n  " + std::string(48, ' ') + "^");
 }
 
