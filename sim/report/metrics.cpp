@@ -177,10 +177,18 @@ Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::T
   const int nr = g.num_ranks();
   std::vector<Intervals> comp(nr), comm(nr), cp(nr), attn(nr);
   r.ranks.resize(nr);
-  std::map<std::string, double> by_cat, by_op;
+  std::map<std::string, double> by_cat, by_op, by_kind;
   for (OpId id = 0; id < g.size(); ++id) {
     const auto& op = g.op(id);
     const double s = tr.start_s[id], e = tr.end_s[id];
+    if (op.kind == OpKind::Compute) {
+      const int layer = op.label.layer;
+      const char* kind = layer < 0 || layer >= sc.model.layers ? "other"
+                         : model::layer_kind(sc.model, layer) == scenario::LayerKind::FullAttention
+                             ? "full-attention"
+                             : "linear-attention";
+      by_kind[kind] += e - s;
+    }
     by_cat[g.str(op.label.category).empty() ? "other" : g.str(op.label.category)] += e - s;
     by_op[g.str(op.label.name)] += e - s;
     if (op.kind == OpKind::Compute) {
@@ -238,6 +246,7 @@ Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::T
     r.attention.bytes_sent_per_rank = cp_bytes / active;
     for (auto& [k, v] : by_cat) r.time_by_category[k] = v / active;
     for (auto& [k, v] : by_op) r.time_by_op[k] = v / active;
+    for (auto& [k, v] : by_kind) r.compute_by_layer_kind[k] = v / active;
   }
   r.attention.overlap_fraction =
       r.attention.comm_s > 0 ? 1.0 - r.attention.exposed_comm_s / r.attention.comm_s : 1.0;

@@ -110,6 +110,9 @@ struct Result {
   } attention;
   std::map<std::string, double> time_by_category;  ///< mean per rank of op time by category
   std::map<std::string, double> time_by_op;        ///< mean per rank of op time by op name
+  /// mean per rank of compute time by the layer type the op belongs to ("full-attention",
+  /// "linear-attention", "other" for embedding, LM head, optimizer)
+  std::map<std::string, double> compute_by_layer_kind;
   CriticalPath critical_path;
   model::MemoryEstimate memory;
   std::map<std::string, std::map<std::string, long>> pricing;  ///< op kind -> source -> ops

@@ -165,6 +165,7 @@ json result_json(const Result& r, const scenario::Scenario& sc, const schedule::
                     {"idle_s", r.idle_s}, {"bubble_ratio", r.bubble_ratio}};
   j["time_by_category_s"] = r.time_by_category;
   j["time_by_op_s"] = r.time_by_op;
+  j["compute_by_layer_kind_s"] = r.compute_by_layer_kind;
   json ranks = json::array();
   for (const auto& m : r.ranks) {
     json w = json::object();
@@ -249,6 +250,11 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
     line("attention TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu));
   }
   line("compute (mean per GPU)", fmt("%.4f s", r.compute_s));
+  if (r.compute_by_layer_kind.size() > 1) {
+    std::string kinds;
+    for (const auto& [k, v] : r.compute_by_layer_kind) kinds += (kinds.empty() ? "" : ", ") + k + fmt(" %.3f s", v);
+    line("  by layer type", kinds);
+  }
   line("exposed communication", fmt("%.4f s", r.exposed_comm_s));
   line("idle / bubble", fmt("%.4f s", r.idle_s));
   line("attention comm (CP)", fmt("%.4f s", r.attention.comm_s) +

@@ -139,3 +139,30 @@ TEST(Pipeline, InterleavedScheduleDividesTheBubbleByVirtualStages) {
   const auto r = report::analyze(sc, g, engine::replay_analytic(g, topo), info, pricer);
   EXPECT_NEAR(r.bubble_ratio, 3.0 / 16.0, 1e-9);
 }
+
+TEST(Breakdown, ComputeByLayerTypeAddsUpToCompute) {
+  // A hybrid model (3 linear-attention layers then 1 full) on 2 GPUs: the per-layer-type
+  // compute adds up to the total compute time of the step.
+  auto sc = tiny(64, 2, scenario::Layout::ZigZag);
+  sc.model.layers = 4;
+  sc.model.pattern = {scenario::LayerKind::LinearAttention, scenario::LayerKind::LinearAttention,
+                      scenario::LayerKind::LinearAttention, scenario::LayerKind::FullAttention};
+  sc.model.linear_heads_v = 2;
+  sc.model.linear_heads_k = 1;
+  sc.model.linear_key_dim = 8;
+  sc.model.linear_value_dim = 8;
+  sc.simulation.scope = scenario::Scope::Step;
+  sc.platform = fixtures::nvswitch_node(2, 1e11, 1e-6);
+  auto cost = model::CostModel::roofline(sc.platform.gpu);
+  model::Topology topo(sc.platform);
+  schedule::Pricer pricer(*cost, sc, 2);
+  schedule::TaskGraph g;
+  const auto info = schedule::build_scenario(sc, topo, pricer, g);
+  g.finalize();
+  const auto r = report::analyze(sc, g, engine::replay_analytic(g, topo), info, pricer);
+  double sum = 0;
+  for (const auto& [k, v] : r.compute_by_layer_kind) sum += v;
+  EXPECT_GT(r.compute_by_layer_kind.at("full-attention"), 0);
+  EXPECT_GT(r.compute_by_layer_kind.at("linear-attention"), 0);
+  EXPECT_NEAR(sum, r.compute_s, 1e-9 * r.compute_s);
+}
