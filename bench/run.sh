@@ -39,7 +39,7 @@ target "anchor step 128K, 8 GPUs" scenarios/anchor-128k-ring-zigzag.yaml
 target "70B 128K, 1,024 GPUs" scenarios/llama3-70b-128k-1024-h100.yaml
 target "405B" scenarios/llama3-405b-16k-gpus.yaml
 start=$(date +%s.%N)
-"$CPSIM" sweep bench/sweep-1000.yaml -j 2 -o "$tmp/sweep" > /dev/null
+"$CPSIM" sweep bench/sweep-1000.yaml -j 2 -o "$tmp/sweep" > /dev/null 2>&1
 end=$(date +%s.%N)
 printf "%-48s %10.1f\n" "1,000-scenario sweep, -j 2" "$(python3 -c "print($end-$start)")" | tee -a "$OUT/targets.txt"
 

@@ -236,10 +236,10 @@ if [ $bench = 1 ]; then
   t_slurm_8=$(elapsed "$t0")
   same_csv "$T/t-local/results.csv" "$T/t-slurm-n/results.csv"
   same_csv "$T/t-local/results.csv" "$T/t-slurm-8/results.csv"
-  echo "  wall time, $(nproc) CPUs:"
-  echo "    local, -j 2:                          $t_local s"
-  echo "    one-node Slurm, --array-size $(nproc) (1 CPU each): $t_slurm_n s"
-  echo "    one-node Slurm, --array-size 8:       $t_slurm_8 s"
+  echo "  wall time of the 200 points on $(nproc) CPUs (a benchmark: printed, never checked):"
+  printf '    %-48s %6s s\n' "local, -j 2" "$t_local" \
+    "one-node Slurm, --array-size $(nproc) (1 CPU per task)" "$t_slurm_n" \
+    "one-node Slurm, --array-size 8 (1 CPU per task)" "$t_slurm_8"
 fi
 
 step "PASS"
