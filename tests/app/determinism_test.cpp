@@ -17,35 +17,11 @@
 
 namespace fs = std::filesystem;
 
+#include "support/cli.hpp"
+
+using namespace cpsim::cli;
+
 namespace {
-
-const std::string kCpsim = CPSIM_BINARY_DIR "/cpsim";
-
-struct Output {
-  int rc = -1;
-  std::string text;  ///< stdout and stderr together
-};
-
-Output run(const std::string& cmd) {
-  Output o;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return o;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) o.text.append(buf, n);
-  const int st = ::pclose(p);
-  o.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return o;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 /// The result JSON with its one wall-clock figure (simulation.wall_s, how long the simulator
 /// itself ran) zeroed; every other byte must repeat.

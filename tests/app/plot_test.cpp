@@ -13,28 +13,17 @@
 
 namespace fs = std::filesystem;
 
+#include "support/cli.hpp"
+
+using namespace cpsim::cli;
+
 namespace {
 
-const std::string kCpsim = CPSIM_BINARY_DIR "/cpsim";
 const std::string kSource = CPSIM_SOURCE_DIR;
 const std::string kPlot = "/usr/bin/python3 " + kSource + "/tools/cpsim_plot.py";
 
-struct Output {
-  int rc = -1;
-  std::string text;
-};
-
-Output run(const std::string& cmd) {
-  Output o;
-  FILE* p = ::popen(("cd " + kSource + " && " + cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return o;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) o.text.append(buf, n);
-  const int st = ::pclose(p);
-  o.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
+/// Bundled scenario paths are relative to the source tree.
+Output run_in_source(const std::string& cmd) { return run("cd " + kSource + " && " + cmd); }
 
 std::string head(const fs::path& p, size_t n) {
   std::ifstream in(p, std::ios::binary);
@@ -44,7 +33,7 @@ std::string head(const fs::path& p, size_t n) {
   return s;
 }
 
-bool have_matplotlib() { return run("/usr/bin/python3 -c 'import matplotlib'").rc == 0; }
+bool have_matplotlib() { return run_in_source("/usr/bin/python3 -c 'import matplotlib'").rc == 0; }
 
 class PlotTest : public ::testing::Test {
  protected:
@@ -64,7 +53,7 @@ class PlotTest : public ::testing::Test {
   /// Runs a plot command writing OUT and checks both images.
   void plot(const std::string& args, const std::string& out) {
     SCOPED_TRACE(args);
-    const Output o = run(kPlot + " " + args + " -o " + p(out));
+    const Output o = run_in_source(kPlot + " " + args + " -o " + p(out));
     ASSERT_EQ(o.rc, 0) << o.text;
     const fs::path png = dir_ / (out + ".png"), svg = dir_ / (out + ".svg");
     ASSERT_TRUE(fs::exists(png)) << o.text;
@@ -82,15 +71,15 @@ class PlotTest : public ::testing::Test {
 TEST_F(PlotTest, EveryPlotCommandRunsOnBundledOutputs) {
   // One attention layer at 16K tokens of two bundled scenarios: a trace and two results.
   const std::string cut = " --set simulation.scope=attention-layer --set training.seq_len=16K --engine analytic -q";
-  ASSERT_EQ(run(kCpsim + " run scenarios/anchor-128k-ring-contiguous.yaml" + cut + " --trace " + p("trace.json") +
+  ASSERT_EQ(run_in_source(kCpsim + " run scenarios/anchor-128k-ring-contiguous.yaml" + cut + " --trace " + p("trace.json") +
                 " --json " + p("contiguous.json")).rc, 0);
-  ASSERT_EQ(run(kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml" + cut + " --json " + p("zigzag.json")).rc, 0);
-  ASSERT_EQ(run(kCpsim + " partition --seq 16 --cp 4 --layout contiguous --json " + p("part-c.json")).rc, 0);
-  ASSERT_EQ(run(kCpsim + " partition --seq 16 --cp 4 --layout zigzag --json " + p("part-z.json")).rc, 0);
+  ASSERT_EQ(run_in_source(kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml" + cut + " --json " + p("zigzag.json")).rc, 0);
+  ASSERT_EQ(run_in_source(kCpsim + " partition --seq 16 --cp 4 --layout contiguous --json " + p("part-c.json")).rc, 0);
+  ASSERT_EQ(run_in_source(kCpsim + " partition --seq 16 --cp 4 --layout zigzag --json " + p("part-z.json")).rc, 0);
   // Two bundled sweeps, analytic to stay fast; usp-degrees holds points that fail on purpose.
   const std::string fast = " -j 2 -q --set simulation.engine=analytic";
-  ASSERT_EQ(run(kCpsim + " sweep sweeps/schedules-x-seqlen.yaml -o " + p("sched") + fast).rc, 0);
-  ASSERT_EQ(run(kCpsim + " sweep sweeps/usp-degrees.yaml -o " + p("usp") + fast).rc, 1);
+  ASSERT_EQ(run_in_source(kCpsim + " sweep sweeps/schedules-x-seqlen.yaml -o " + p("sched") + fast).rc, 0);
+  ASSERT_EQ(run_in_source(kCpsim + " sweep sweeps/usp-degrees.yaml -o " + p("usp") + fast).rc, 1);
 
   plot("timeline " + p("trace.json"), "timeline");
   plot("timeline " + p("trace.json") + " --ranks 0-3 --layer 3", "timeline-ranks");
@@ -108,11 +97,11 @@ TEST_F(PlotTest, EveryPlotCommandRunsOnBundledOutputs) {
 TEST_F(PlotTest, BadInputsExitTwo) {
   std::ofstream(p("not-a-trace.json")) << "{\"a\": 1}\n";
   fs::create_directories(p("empty-dir"));
-  EXPECT_EQ(run(kPlot + " nosuchplot x").rc, 2);
-  EXPECT_EQ(run(kPlot + " timeline " + p("not-a-trace.json") + " -o " + p("bad")).rc, 2);
-  EXPECT_EQ(run(kPlot + " timeline " + p("missing.json") + " -o " + p("bad")).rc, 2);
-  EXPECT_EQ(run(kPlot + " compare " + p("not-a-trace.json") + " -o " + p("bad")).rc, 2);
-  EXPECT_EQ(run(kPlot + " sweep " + p("empty-dir") + " -o " + p("bad")).rc, 2);
+  EXPECT_EQ(run_in_source(kPlot + " nosuchplot x").rc, 2);
+  EXPECT_EQ(run_in_source(kPlot + " timeline " + p("not-a-trace.json") + " -o " + p("bad")).rc, 2);
+  EXPECT_EQ(run_in_source(kPlot + " timeline " + p("missing.json") + " -o " + p("bad")).rc, 2);
+  EXPECT_EQ(run_in_source(kPlot + " compare " + p("not-a-trace.json") + " -o " + p("bad")).rc, 2);
+  EXPECT_EQ(run_in_source(kPlot + " sweep " + p("empty-dir") + " -o " + p("bad")).rc, 2);
   EXPECT_FALSE(fs::exists(p("bad.png")));
 }
 

@@ -17,27 +17,13 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+#include "support/cli.hpp"
+
+using namespace cpsim::cli;
+
 namespace {
 
-const std::string kCpsim = CPSIM_BINARY_DIR "/cpsim";
 const std::string kScenarios = CPSIM_SOURCE_DIR "/scenarios/";
-
-struct Output {
-  int rc = -1;
-  std::string text;  ///< stdout and stderr together
-};
-
-Output run(const std::string& cmd) {
-  Output o;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return o;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) o.text.append(buf, n);
-  const int st = ::pclose(p);
-  o.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return o;
-}
 
 class Perturbed : public testing::Test {
  protected:

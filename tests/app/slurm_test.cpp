@@ -20,38 +20,11 @@
 
 namespace fs = std::filesystem;
 
+#include "support/cli.hpp"
+
+using namespace cpsim::cli;
+
 namespace {
-
-const std::string kCpsim = CPSIM_BINARY_DIR "/cpsim";
-
-struct Output {
-  int rc = -1;
-  std::string text;  ///< stdout and stderr together
-};
-
-Output run(const std::string& cmd) {
-  Output o;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return o;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) o.text.append(buf, n);
-  const int st = ::pclose(p);
-  o.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return o;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write(const fs::path& p, const std::string& text) {
-  std::ofstream out(p);
-  out << text;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::istringstream in(text);

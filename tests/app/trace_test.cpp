@@ -18,9 +18,12 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+#include "support/cli.hpp"
+
+using namespace cpsim::cli;
+
 namespace {
 
-const std::string kCpsim = CPSIM_BINARY_DIR "/cpsim";
 const std::string kScenario = CPSIM_SOURCE_DIR "/scenarios/anchor-128k-ring-zigzag.yaml";
 
 int run(const std::string& cmd) {

@@ -3,29 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/fixtures.hpp"
+
 using namespace cpsim;
 
 namespace {
-scenario::ModelSpec anchor() {
-  scenario::ModelSpec m;
-  m.name = "anchor";
-  m.layers = 64;
-  m.hidden = 5120;
-  m.heads_q = 24;
-  m.heads_kv = 4;
-  m.head_dim = 256;
-  m.ffn_hidden = 17408;
-  m.vocab = 248320;
-  m.pattern = {scenario::LayerKind::LinearAttention, scenario::LayerKind::LinearAttention,
-               scenario::LayerKind::LinearAttention, scenario::LayerKind::FullAttention};
-  m.linear_heads_v = 48;
-  m.linear_heads_k = 16;
-  m.linear_key_dim = 128;
-  m.linear_value_dim = 128;
-  m.linear_conv_width = 4;
-  m.total_params = 27781427952;
-  return m;
-}
+scenario::ModelSpec anchor() { return fixtures::anchor_model(); }
 constexpr double GB = 1e9;
 }  // namespace
 

@@ -16,18 +16,12 @@ using schedule::Phase;
 
 namespace {
 
+/// The anchor model's full-attention geometry, four full-attention layers.
 scenario::ModelSpec anchor_full_attention() {
-  scenario::ModelSpec m;
-  m.name = "anchor";
+  scenario::ModelSpec m = fixtures::anchor_model();
   m.layers = 4;
-  m.hidden = 5120;
-  m.heads_q = 24;
-  m.heads_kv = 4;
-  m.head_dim = 256;
-  m.ffn_hidden = 17408;
-  m.vocab = 248320;
-  m.linear_heads_v = 48;
-  m.linear_heads_k = 16;
+  m.pattern = {scenario::LayerKind::FullAttention};
+  m.total_params = 0;
   return m;
 }
 

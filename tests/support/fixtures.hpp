@@ -23,6 +23,29 @@ inline scenario::PlatformSpec nvswitch_node(int gpus, double bw_Bps, double late
   return p;
 }
 
+/// The lesson's anchor model (SPEC.md, "Qwen3.8-27B"): 64 layers, 3 linear-attention then 1
+/// full-attention layer repeated, GQA 24 / 4 heads of 256, total 27,781,427,952 parameters.
+inline scenario::ModelSpec anchor_model() {
+  scenario::ModelSpec m;
+  m.name = "anchor";
+  m.layers = 64;
+  m.hidden = 5120;
+  m.heads_q = 24;
+  m.heads_kv = 4;
+  m.head_dim = 256;
+  m.ffn_hidden = 17408;
+  m.vocab = 248320;
+  m.pattern = {scenario::LayerKind::LinearAttention, scenario::LayerKind::LinearAttention,
+               scenario::LayerKind::LinearAttention, scenario::LayerKind::FullAttention};
+  m.linear_heads_v = 48;
+  m.linear_heads_k = 16;
+  m.linear_key_dim = 128;
+  m.linear_value_dim = 128;
+  m.linear_conv_width = 4;
+  m.total_params = 27781427952;
+  return m;
+}
+
 /// Attention costs `seconds_per_pair` x pairs x heads; everything else is free. Makes ring
 /// times directly comparable with the lesson's pair counts.
 class PerPairCost : public model::CostModel {
