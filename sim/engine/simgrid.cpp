@@ -11,8 +11,10 @@
 //  - compute: an Exec of duration x host speed on its GPU's host. The host has one core per
 //    compute stream of that GPU, so two compute streams do not slow each other; interference
 //    switches the host to a slower pstate while a transfer of that GPU is in flight.
-//  - transfer: a host-to-host Comm. The software latency (extra_latency_s) is a kernel timer
-//    before the Comm starts. A rate cap (max_rate_Bps) cannot be set on host-to-host comms in
+//  - transfer: a host-to-host Comm. The software latency (extra_latency_s) and the route's wire
+//    latency are one kernel timer before the Comm starts; SimGrid's links have zero latency.
+//    (CM02 weighs each flow's share of a link by 1/route latency, TCP's RTT unfairness; NVLink
+//    and RDMA flows share a link equally, which is what a zero-latency Comm gets.) A rate cap (max_rate_Bps) cannot be set on host-to-host comms in
 //    3.32 (Comm::set_rate is ignored there), so capped transfers leave from a shadow host of the
 //    GPU whose routes start with a FATPIPE link of the cap's bandwidth: every flow crossing a
 //    FATPIPE is bounded by it individually, without sharing.
@@ -57,13 +59,10 @@ class TopologyZone final : public kr::NetZoneImpl {
 
  protected:
   void get_local_route(const kr::NetPoint* src, const kr::NetPoint* dst, kr::Route* into,
-                       double* latency) override {
+                       double* /*latency: zero, see the top of the file*/) override {
     const int s = gpu_of_vertex.at(src->id()), d = gpu_of_vertex.at(dst->id());
     if (sg4::Link* cap = cap_of_vertex[src->id()]) into->link_list_.push_back(cap->get_impl());
-    for (uint32_t l : topo_.route(s, d)) {
-      into->link_list_.push_back(links[l]->get_impl());
-      if (latency) *latency += topo_.links()[l].latency_s;
-    }
+    for (uint32_t l : topo_.route(s, d)) into->link_list_.push_back(links[l]->get_impl());
   }
 
  private:
@@ -82,6 +81,7 @@ struct Replay {
   std::vector<sg4::ActivityPtr> graveyard;  ///< finished, released when time advances
   std::vector<int> inflight;                ///< transfers in flight per GPU
   std::deque<OpId> instant;                 ///< completed without SimGrid, to process
+  detail::RouteCache routes;                ///< wire latency per (src, dst)
   bool draining = false;
   size_t done = 0;
 
@@ -113,8 +113,10 @@ struct Replay {
     }
     comm_delta(op.rank, +1);
     if (op.peer != op.rank) comm_delta(op.peer, +1);
-    if (op.extra_latency_s > 0)
-      simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + op.extra_latency_s, [this, id] {
+    const double delay =
+        std::max(0.0, op.extra_latency_s) + (op.peer != op.rank ? routes.get(op.rank, op.peer).latency_s : 0.0);
+    if (delay > 0)
+      simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + delay, [this, id] {
         launch_comm(id);
         drain();
       });
@@ -211,7 +213,7 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
       }
   std::vector<double> speeds = {kHostSpeed};
   if (opt.interference > 0) speeds.push_back(kHostSpeed / (1.0 + opt.interference));
-  Replay rp{g, opt, tr, {}, {}, {}, {}, {}, {}, {}, false, 0};
+  Replay rp{g, opt, tr, {}, {}, {}, {}, {}, {}, {}, detail::RouteCache(topo), false, 0};
   rp.hosts.resize(gpus);
   for (int gpu = 0; gpu < gpus; ++gpu) {
     rp.hosts[gpu] = zone->create_host("gpu" + std::to_string(gpu), speeds);
@@ -221,23 +223,23 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   }
   for (const auto& l : topo.links())
     zone->links.push_back(zone->create_link(l.name, std::vector<double>{l.bw_Bps})
-                              ->set_latency(l.latency_s)
+                              ->set_latency(0)
                               ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
                               ->seal());
-  std::map<double, sg4::Link*> caps;
+  // One cap link per (GPU, cap), not one per cap: a link shared by every capped flow of the
+  // platform would join them all into one max-min component, so that each transfer start/end
+  // re-solved every capped flow (selective update works per connected component).
   for (const auto& op : g.ops()) {
     if (op.kind != OpKind::Transfer || !(op.max_rate_Bps > 0) || op.rank == op.peer) continue;
-    auto& cap = caps[op.max_rate_Bps];
-    if (cap == nullptr)
-      cap = zone->create_link("cap" + std::to_string(caps.size()),
-                              std::vector<double>{op.max_rate_Bps})
-                ->set_latency(0)
-                ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
-                ->seal();
     auto& host = rp.capped_hosts[{op.rank, op.max_rate_Bps}];
     if (host == nullptr) {
-      host = zone->create_host("gpu" + std::to_string(op.rank) + "." + cap->get_name(),
-                               std::vector<double>{kHostSpeed});
+      const std::string name =
+          "gpu" + std::to_string(op.rank) + ".cap" + std::to_string(rp.capped_hosts.size());
+      sg4::Link* cap = zone->create_link(name, std::vector<double>{op.max_rate_Bps})
+                           ->set_latency(0)
+                           ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                           ->seal();
+      host = zone->create_host(name, std::vector<double>{kHostSpeed});
       zone->gpu_of_vertex.push_back(op.rank);
       zone->cap_of_vertex.push_back(cap);
     }

@@ -76,6 +76,24 @@ TEST(Engines, TwoFlowsIntoOneGpuShareItsDownLinkOnlyInSimgrid) {
   }
 }
 
+TEST(Engines, FlowsOfDifferentRouteLatencyShareALinkEqually) {
+  // GPU 0 sends to a GPU under its own leaf and to one behind a spine: both cross its NIC's up
+  // link, with different route latencies. RDMA shares the link equally (SimGrid's CM02 would
+  // weigh the shares by 1/latency, TCP's RTT unfairness, if the latency were in its links).
+  Topology topo(cpsim::test::dgx_h100(64));
+  TaskGraph g;
+  const int near = 8, far = 40 * 8;
+  g.add_transfer(0, stream::kCpSend, near, stream::kCpRecv, 1e9, label(g, "near"));
+  g.add_transfer(0, stream::kTpSend, far, stream::kCpRecv, 1e9, label(g, "far"));
+  g.finalize();
+  ASSERT_LT(topo.route_latency_s(0, near) * 1.2, topo.route_latency_s(0, far));
+  const double B = topo.route_bw_Bps(0, near);
+  ASSERT_EQ(B, topo.route_bw_Bps(0, far));
+  Trace s = run(EngineKind::SimGrid, g, topo);
+  // Equal shares: both take 2 S / B, give or take the latencies (microseconds).
+  for (OpId id : {0u, 1u}) EXPECT_NEAR(s.end_s[id], 2e9 / B, 10e-6) << g.describe(id);
+}
+
 TEST(Engines, RateCapBoundsEachFlowWithoutSharingTheCap) {
   Topology topo(cpsim::test::dgx_h100());
   TaskGraph g;
