@@ -8,9 +8,11 @@
 // Replay without actors: each op's activity starts from the completion callback of the last op
 // it waits for (3.32 keeps pending activities in a list, so creating the DAG's activities up
 // front would be quadratic; actors walking queues measured ~25 % slower in a 64-GPU ring).
-//  - compute: an Exec of duration x host speed on its GPU's host. The host has one core per
-//    compute stream of that GPU, so two compute streams do not slow each other; interference
-//    switches the host to a slower pstate while a transfer of that GPU is in flight.
+//  - compute: a kernel timer, not an Exec. Compute streams do not slow each other, so no
+//    sharing model is needed; interference runs a GPU's kernels at 1/(1 + i) of their speed
+//    while a transfer of that GPU is in flight, by moving their timers when that changes.
+//    (Execs cost a CPU-model solve and, in 3.32, a scan of every activity in flight when each
+//    one ends: std::list::remove on the issuing actor's list, here maestro's.)
 //  - transfer: a host-to-host Comm. The software latency (extra_latency_s) and the route's wire
 //    latency are one kernel timer before the Comm starts; SimGrid's links have zero latency.
 //    (CM02 weighs each flow's share of a link by 1/route latency, TCP's RTT unfairness; NVLink
@@ -43,7 +45,7 @@ using schedule::OpKind;
 
 namespace {
 
-/// Speed of one GPU "core" in SimGrid flop/s; a compute op is duration_s x this many flops.
+/// Hosts only anchor comms (compute does not run on them); any speed will do.
 constexpr double kHostSpeed = 1e12;
 
 /// Routes computed from the Topology when SimGrid asks for them (once per comm).
@@ -80,6 +82,14 @@ struct Replay {
   std::vector<sg4::ActivityPtr> running;    ///< per op, while in flight
   std::vector<sg4::ActivityPtr> graveyard;  ///< finished, released when time advances
   std::vector<int> inflight;                ///< transfers in flight per GPU
+  /// A compute op in flight: work left in seconds at full speed, as of `since`.
+  struct Kernel {
+    OpId id;
+    double work_s;
+    double since;
+    simgrid::kernel::timer::Timer* timer;
+  };
+  std::vector<std::vector<Kernel>> kernels;  ///< per GPU
   std::deque<OpId> instant;                 ///< completed without SimGrid, to process
   detail::RouteCache routes;                ///< wire latency per (src, dst)
   bool draining = false;
@@ -88,11 +98,37 @@ struct Replay {
   static void* tag(OpId id) { return reinterpret_cast<void*>(static_cast<uintptr_t>(id) + 1); }
   static OpId untag(void* p) { return static_cast<OpId>(reinterpret_cast<uintptr_t>(p) - 1); }
 
+  /// Kernel speed on a GPU: slowed by interference while it has a transfer in flight.
+  double speed(int gpu) const {
+    return opt.interference > 0 && inflight[gpu] > 0 ? 1.0 / (1.0 + opt.interference) : 1.0;
+  }
+
   void comm_delta(int gpu, int delta) {
-    const int before = inflight[gpu];
+    const double before = speed(gpu);
     inflight[gpu] += delta;
-    if (opt.interference > 0 && (before == 0) != (inflight[gpu] == 0))
-      hosts[gpu]->set_pstate(inflight[gpu] ? 1 : 0);
+    const double after = speed(gpu);
+    if (after == before) return;
+    const double now = sg4::Engine::get_clock();
+    for (Kernel& k : kernels[gpu]) {
+      k.work_s = std::max(0.0, k.work_s - (now - k.since) * before);
+      k.since = now;
+      k.timer->remove();
+      k.timer = arm(k.id, now + k.work_s / after);
+    }
+  }
+
+  simgrid::kernel::timer::Timer* arm(OpId id, double end) {
+    return simgrid::kernel::timer::Timer::set(end, [this, id] {
+      auto& ks = kernels[g.op(id).rank];
+      for (size_t i = 0; i < ks.size(); ++i)
+        if (ks[i].id == id) {
+          ks[i] = ks.back();
+          ks.pop_back();
+          break;
+        }
+      complete(id);
+      drain();
+    });
   }
 
   void start(OpId id) {
@@ -103,12 +139,8 @@ struct Replay {
         instant.push_back(id);
         return;
       }
-      auto ex = sg4::Exec::init();
-      ex->set_host(hosts[op.rank]);
-      ex->set_flops_amount(op.duration_s * kHostSpeed);
-      ex->set_data(tag(id));
-      ex->start();
-      running[id] = ex;
+      const double now = sg4::Engine::get_clock();
+      kernels[op.rank].push_back({id, op.duration_s, now, arm(id, now + op.duration_s / speed(op.rank))});
       return;
     }
     comm_delta(op.rank, +1);
@@ -204,20 +236,10 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
 
   // --- platform ---
   auto* zone = new TopologyZone(topo);  // the root zone; the Engine owns and frees it
-  std::vector<int> compute_streams(gpus, 0);
-  for (const auto& q : g.queues())
-    for (OpId id : q.ops)
-      if (g.op(id).kind == OpKind::Compute) {
-        compute_streams[q.rank]++;
-        break;
-      }
-  std::vector<double> speeds = {kHostSpeed};
-  if (opt.interference > 0) speeds.push_back(kHostSpeed / (1.0 + opt.interference));
-  Replay rp{g, opt, tr, {}, {}, {}, {}, {}, {}, {}, detail::RouteCache(topo), false, 0};
+  Replay rp{g, opt, tr, {}, {}, {}, {}, {}, {}, {}, {}, detail::RouteCache(topo)};
   rp.hosts.resize(gpus);
   for (int gpu = 0; gpu < gpus; ++gpu) {
-    rp.hosts[gpu] = zone->create_host("gpu" + std::to_string(gpu), speeds);
-    rp.hosts[gpu]->set_core_count(std::max(1, compute_streams[gpu]));
+    rp.hosts[gpu] = zone->create_host("gpu" + std::to_string(gpu), std::vector<double>{kHostSpeed});
     zone->gpu_of_vertex.push_back(gpu);
     zone->cap_of_vertex.push_back(nullptr);
   }
@@ -250,6 +272,7 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   rp.waits = detail::initial_waits(g);
   rp.running.resize(n);
   rp.inflight.assign(gpus, 0);
+  rp.kernels.resize(gpus);
   Replay* self = &rp;
   sg4::Activity::on_completion_cb([self](const sg4::Activity& a) { self->on_activity_done(a); });
   sg4::Engine::on_time_advance_cb([self](double) { self->graveyard.clear(); });
