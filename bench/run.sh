@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scale and speed benchmarks (issue 8). Not a test: prints wall time, peak memory and simulated
 # ops per second for the four targets, then how wall time and memory grow with GPUs and with
-# sequence length. Writes bench/results/*.csv (plot with tools/plot_bench.py).
+# sequence length. Writes bench/results/*.csv and plots them to docs/gallery/bench-scale.png.
 #   bench/run.sh [BUILD_DIR]      (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,13 +31,14 @@ printf "%-48s %10s %10s %12s %12s\n" target wall_s peak_MB ops ops_per_s | tee "
 target() {
   local name=$1; shift
   local line
-  if [ "$name" = "405B" ]; then line=$(one_run "$@"); else line=$(median3 "$@"); fi
+  if [ "$name" = "405B" ] || [ "$name" = "405B analytic" ]; then line=$(one_run "$@"); else line=$(median3 "$@"); fi
   read -r wall mb ops <<<"$line"
   printf "%-48s %10s %10s %12s %12.0f\n" "$name: $*" "$wall" "$mb" "$ops" "$(python3 -c "print($ops/max($wall,1e-9))")" | tee -a "$OUT/targets.txt"
 }
 target "anchor step 128K, 8 GPUs" scenarios/anchor-128k-ring-zigzag.yaml
 target "70B 128K, 1,024 GPUs" scenarios/llama3-70b-128k-1024-h100.yaml
 target "405B" scenarios/llama3-405b-16k-gpus.yaml
+target "405B analytic" scenarios/llama3-405b-16k-gpus.yaml --engine analytic
 start=$(date +%s.%N)
 "$CPSIM" sweep bench/sweep-1000.yaml -j 2 -o "$tmp/sweep" > /dev/null 2>&1
 end=$(date +%s.%N)
@@ -58,3 +59,7 @@ for s in 32K 64K 128K 256K 512K 1M; do
   read -r wall mb ops <<<"$(one_run scenarios/anchor-128k-ring-zigzag.yaml --set training.seq_len=$s)"
   echo "$s,$wall,$mb,$ops" | tee -a "$OUT/scale_seq.csv"
 done
+
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+  /usr/bin/python3 tools/cpsim_plot.py bench "$OUT" -o docs/gallery/bench-scale
+fi

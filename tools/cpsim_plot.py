@@ -7,6 +7,7 @@
   sweep      a metric against a swept axis, one line per schedule or topology  (cpsim sweep -o DIR)
   heatmap    a metric over two swept axes                                     (cpsim sweep -o DIR)
   partition  causal (i, j) pairs per GPU for each layout                 (cpsim partition --json)
+  bench      cpsim's wall time and memory against GPUs and sequence length    (bench/run.sh CSVs)
 
 Run `tools/cpsim_plot.py COMMAND -h` for a command's options. Needs Debian's python3-matplotlib:
 call it as /usr/bin/python3 tools/cpsim_plot.py, or directly (the first line names that Python).
@@ -22,7 +23,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-COMMANDS = ("timeline", "compare", "sweep", "heatmap", "partition")
+COMMANDS = ("timeline", "compare", "sweep", "heatmap", "partition", "bench")
 
 
 def main(argv=None):
@@ -43,6 +44,9 @@ def main(argv=None):
     if cmd in ("sweep", "heatmap"):
         import plot_sweep
         return plot_sweep.main(cmd, rest)
+    if cmd == "bench":
+        import plot_bench
+        return plot_bench.main(rest)
     import plot_partition
     return plot_partition.main(rest)
 

@@ -91,6 +91,9 @@ for sn in "16 4" "32 8"; do
   $PLOT partition "${files[@]}" -o "$OUT/partition-s$s-n$n"
 done
 
+step "bench: cpsim's own wall time and memory (from bench/run.sh's committed CSVs; rerun it to refresh)"
+$PLOT bench bench/results -o "$OUT/bench-scale"
+
 step "check"
 missing=0
 for img in $(grep -o '([a-z0-9-]*\.png)' "$OUT/README.md" 2>/dev/null | tr -d '()'); do

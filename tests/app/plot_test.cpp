@@ -92,6 +92,7 @@ TEST_F(PlotTest, EveryPlotCommandRunsOnBundledOutputs) {
   plot("heatmap " + p("usp") + " --x parallel.attention.ulysses_degree --y parallel.cp --note ring_degree --best row",
        "heatmap");
   plot("partition " + p("part-c.json") + " " + p("part-z.json"), "partition");
+  plot("bench bench/results", "bench");  // the CSVs bench/run.sh wrote, committed
 }
 
 TEST_F(PlotTest, BadInputsExitTwo) {
@@ -102,6 +103,7 @@ TEST_F(PlotTest, BadInputsExitTwo) {
   EXPECT_EQ(run_in_source(kPlot + " timeline " + p("missing.json") + " -o " + p("bad")).rc, 2);
   EXPECT_EQ(run_in_source(kPlot + " compare " + p("not-a-trace.json") + " -o " + p("bad")).rc, 2);
   EXPECT_EQ(run_in_source(kPlot + " sweep " + p("empty-dir") + " -o " + p("bad")).rc, 2);
+  EXPECT_EQ(run_in_source(kPlot + " bench " + p("empty-dir") + " -o " + p("bad")).rc, 2);
   EXPECT_FALSE(fs::exists(p("bad.png")));
 }
 
