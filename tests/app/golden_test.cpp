@@ -1,0 +1,45 @@
+// Speed-ups must not move results: bundled scenarios replayed with SimGrid give the step times
+// recorded here, to 1e-9. A change that moves them on purpose (a physics fix) updates the figure
+// and says why in its commit; an optimisation never does.
+//
+// Recorded at the commit that made compute ops kernel timers (its tests passed unchanged):
+//  - anchor, 128K, 8 H100, zig-zag ring, full step: 7.939101170754267 s (the same before the
+//    change, and before the link-fairness fix, which does not touch a single node's flows);
+//  - Llama-3 8B, 128K, 4 nodes, TP 2 x CP 16: 3.8166867462854714 s (4.009 s before the fairness
+//    fix: SimGrid's CM02 used to give flows with longer routes a smaller share of a link).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "support/cli.hpp"
+
+namespace fs = std::filesystem;
+using namespace cpsim::cli;
+
+namespace {
+
+double step_time(const std::string& scenario, const std::string& extra = "") {
+  const fs::path out =
+      fs::temp_directory_path() / ("cpsim-golden-" + std::to_string(::getpid()) + ".json");
+  const Output o = run(kCpsim + " run " + CPSIM_SOURCE_DIR "/scenarios/" + scenario +
+                       " --engine simgrid -q --json " + out.string() + " " + extra);
+  EXPECT_EQ(o.rc, 0) << o.text;
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in);
+  fs::remove(out);
+  return j.at("step_time_s").get<double>();
+}
+
+TEST(Golden, AnchorStepAt128kOnOneNode) {
+  EXPECT_NEAR(step_time("anchor-128k-ring-zigzag.yaml"), 7.939101170754267, 7.94e-9);
+}
+
+TEST(Golden, Llama8bOnFourNodes) {
+  EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.8166867462854714, 3.82e-9);
+}
+
+}  // namespace
