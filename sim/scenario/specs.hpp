@@ -216,7 +216,8 @@ struct SimulationSpec {
   /// per rank after all members joined (same time without contention, n-1 times fewer ops).
   /// Auto: steps up to 512 GPUs, pipelined beyond.
   CollectiveModel collectives = CollectiveModel::Auto;
-  /// Auto: simulate one data-parallel replica when replicas cannot differ (see step.cpp).
+  /// Auto: simulate one data-parallel replica for those that cannot differ, and every replica
+  /// a localised perturbation touches (see step.cpp).
   Symmetry symmetry = Symmetry::Auto;
 };
 

@@ -355,18 +355,21 @@ std::vector<Action> one_f_one_b(int s, int p, int m, int v) {
 /// replica_symmetry's answer when only the replica's own traffic can tell.
 const char* const kCheckSpines = "check spines";
 
-/// Empty when one data-parallel replica may stand for all (identical inputs, no shared links);
-/// otherwise why not. Replicas differ in nothing but the DP collectives when nothing perturbs
-/// single GPUs or links and each replica's GPUs fill whole rail leaf groups (or one NVLink
-/// domain), so their CP / TP / PP traffic never meets.
+/// Empty when one data-parallel replica may stand for the unperturbed ones (identical inputs,
+/// no shared links); otherwise why not. Replicas differ in nothing but the DP collectives when
+/// each replica's GPUs fill whole rail leaf groups (or one NVLink domain), so that their CP /
+/// TP / PP traffic never meets, and nothing perturbs every GPU (jitter, static variation) or the
+/// routes (rails down). Perturbations of single GPUs, nodes or links leave the other replicas
+/// alike: the replicas they touch are simulated in full (perturbed_replicas).
 std::string replica_symmetry(const scenario::Scenario& sc, const model::Topology& topo,
                              const Mesh& mesh) {
   const auto& p = sc.parallel;
   const auto& pert = sc.perturb;
   if (p.dp == 1) return "not needed: one data-parallel replica";
   if (sc.simulation.symmetry == scenario::Symmetry::Off) return "off (simulation.symmetry)";
-  if (pert.any())
-    return "refused: perturbations make replicas differ";
+  if (pert.jitter_cv > 0 || pert.gpu_variation_cv > 0 || !pert.rails_down.empty())
+    return "refused: perturbations make replicas differ (jitter, static variation or rails down "
+           "touch every replica)";
   if (p.order.back() != "dp") return "refused: dp is not the outermost mesh dimension";
   const auto& spec = topo.spec();
   const int64_t replica_gpus = static_cast<int64_t>(mesh.size()) / p.dp;
@@ -379,6 +382,26 @@ std::string replica_symmetry(const scenario::Scenario& sc, const model::Topology
   if (spec.nodes > 1 && !in_domain && replica_gpus % leaf_gpus != 0)
     return kCheckSpines;
   return "";
+}
+
+/// Per data-parallel replica: whether a slow GPU or node, or a degraded link, touches it.
+std::vector<char> perturbed_replicas(const scenario::Scenario& sc, const model::Topology& topo,
+                                     const Mesh& mesh) {
+  const int dp = sc.parallel.dp, gpn = topo.spec().gpus_per_node;
+  std::vector<char> touched(dp, 0);
+  auto mark = [&](int gpu) {
+    if (gpu >= 0 && gpu < mesh.size()) touched[mesh.coord_of(gpu)[Mesh::kDp]] = 1;
+  };
+  for (const auto& [gpu, factor] : sc.perturb.gpu_factors(gpn))
+    if (factor != 1 && gpu != sc.perturb.neutral_rank) mark(gpu);
+  for (const auto& l : sc.perturb.links) {
+    if (l.bw_factor == 1 && l.add_latency_s == 0) continue;
+    if (l.link == scenario::PerturbLink::Nic)  // a NIC may serve several GPUs of its node
+      for (int gpu = l.gpu / gpn * gpn; gpu < (l.gpu / gpn + 1) * gpn; ++gpu) mark(gpu);
+    else
+      mark(l.gpu);
+  }
+  return touched;
 }
 
 /// True if any transfer from op `first` on crosses a spine (leaf <-> spine) link: the only
@@ -472,12 +495,24 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
   GatherMap gathers;
   // [replica][layer]: each layer's backward of the last micro-batch, per grid rank.
   std::vector<std::vector<Ops>> grads_ready(p.dp, std::vector<Ops>(layers));
-  // Replicas not built take part only in the data-parallel collectives, gated by replica 0.
+  // Replicas not built take part only in the data-parallel collectives, gated by their twin,
+  // the representative `rep` (the first unperturbed replica); perturbed ones are all built.
   std::string why_not = replica_symmetry(sc, topo, mesh);
-  bool symmetric = why_not.empty();
-  int built_replicas = symmetric ? 1 : p.dp;
-  if (why_not == kCheckSpines) built_replicas = 1;  // decided once replica 0 exists
-  for (int d = 0; d < built_replicas; ++d) {
+  bool symmetric = why_not.empty() || why_not == kCheckSpines;
+  const std::vector<char> perturbed =
+      symmetric ? perturbed_replicas(sc, topo, mesh) : std::vector<char>(p.dp, 1);
+  int rep = 0;
+  while (symmetric && rep < p.dp && perturbed[rep]) ++rep;
+  if (symmetric && rep == p.dp) {
+    symmetric = false;
+    why_not = "refused: perturbations touch every replica";
+  }
+  std::vector<char> built(p.dp, 1);
+  if (symmetric)
+    for (int d = 0; d < p.dp; ++d) built[d] = d == rep || perturbed[d];
+  bool spines_checked = why_not != kCheckSpines;
+  for (int d = 0; d < p.dp; ++d) {
+    if (!built[d]) continue;
     std::vector<StageBuilder> stages;
     for (int s = 0; s < pp; ++s) stages.emplace_back(sc, topo, pricer, g, mesh, docs, s, d, gathers);
     const size_t grid = stages[0].ranks().size();
@@ -555,16 +590,29 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
     }
 
     info.full_layers_built += stages[0].full_layers_built;
-    if (d == 0 && why_not == kCheckSpines) {
+    if (!spines_checked) {  // decided once the first replica exists
+      spines_checked = true;
       symmetric = !uses_spines(g, topo, 0);
       why_not = symmetric ? "" : "refused: the replica's traffic crosses spine links other replicas share";
-      built_replicas = symmetric ? 1 : p.dp;
+      if (!symmetric) std::fill(built.begin(), built.end(), 1);
     }
   }
-  if (p.dp > 1)
-    info.symmetry = symmetric ? "used: one data-parallel replica simulated; the other " +
-                                    std::to_string(p.dp - 1) + " take part only in the DP collectives"
-                              : why_not;
+  if (p.dp > 1) {
+    const int n_built = static_cast<int>(std::count(built.begin(), built.end(), 1));
+    std::string touched;
+    for (int d = 0; d < p.dp; ++d)
+      if (symmetric && perturbed[d]) touched += (touched.empty() ? "" : ", ") + std::to_string(d);
+    if (!symmetric)
+      info.symmetry = why_not;
+    else if (touched.empty())
+      info.symmetry = "used: one data-parallel replica simulated; the other " +
+                      std::to_string(p.dp - 1) + " take part only in the DP collectives";
+    else
+      info.symmetry = "used: " + std::to_string(n_built) +
+                      " data-parallel replicas simulated (perturbed: " + touched + "; replica " +
+                      std::to_string(rep) + " stands for the other " +
+                      std::to_string(p.dp - n_built) + ", which take part only in the DP collectives)";
+  }
 
   // Gradient reduction over the data-parallel x context-parallel group (CP ranks hold the same
   // weights), in buckets as the backward produces them, on its own streams so it overlaps the
@@ -607,7 +655,7 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
           req.ranks = members;
           for (int d = 0; d < p.dp; ++d)
             for (int c = 0; c < p.cp; ++c)
-              req.deps.push_back(grads_ready[d < built_replicas ? d : 0][l][grid_index(c)]);
+              req.deps.push_back(grads_ready[built[d] ? d : rep][l][grid_index(c)]);
           done = add_collective(g, topo, req).done;
           bucket = 0;
         }
@@ -616,11 +664,7 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
       const model::Cost c = pricer.cost().memory_bound(shard * 30.0);
       Ops opt(members.size());
       for (size_t i = 0; i < members.size(); ++i) {
-        if (static_cast<int>(i) >= built_replicas * p.cp) {
-          // A mirrored replica: its member waits as its replica-0 twin does.
-          opt[i] = opt[i % p.cp];
-          continue;
-        }
+        if (!built[i / p.cp]) continue;  // mirrored below
         OpLabel l;
         l.name = g.intern("optimizer_step");
         l.category = g.intern("memory");
@@ -628,6 +672,9 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
         opt[i] = g.add_compute(members[i], stream::kCompute, pricer.time(members[i], c, "memory"), l);
         g.add_edge(done[i], opt[i]);
       }
+      // A mirrored replica's member waits as its twin in the representative replica does.
+      for (size_t i = 0; i < members.size(); ++i)
+        if (!built[i / p.cp]) opt[i] = opt[static_cast<size_t>(rep * p.cp) + i % p.cp];
       if (dp_group > 1 && p.zero_stage >= 1) {
         CollectiveRequest req;
         req.op = CollOp::AllGather;
