@@ -189,11 +189,15 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   double cp_buf = 0;
   switch (p.attention.scheme) {
     case scenario::AttentionScheme::Ring:
-    case scenario::AttentionScheme::DoubleRing:
-      // two KV receive buffers + fp32 output and LSE accumulators
-      cp_buf = 2 * kv_block_bytes(s_local, heads_kv_rank, m.head_dim) +
+    case scenario::AttentionScheme::DoubleRing: {
+      // Ring: two KV receive buffers (double buffering). Double ring: two more for the outer
+      // ring, the block being sent on over it during a whole outer step and the one arriving
+      // for the next. Plus fp32 output and LSE accumulators.
+      const double kv_buffers = p.attention.scheme == scenario::AttentionScheme::Ring ? 2 : 4;
+      cp_buf = kv_buffers * kv_block_bytes(s_local, heads_kv_rank, m.head_dim) +
                static_cast<double>(s_local) * heads_q_rank * (m.head_dim + 1) * kFp32Bytes;
       break;
+    }
     case scenario::AttentionScheme::AllGather:
       cp_buf = kv_block_bytes(tr.seq_len, heads_kv_rank, m.head_dim);
       break;

@@ -163,10 +163,7 @@ std::vector<OpId> dispatch(AttentionCtx& ctx, const std::vector<OpId>& entry, bo
     case scenario::AttentionScheme::Ring:
       return ring_pass(ctx, partition_for(ctx, n), backward, entry, scheme_name(a));
     case scenario::AttentionScheme::DoubleRing:
-      // Not built yet: refuse rather than silently replay a plain ring under its name.
-      throw std::invalid_argument(
-          "attention scheme double-ring is not implemented yet; use ring, or usp to keep part "
-          "of the ring inside a node");
+      return double_ring_pass(ctx, partition_for(ctx, n), backward, entry, scheme_name(a));
     case scenario::AttentionScheme::AllGather:
       return allgather_pass(ctx, partition_for(ctx, n), backward, entry);
     case scenario::AttentionScheme::Ulysses:

@@ -74,6 +74,14 @@ std::vector<OpId> linear_attention_backward(AttentionCtx& ctx, const std::vector
 // Scheme builders (attention_*.cpp); `part` splits the sequence over ctx.group.
 std::vector<OpId> ring_pass(AttentionCtx& ctx, const Partition& part, bool backward,
                             const std::vector<OpId>& entry, const std::string& scheme);
+/// The double ring (LoongTrain): inner rings of double_ring_inner(ctx) consecutive members,
+/// linked member-wise by outer rings; the same chunk pairs as ring_pass, in another order.
+std::vector<OpId> double_ring_pass(AttentionCtx& ctx, const Partition& part, bool backward,
+                                   const std::vector<OpId>& entry, const std::string& scheme);
+/// Inner ring size: parallel.attention.inner_ring, or (0) the CP ranks that share the first
+/// member's node, rounded down to a divisor of the group size. Throws std::invalid_argument if
+/// inner_ring does not divide the group size.
+int double_ring_inner(const AttentionCtx& ctx);
 std::vector<OpId> allgather_pass(AttentionCtx& ctx, const Partition& part, bool backward,
                                  const std::vector<OpId>& entry);
 std::vector<OpId> ulysses_pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>& entry);

@@ -1,7 +1,23 @@
-// Ring attention (p2p context parallelism): Q stays, K,V blocks travel the ring in N-1 steps,
-// each step's transfer double-buffered behind the current block's kernel; backward sends K,V
-// around again and the dK,dV partial sums travel N hops back to their owner.
-#include <algorithm>
+// Ring attention (p2p context parallelism) and its two-level form, the double ring
+// (LoongTrain). Q stays, K,V blocks travel the ring in N-1 steps, each step's transfer
+// double-buffered behind the current block's kernel; backward sends K,V around again and the
+// dK,dV partial sums travel N hops back to their owner.
+//
+// The double ring splits the N ranks into outer = N / inner rings of `inner` consecutive ranks;
+// rank (o, i) = o * inner + i. At outer step t and inner step k it computes its queries against
+// the block of rank ((o - t) mod outer, (i - k) mod inner): blocks circulate in the inner ring
+// as in the plain ring, and at the start of each outer step every rank also sends the block it
+// starts that step with to (o + 1, i), so the next outer step's block arrives while the whole
+// inner ring computes. Backward, K,V travel the same way again; a block's dK,dV partial goes
+// round each inner ring the block visits (`inner` hops, back to the rank where the block
+// entered it), then one outer hop on to the next inner ring's entry rank, which adds it to its
+// own ring's sum one outer step later; after `outer` outer hops the total is at the owner
+// (N + outer hops per block where the ring takes N; in both, `outer` of them go from one inner
+// ring to the next).
+// Four streams keep inner and outer K,V and dK,dV transfers from queueing behind each other.
+// The plain ring is the double ring with inner = N.
+#include <stdexcept>
+#include <string>
 
 #include "model/transformer.hpp"
 #include "schedule/attention.hpp"
@@ -10,108 +26,268 @@
 namespace cpsim::schedule {
 
 namespace {
+
+/// A transfer's label; chunk_kv names the block it carries (K,V, or their dK,dV partial).
 OpLabel p2p_label(AttentionCtx& ctx, const char* name, const std::string& scheme, Phase phase,
-                  int step) {
+                  int step, int block) {
   OpLabel l = make_label(ctx.g, ctx, name, scheme, phase, step);
   l.category = ctx.g.intern("p2p");
+  l.chunk_kv = block;
   return l;
 }
+
+/// Builds one pass of the two-level ring; members are positions in ctx.group.
+class TwoLevelRing {
+ public:
+  TwoLevelRing(AttentionCtx& ctx, const Partition& part, bool backward,
+               const std::vector<OpId>& entry, const std::string& scheme, int inner)
+      : ctx_(ctx), g_(ctx.g), part_(part), backward_(backward), scheme_(scheme),
+        phase_(backward ? Phase::Backward : Phase::Forward),
+        n_(static_cast<int>(ctx.group.size())), inner_(inner), outer_(n_ / inner),
+        first_kv_(entry), kv_recv_(n_, kNoOp), prev_kernel_(n_, kNoOp), outer_recv_(n_, kNoOp),
+        outer_sent_(n_, kNoOp), first_kernel_(n_, kNoOp), first_inner_send_(n_, kNoOp),
+        dkv_recv_(n_, kNoOp), dkv_accum_(n_, kNoOp), dkv_outer_recv_(n_, kNoOp), tail_(entry) {
+    const auto& geo = ctx.geo;
+    kv_bytes_ = model::kv_block_bytes(part.tokens_of(0), geo.heads_kv, geo.head_dim) * geo.batch;
+    dkv_bytes_ = kv_bytes_ * (ctx.sc.parallel.attention.dkv_fp32 ? 2.0 : 1.0);
+    // Online-softmax merge: read the running fp32 output and LSE and the step's partial, write
+    // the result.
+    merge_bytes_ = 3.0 * static_cast<double>(part.tokens_of(0)) * geo.heads_q *
+                   (geo.head_dim + 1) * model::kFp32Bytes * geo.batch;
+  }
+
+  std::vector<OpId> build() {
+    for (int t = 0; t < outer_; ++t) {
+      if (t + 1 < outer_) send_outer_kv(t);
+      for (int k = 0; k < inner_; ++k) {
+        // The op after which each rank holds this step's block.
+        const std::vector<OpId> have = k == 0 ? first_kv_ : kv_recv_;
+        const std::vector<OpId> kernel_at = kernels(t, k, have);
+        if (backward_) {
+          if (k == 0 && t > 0) send_outer_dkv(t);
+          pass_inner_dkv(t, k, kernel_at, have);
+        }
+        if (k + 1 < inner_) send_inner_kv(t, k, have);
+        for (int p = 0; p < n_; ++p)
+          if (kernel_at[p] != kNoOp) prev_kernel_[p] = kernel_at[p];
+        if (k == 0) first_kernel_ = kernel_at;
+      }
+      // The next outer step starts with the block that came over the outer ring.
+      if (t + 1 < outer_) first_kv_ = outer_recv_;
+    }
+    if (backward_) {
+      // Each rank now holds its inner ring's sum for the block it started the last outer step
+      // with; the outer ring sends it the last hop home. With one inner ring the inner hops
+      // already brought it home.
+      std::vector<OpId> home = dkv_recv_;
+      if (outer_ > 1) {
+        send_outer_dkv(outer_);
+        home = dkv_outer_recv_;
+      }
+      // The owner adds its own part.
+      for (int p = 0; p < n_; ++p) {
+        OpLabel l = make_label(g_, ctx_, "dkv_final", scheme_, phase_, n_);
+        l.chunk_kv = p;
+        const OpId fin = add_memory_op(ctx_, ctx_.group[p], 3.0 * dkv_bytes_, l);
+        g_.add_edge(home[p], fin);
+        tail_[p] = fin;
+      }
+    }
+    return tail_;
+  }
+
+ private:
+  int next_inner(int p) const { return p - p % inner_ + (p % inner_ + 1) % inner_; }
+  int next_outer(int p) const { return (p + inner_) % n_; }
+  /// Whose block rank p computes at outer step t, inner step k.
+  int source(int p, int t, int k) const {
+    const int o = p / inner_, i = p % inner_;
+    return ((o - t) % outer_ + outer_) % outer_ * inner_ + ((i - k) % inner_ + inner_) % inner_;
+  }
+
+  /// Outer step t starts: every rank sends the block it starts t with to (o + 1, i).
+  void send_outer_kv(int t) {
+    std::vector<OpId> recv(n_, kNoOp), sent(n_, kNoOp);
+    for (int p = 0; p < n_; ++p) {
+      const int dst = next_outer(p);
+      const OpId x = add_p2p(g_, ctx_.topo, ctx_.group[p], ctx_.group[dst], kv_bytes_,
+                             p2p_label(ctx_, "kv_outer_p2p", scheme_, phase_, t * inner_,
+                                       source(p, t, 0)),
+                             first_kv_[p], stream::kCpOuterSend, stream::kCpOuterRecv);
+      // Two outer buffers: the one this block lands in held the block of outer step t - 1,
+      // which the receiver computed with, passed on in its inner ring and sent over the outer
+      // ring. (The block of outer step 0 is the rank's own and occupies no buffer.)
+      if (t >= 2) {
+        g_.add_edge(first_kernel_[dst], x);
+        g_.add_edge(first_inner_send_[dst], x);
+        g_.add_edge(outer_sent_[dst], x);
+      }
+      recv[dst] = x;
+      sent[p] = x;
+    }
+    outer_recv_ = recv;
+    outer_sent_ = sent;
+  }
+
+  /// The attention kernels (and forward merges) of one step; returns them per rank.
+  std::vector<OpId> kernels(int t, int k, const std::vector<OpId>& have) {
+    const int step = t * inner_ + k;
+    std::vector<OpId> kernel_at(n_, kNoOp);
+    for (int p = 0; p < n_; ++p) {
+      const int src = source(p, t, k);
+      const int rank = ctx_.group[p];
+      const BlockWork w = block_work(part_.chunks[p], part_.chunks[src], ctx_.docs);
+      OpLabel l = make_label(g_, ctx_, backward_ ? "attn_bwd" : "attn_fwd", scheme_, phase_, step);
+      l.chunk_q = p;
+      l.chunk_kv = src;
+      const OpId kop = add_attention_kernel(ctx_, rank, w, ctx_.geo, backward_, l);
+      if (kop == kNoOp) continue;
+      g_.add_edge(have[p], kop);
+      kernel_at[p] = kop;
+      tail_[p] = kop;
+      if (!backward_ && step > 0)
+        tail_[p] = add_memory_op(ctx_, rank, merge_bytes_,
+                                 make_label(g_, ctx_, "softmax_merge", scheme_, phase_, step));
+    }
+    return kernel_at;
+  }
+
+  /// Backward: accumulate the arriving dK,dV partial into this step's block gradient and pass
+  /// it on in the inner ring; after `inner` hops it is back at the rank that started the outer
+  /// step with that block (after N hops at its owner, for the plain ring).
+  void pass_inner_dkv(int t, int k, const std::vector<OpId>& kernel_at,
+                      const std::vector<OpId>& have) {
+    const int step = t * inner_ + k;
+    std::vector<OpId> sent(n_, kNoOp);
+    for (int p = 0; p < n_; ++p) {
+      const int rank = ctx_.group[p];
+      OpId ready = kernel_at[p] != kNoOp ? kernel_at[p] : (k == 0 ? have[p] : kNoOp);
+      if (k > 0) {
+        const OpId acc =
+            add_memory_op(ctx_, rank, 3.0 * dkv_bytes_,
+                          make_label(g_, ctx_, "dkv_accumulate", scheme_, phase_, step));
+        g_.add_edge(dkv_recv_[p], acc);
+        g_.add_edge(ready, acc);
+        dkv_accum_[p] = acc;
+        ready = acc;
+        tail_[p] = acc;
+      }
+      if (inner_ == 1) {  // an inner ring of one: the partial stays where it is
+        sent[p] = ready;
+        continue;
+      }
+      const int dst = next_inner(p);
+      // Its own streams: a KV prefetch must not queue behind a gradient that waits for the
+      // current kernel (ring implementations use separate communicators for the two).
+      const OpId x = add_p2p(g_, ctx_.topo, rank, ctx_.group[dst], dkv_bytes_,
+                             p2p_label(ctx_, "dkv_p2p", scheme_, phase_, step, source(p, t, k)),
+                             ready, stream::kCpGradSend, stream::kCpGradRecv);
+      g_.add_edge(dkv_accum_[dst], x);  // the receiver's previous partial has been consumed
+      sent[dst] = x;
+    }
+    dkv_recv_ = sent;
+  }
+
+  /// Backward, at the start of outer step t (t = outer: after the last): each rank holds its
+  /// inner ring's dK,dV sum for the block it started outer step t - 1 with; it adds the sum of
+  /// the inner rings that block visited before (arrived over the outer ring) and sends the
+  /// total on to (o + 1, i). After `outer` such hops the sum of all N ranks is at the owner.
+  void send_outer_dkv(int t) {
+    const int step = t * inner_;
+    std::vector<OpId> acc(n_, kNoOp), recv(n_, kNoOp);
+    for (int p = 0; p < n_; ++p) {
+      // Into the outer send buffer: a copy of the inner sum, or its sum with the partial that
+      // came over the outer ring.
+      acc[p] = add_memory_op(ctx_, ctx_.group[p], (t > 1 ? 3.0 : 2.0) * dkv_bytes_,
+                             make_label(g_, ctx_, "dkv_outer_accumulate", scheme_, phase_, step));
+      g_.add_edge(dkv_recv_[p], acc[p]);
+      g_.add_edge(dkv_outer_recv_[p], acc[p]);
+      dkv_accum_[p] = acc[p];
+      tail_[p] = acc[p];
+    }
+    for (int p = 0; p < n_; ++p) {
+      const int dst = next_outer(p);
+      const OpId x = add_p2p(g_, ctx_.topo, ctx_.group[p], ctx_.group[dst], dkv_bytes_,
+                             p2p_label(ctx_, "dkv_outer_p2p", scheme_, phase_, step,
+                                       source(p, t - 1, 0)),
+                             acc[p], stream::kCpOuterGradSend, stream::kCpOuterGradRecv);
+      g_.add_edge(acc[dst], x);  // the receiver has consumed the partial it got last time
+      recv[dst] = x;
+    }
+    dkv_outer_recv_ = recv;
+  }
+
+  /// Inner step k passes the block each rank holds now to (o, i + 1) while the kernels run.
+  void send_inner_kv(int t, int k, const std::vector<OpId>& have) {
+    const int step = t * inner_ + k;
+    std::vector<OpId> next(n_, kNoOp);
+    for (int p = 0; p < n_; ++p) {
+      const int dst = next_inner(p);
+      const OpId x = add_p2p(g_, ctx_.topo, ctx_.group[p], ctx_.group[dst], kv_bytes_,
+                             p2p_label(ctx_, "kv_p2p", scheme_, phase_, step, source(p, t, k)),
+                             have[p]);
+      // Double buffering: the receiver's buffer for the next step held the block of the
+      // previous one.
+      g_.add_edge(prev_kernel_[dst], x);
+      next[dst] = x;
+    }
+    if (k == 0)  // indexed by sender, for the outer buffer it reads from
+      for (int p = 0; p < n_; ++p) first_inner_send_[p] = next[next_inner(p)];
+    kv_recv_ = next;
+  }
+
+  AttentionCtx& ctx_;
+  TaskGraph& g_;
+  const Partition& part_;
+  const bool backward_;
+  const std::string& scheme_;
+  const Phase phase_;
+  const int n_, inner_, outer_;
+  double kv_bytes_ = 0, dkv_bytes_ = 0, merge_bytes_ = 0;
+
+  std::vector<OpId> first_kv_;          ///< block the current outer step starts with is here
+  std::vector<OpId> kv_recv_;           ///< inner ring: block that arrived for the current step
+  std::vector<OpId> prev_kernel_;       ///< kernel of the previous step
+  std::vector<OpId> outer_recv_;        ///< outer ring: block for the next outer step
+  std::vector<OpId> outer_sent_;        ///< outer KV send of the current outer step, by sender
+  std::vector<OpId> first_kernel_;      ///< kernel at the current outer step's first step
+  std::vector<OpId> first_inner_send_;  ///< inner KV send at that step, by sender
+  std::vector<OpId> dkv_recv_;          ///< backward: inner dK,dV partial that arrived
+  std::vector<OpId> dkv_accum_;         ///< op that consumed the last inner partial
+  std::vector<OpId> dkv_outer_recv_;    ///< backward: outer dK,dV partial that arrived
+  std::vector<OpId> tail_;              ///< newest op on each rank's compute path
+};
+
 }  // namespace
 
 std::vector<OpId> ring_pass(AttentionCtx& ctx, const Partition& part, bool backward,
                             const std::vector<OpId>& entry, const std::string& scheme) {
-  TaskGraph& g = ctx.g;
+  return TwoLevelRing(ctx, part, backward, entry, scheme, static_cast<int>(ctx.group.size()))
+      .build();
+}
+
+int double_ring_inner(const AttentionCtx& ctx) {
   const int n = static_cast<int>(ctx.group.size());
-  const Phase phase = backward ? Phase::Backward : Phase::Forward;
-  const auto& geo = ctx.geo;
-  const double kv_bytes =
-      model::kv_block_bytes(part.tokens_of(0), geo.heads_kv, geo.head_dim) * geo.batch;
-  const double dkv_bytes = kv_bytes * (ctx.sc.parallel.attention.dkv_fp32 ? 2.0 : 1.0);
-  // Online-softmax merge: read the running fp32 output and LSE and the step's partial, write
-  // the result.
-  const double merge_bytes = 3.0 * static_cast<double>(part.tokens_of(0)) * geo.heads_q *
-                             (geo.head_dim + 1) * model::kFp32Bytes * geo.batch;
-
-  std::vector<OpId> kv_recv(n, kNoOp);        // K,V block that arrived for the current step
-  std::vector<OpId> prev_kernel(n, kNoOp);    // kernel of the previous step
-  std::vector<OpId> dkv_recv(n, kNoOp);       // backward: dK,dV partial that arrived
-  std::vector<OpId> dkv_accum(n, kNoOp);
-  std::vector<OpId> tail(entry);              // newest op on each rank's compute path
-
-  for (int t = 0; t < n; ++t) {
-    std::vector<OpId> kernel_at(n, kNoOp);
-    for (int i = 0; i < n; ++i) {
-      const int src = (i - t + n) % n;
-      const int rank = ctx.group[i];
-      const BlockWork w = block_work(part.chunks[i], part.chunks[src], ctx.docs);
-      OpLabel l = make_label(g, ctx, backward ? "attn_bwd" : "attn_fwd", scheme, phase, t);
-      l.chunk_q = i;
-      l.chunk_kv = src;
-      const OpId k = add_attention_kernel(ctx, rank, w, geo, backward, l);
-      if (k != kNoOp) {
-        g.add_edge(t == 0 ? entry[i] : kv_recv[i], k);
-        kernel_at[i] = k;
-        tail[i] = k;
-        if (!backward && t > 0) {
-          const OpId m = add_memory_op(ctx, rank, merge_bytes,
-                                       make_label(g, ctx, "softmax_merge", scheme, phase, t));
-          tail[i] = m;
-        }
-      }
-    }
-    if (backward) {
-      // Accumulate the arriving dK,dV partial into this step's block gradient and pass it on;
-      // after N hops it is back at the owner of the block.
-      std::vector<OpId> sent(n, kNoOp);
-      for (int i = 0; i < n; ++i) {
-        const int rank = ctx.group[i];
-        OpId ready = kernel_at[i] != kNoOp ? kernel_at[i] : (t == 0 ? entry[i] : kNoOp);
-        if (t > 0) {
-          const OpId acc = add_memory_op(ctx, rank, 3.0 * dkv_bytes,
-                                         make_label(g, ctx, "dkv_accumulate", scheme, phase, t));
-          g.add_edge(dkv_recv[i], acc);
-          g.add_edge(ready, acc);
-          dkv_accum[i] = acc;
-          ready = acc;
-          tail[i] = acc;
-        }
-        const int dst = (i + 1) % n;
-        // Its own streams: a KV prefetch must not queue behind a gradient that waits for the
-        // current kernel (ring implementations use separate communicators for the two).
-        const OpId x = add_p2p(g, ctx.topo, rank, ctx.group[dst], dkv_bytes,
-                               p2p_label(ctx, "dkv_p2p", scheme, phase, t), ready,
-                               stream::kCpGradSend, stream::kCpGradRecv);
-        g.add_edge(dkv_accum[dst], x);  // the receiver's previous partial has been consumed
-        sent[dst] = x;
-      }
-      dkv_recv = sent;
-    }
-    if (t == n - 1) break;
-    // Send the block each rank holds now to its successor while the kernels run.
-    std::vector<OpId> next(n, kNoOp);
-    for (int i = 0; i < n; ++i) {
-      const int dst = (i + 1) % n;
-      const OpId x = add_p2p(g, ctx.topo, ctx.group[i], ctx.group[dst], kv_bytes,
-                             p2p_label(ctx, "kv_p2p", scheme, phase, t),
-                             t == 0 ? entry[i] : kv_recv[i]);
-      // Double buffering: the receiver's buffer for step t+1 held the block of step t-1.
-      g.add_edge(prev_kernel[dst], x);
-      next[dst] = x;
-    }
-    for (int i = 0; i < n; ++i)
-      if (kernel_at[i] != kNoOp) prev_kernel[i] = kernel_at[i];
-    kv_recv = next;
+  const int want = ctx.sc.parallel.attention.inner_ring;
+  if (want > 0) {
+    if (n % want != 0)
+      throw std::invalid_argument("double-ring inner_ring " + std::to_string(want) +
+                                  " does not divide the context-parallel degree " +
+                                  std::to_string(n));
+    return want;
   }
-  if (backward) {
-    // The final hop delivered each block's full dK,dV to its owner: add the owner's own part.
-    for (int i = 0; i < n; ++i) {
-      const OpId fin = add_memory_op(ctx, ctx.group[i], 3.0 * dkv_bytes,
-                                     make_label(g, ctx, "dkv_final", scheme, phase, n));
-      g.add_edge(dkv_recv[i], fin);
-      tail[i] = fin;
-    }
-  }
-  return tail;
+  // The CP ranks that share the first member's node (consecutive in ring order), rounded down
+  // to a divisor of N.
+  const int node = ctx.topo.node_of(ctx.group[0]);
+  int same = 1;
+  while (same < n && ctx.topo.node_of(ctx.group[static_cast<size_t>(same)]) == node) ++same;
+  while (n % same != 0) --same;
+  return same;
+}
+
+std::vector<OpId> double_ring_pass(AttentionCtx& ctx, const Partition& part, bool backward,
+                                   const std::vector<OpId>& entry, const std::string& scheme) {
+  return TwoLevelRing(ctx, part, backward, entry, scheme, double_ring_inner(ctx)).build();
 }
 
 }  // namespace cpsim::schedule

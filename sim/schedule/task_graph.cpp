@@ -27,6 +27,10 @@ const char* stream::name(uint16_t s) {
     case kPpGradRecv: return "pp-grad-recv";
     case kCpGradSend: return "cp-dkv-send";
     case kCpGradRecv: return "cp-dkv-recv";
+    case kCpOuterSend: return "cp-outer-send";
+    case kCpOuterRecv: return "cp-outer-recv";
+    case kCpOuterGradSend: return "cp-outer-dkv-send";
+    case kCpOuterGradRecv: return "cp-outer-dkv-recv";
     default: return "stream";
   }
 }

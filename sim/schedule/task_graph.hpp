@@ -33,9 +33,13 @@ inline constexpr uint16_t kPpGradSend = 9;   ///< pipeline backward (gradients f
 inline constexpr uint16_t kPpGradRecv = 10;
 inline constexpr uint16_t kCpGradSend = 11;  ///< ring backward dK,dV partial sums
 inline constexpr uint16_t kCpGradRecv = 12;
+inline constexpr uint16_t kCpOuterSend = 13;      ///< double ring: K,V over the outer ring
+inline constexpr uint16_t kCpOuterRecv = 14;
+inline constexpr uint16_t kCpOuterGradSend = 15;  ///< double ring: dK,dV over the outer ring
+inline constexpr uint16_t kCpOuterGradRecv = 16;
 /// Streams whose transfers are context-parallel attention traffic.
 inline bool is_cp(uint16_t s) {
-  return s == kCpSend || s == kCpRecv || s == kCpGradSend || s == kCpGradRecv;
+  return s == kCpSend || s == kCpRecv || (s >= kCpGradSend && s <= kCpOuterGradRecv);
 }
 const char* name(uint16_t s);
 }  // namespace stream
@@ -58,7 +62,7 @@ struct OpLabel {
   int32_t layer = -1;
   int32_t micro = -1;      ///< micro-batch
   int32_t step = -1;       ///< ring step or collective algorithm step
-  int32_t chunk_q = -1, chunk_kv = -1;
+  int32_t chunk_q = -1, chunk_kv = -1;  ///< ring transfers: chunk_kv = the block carried
   Phase phase = Phase::None;
   int32_t shape = -1;      ///< index into shapes(), -1 if not an attention kernel
 };

@@ -1,9 +1,10 @@
 // Behaviour that follows from the mechanisms, replayed on synthetic platforms: ring time with
 // free communication, the contiguous / zig-zag ratio, exposed communication when transfers are
-// slower than compute, and the pipeline bubble emerging from a 1F1B replay.
+// slower than compute, the pipeline bubble emerging from a 1F1B replay, and the double ring.
 #include <gtest/gtest.h>
 
 #include "engine/replay.hpp"
+#include "engine/test_platforms.hpp"
 #include "report/metrics.hpp"
 #include "schedule/attention.hpp"
 #include "schedule/step.hpp"
@@ -44,8 +45,10 @@ double ring_forward_time(const scenario::Scenario& sc, double bw_Bps, bool simgr
   const auto part = schedule::make_partition(sc.training.seq_len, n, sc.parallel.attention.layout);
   schedule::ring_pass(ctx, part, false, std::vector<schedule::OpId>(n, schedule::kNoOp), "ring");
   g.finalize();
-  return simgrid ? engine::replay_simgrid(g, topo).makespan_s
-                 : engine::replay_analytic(g, topo).makespan_s;
+  // In a child: SimGrid allows one engine per process, and other tests here replay too.
+  return engine::replay_in_child(g, topo, simgrid ? scenario::EngineKind::SimGrid
+                                                  : scenario::EngineKind::Analytic)
+      .makespan_s;
 }
 
 }  // namespace
@@ -165,4 +168,121 @@ TEST(Breakdown, ComputeByLayerTypeAddsUpToCompute) {
   EXPECT_GT(r.compute_by_layer_kind.at("full-attention"), 0);
   EXPECT_GT(r.compute_by_layer_kind.at("linear-attention"), 0);
   EXPECT_NEAR(sum, r.compute_s, 1e-9 * r.compute_s);
+}
+
+// Double ring (LoongTrain): with one inner ring it is the plain ring; over several nodes with a
+// slow network it hides the inter-node transfers the plain ring exposes.
+namespace {
+
+/// One attention layer (forward + backward) of tiny() with `scheme`, CP over `nodes` DGX-like
+/// nodes of 8 GPUs, each GPU with its own NIC rail of `nic_Bps`.
+scenario::Scenario attention_layer(scenario::AttentionScheme scheme, int nodes, int cp, int64_t s,
+                                   double nic_Bps, int inner_ring = 0) {
+  auto sc = tiny(s, cp, scenario::Layout::ZigZag);
+  sc.model.pattern = {scenario::LayerKind::FullAttention};
+  sc.parallel.attention.scheme = scheme;
+  sc.parallel.attention.inner_ring = inner_ring;
+  sc.simulation.scope = scenario::Scope::AttentionLayer;
+  sc.platform = test::dgx_h100(nodes);
+  sc.platform.nic.bw_Bps = nic_Bps;
+  return sc;
+}
+
+struct Replayed {
+  schedule::TaskGraph g;
+  report::Result r;
+};
+
+void run(Replayed& out, const scenario::Scenario& sc, scenario::EngineKind engine) {
+  fixtures::PerPairCost cost(kPairSeconds);
+  model::Topology topo(sc.platform);
+  schedule::Pricer pricer(cost, sc, topo.gpus());
+  const auto info = schedule::build_scenario(sc, topo, pricer, out.g);
+  out.g.finalize();
+  const auto tr = engine::replay_in_child(out.g, topo, engine);
+  out.r = report::analyze(sc, out.g, tr, info, pricer);
+}
+
+}  // namespace
+
+TEST(DoubleRing, OneInnerRingOfAllRanksIsThePlainRing) {
+  // inner_ring = N: the same kernels and transfers in the same order, the same times.
+  const auto ring = attention_layer(scenario::AttentionScheme::Ring, 2, 16, 512, 5e6);
+  const auto dring = attention_layer(scenario::AttentionScheme::DoubleRing, 2, 16, 512, 5e6, 16);
+  Replayed a, b;
+  run(a, ring, scenario::EngineKind::Analytic);
+  run(b, dring, scenario::EngineKind::Analytic);
+  ASSERT_EQ(a.g.size(), b.g.size());
+  for (schedule::OpId id = 0; id < a.g.size(); ++id) {
+    const auto& x = a.g.op(id);
+    const auto& y = b.g.op(id);
+    SCOPED_TRACE(a.g.describe(id));
+    EXPECT_EQ(x.kind, y.kind);
+    EXPECT_EQ(x.rank, y.rank);
+    EXPECT_EQ(x.peer, y.peer);
+    EXPECT_EQ(x.stream, y.stream);
+    EXPECT_EQ(a.g.str(x.label.name), b.g.str(y.label.name));
+    EXPECT_EQ(x.label.step, y.label.step);
+    EXPECT_EQ(x.label.chunk_q, y.label.chunk_q);
+    EXPECT_EQ(x.label.chunk_kv, y.label.chunk_kv);
+    EXPECT_EQ(x.duration_s, y.duration_s);
+    EXPECT_EQ(x.bytes, y.bytes);
+  }
+  EXPECT_EQ(a.g.num_edges(), b.g.num_edges());
+  EXPECT_DOUBLE_EQ(a.r.step_time_s, b.r.step_time_s);
+  EXPECT_DOUBLE_EQ(a.r.attention.exposed_comm_s, b.r.attention.exposed_comm_s);
+}
+
+TEST(DoubleRing, OnOneNodeTheDefaultInnerRingIsThePlainRing) {
+  Replayed a, b;
+  run(a, attention_layer(scenario::AttentionScheme::Ring, 1, 8, 256, 5e6),
+      scenario::EngineKind::Analytic);
+  run(b, attention_layer(scenario::AttentionScheme::DoubleRing, 1, 8, 256, 5e6),
+      scenario::EngineKind::Analytic);
+  EXPECT_EQ(a.g.size(), b.g.size());
+  EXPECT_DOUBLE_EQ(a.r.step_time_s, b.r.step_time_s);
+}
+
+namespace {
+
+/// Zig-zag, s = 512 over CP 16 on 2 nodes: 32 tokens per rank, and every step after the first
+/// computes 2 x 16 x 16 = 512 pairs, 0.512 ms forward (1.28 ms backward). A K,V block (and a
+/// dK,dV partial) is 2 x 32 x 8 x 2 B = 1 KiB; at 0.5 MB/s per NIC it takes ~2.2 ms to cross
+/// nodes, while NVLink inside a node is instant.
+///
+/// Plain ring: at every step the two ranks at the node boundaries (7 -> 8, 15 -> 0) send over
+/// the network, and since every rank waits for its next block, every step lasts a network
+/// transfer (forward and backward): the layer takes more than twice its compute.
+/// Double ring (inner ring = the 8 ranks of a node, outer ring of 2): each rank sends one block
+/// over the network per outer step, every rank on its own NIC rail (8 transfers in parallel,
+/// no link shared), and the block has a whole inner ring of 8 block computations (4 ms forward,
+/// 10 ms backward) to arrive in; the dK,dV sums of an inner ring cross nodes during the next
+/// outer step likewise. What stays exposed is the last dK,dV hop home, one network transfer.
+void expect_double_ring_hides_the_network(scenario::EngineKind engine) {
+  Replayed ring, dring;
+  run(ring, attention_layer(scenario::AttentionScheme::Ring, 2, 16, 512, 0.5e6), engine);
+  run(dring, attention_layer(scenario::AttentionScheme::DoubleRing, 2, 16, 512, 0.5e6), engine);
+  const double block = 1024, hop = block / (0.5e6 * 0.94);  // one block over a NIC
+  // The same work. The same bytes, but for the dK,dV partials: a block's partial goes round
+  // each of the 2 inner rings it visits (8 NVLink hops each) and then 2 hops over the outer
+  // ring, N + 2 hops, where the ring's takes N (2 of them over the network too).
+  EXPECT_NEAR(dring.r.compute_s, ring.r.compute_s, 1e-9 * ring.r.compute_s);
+  EXPECT_DOUBLE_EQ(dring.r.attention.bytes_sent_per_rank,
+                   ring.r.attention.bytes_sent_per_rank + 2 * block);
+  // The ring is network-bound.
+  EXPECT_GT(ring.r.step_time_s, 2 * ring.r.compute_s);
+  // The double ring: its compute plus one exposed network transfer, on every rank.
+  EXPECT_NEAR(dring.r.step_time_s - dring.r.compute_s, hop, 0.02 * hop);
+  EXPECT_NEAR(dring.r.attention.exposed_comm_s, hop, 0.02 * hop);
+  EXPECT_LT(dring.r.attention.exposed_comm_s, 0.25 * ring.r.attention.exposed_comm_s);
+}
+
+}  // namespace
+
+TEST(DoubleRing, HidesASlowInterNodeNetworkThatThePlainRingExposes) {
+  expect_double_ring_hides_the_network(scenario::EngineKind::Analytic);
+}
+
+TEST(DoubleRing, HidesASlowInterNodeNetworkUnderSimGridToo) {
+  expect_double_ring_hides_the_network(scenario::EngineKind::SimGrid);
 }

@@ -76,3 +76,21 @@ TEST(Memory, VerdictNamesLargestTermsAndCapacity) {
   EXPECT_NE(est.verdict.find("optimizer states"), std::string::npos);
   EXPECT_DOUBLE_EQ(est.capacity_bytes, 80e9);
 }
+
+TEST(Memory, DoubleRingKeepsTwoMoreKvBlocksThanTheRing) {
+  // The block being sent on over the outer ring during a whole outer step and the one arriving
+  // for the next, besides the ring's two inner-ring buffers.
+  scenario::Scenario sc;
+  sc.model = anchor();
+  sc.training.seq_len = 131072;
+  sc.parallel.cp = 16;
+  auto cp_buffers = [&](scenario::AttentionScheme scheme) {
+    sc.parallel.attention.scheme = scheme;
+    for (const auto& t : model::estimate_memory(sc).terms)
+      if (t.name == "context-parallel buffers") return t.bytes;
+    return -1.0;
+  };
+  const double block = model::kv_block_bytes(131072 / 16, sc.model.heads_kv, sc.model.head_dim);
+  EXPECT_DOUBLE_EQ(cp_buffers(scenario::AttentionScheme::DoubleRing),
+                   cp_buffers(scenario::AttentionScheme::Ring) + 2 * block);
+}
