@@ -273,34 +273,16 @@ TEST(Conservation, EverySchemeComputesAllCausalPairsForwardAndBackward) {
       scenario::AttentionScheme::Ring, scenario::AttentionScheme::AllGather,
       scenario::AttentionScheme::Ulysses, scenario::AttentionScheme::Usp,
       scenario::AttentionScheme::DoubleRing};
-  const scenario::Layout layouts[] = {scenario::Layout::Contiguous, scenario::Layout::ZigZag,
-                                      scenario::Layout::Striped};
   for (int trial = 0; trial < 40; ++trial) {
-    const int n = 2 << (rng() % 3);  // 2, 4, 8
-    const int64_t s = 2 * n * static_cast<int64_t>(1 + rng() % 12);
-    scenario::Scenario sc;
-    sc.model = anchor_full_attention();
-    sc.model.heads_q = 8;
+    // s, N, layout, inner ring and documents as for the ring family; all heads for USP.
+    scenario::Scenario sc = random_ring_scenario(rng, schemes[rng() % 5]);
     sc.model.heads_kv = 8;
-    sc.training.seq_len = s;
-    sc.parallel.cp = n;
-    sc.parallel.attention.scheme = schemes[rng() % 5];
-    sc.parallel.attention.layout = layouts[rng() % 3];
     sc.parallel.attention.ulysses_degree = 2;
-    sc.parallel.attention.inner_ring = random_inner_ring(rng, n);
+    const int n = sc.parallel.cp;
+    const int64_t s = sc.training.seq_len;
     if (sc.parallel.attention.scheme == scenario::AttentionScheme::Usp &&
         sc.parallel.attention.layout != scenario::Layout::Contiguous && (s / 2) % n != 0)
       continue;
-    if (rng() % 2) {  // packed documents
-      std::vector<int64_t> docs;
-      int64_t left = s;
-      while (left > 0) {
-        const int64_t len = std::min<int64_t>(left, 1 + static_cast<int64_t>(rng() % (s / 2 + 1)));
-        docs.push_back(len);
-        left -= len;
-      }
-      sc.training.documents = docs;
-    }
     Built b;
     build(b, sc, n);
     const double expected =
