@@ -193,7 +193,13 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
       // Ring: two KV receive buffers (double buffering). Double ring: two more for the outer
       // ring, the block being sent on over it during a whole outer step and the one arriving
       // for the next. Plus fp32 output and LSE accumulators.
-      const double kv_buffers = p.attention.scheme == scenario::AttentionScheme::Ring ? 2 : 4;
+      // A double ring with one inner ring of all CP ranks is the plain ring (an explicit
+      // inner_ring = cp, or the default when the TP x CP grid fits in one node).
+      const bool plain = p.attention.scheme == scenario::AttentionScheme::Ring ||
+                         p.attention.inner_ring == p.cp ||
+                         (p.attention.inner_ring == 0 &&
+                          static_cast<int64_t>(p.tp) * p.cp <= sc.platform.gpus_per_node);
+      const double kv_buffers = plain ? 2 : 4;
       cp_buf = kv_buffers * kv_block_bytes(s_local, heads_kv_rank, m.head_dim) +
                static_cast<double>(s_local) * heads_q_rank * (m.head_dim + 1) * kFp32Bytes;
       break;

@@ -123,6 +123,7 @@ json scenario_json(const scenario::Scenario& sc) {
                                   {"layout", layout_name(pa.attention.layout)},
                                   {"stripe_width", pa.attention.stripe_width},
                                   {"ulysses_degree", pa.attention.ulysses_degree},
+                                  {"inner_ring", pa.attention.inner_ring},
                                   {"replicate_kv_heads", pa.attention.replicate_kv_heads},
                                   {"dkv_fp32", pa.attention.dkv_fp32}}},
                    {"linear_attention", pa.linear == scenario::LinearScheme::Relay ? "relay" : "state-allgather"}};

@@ -93,4 +93,8 @@ TEST(Memory, DoubleRingKeepsTwoMoreKvBlocksThanTheRing) {
   const double block = model::kv_block_bytes(131072 / 16, sc.model.heads_kv, sc.model.head_dim);
   EXPECT_DOUBLE_EQ(cp_buffers(scenario::AttentionScheme::DoubleRing),
                    cp_buffers(scenario::AttentionScheme::Ring) + 2 * block);
+  // One inner ring of all 16 ranks is the plain ring, buffers included.
+  sc.parallel.attention.inner_ring = 16;
+  EXPECT_DOUBLE_EQ(cp_buffers(scenario::AttentionScheme::DoubleRing),
+                   cp_buffers(scenario::AttentionScheme::Ring));
 }
