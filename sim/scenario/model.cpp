@@ -81,13 +81,7 @@ ModelSpec build_model(const Node& tree, const std::string& default_name) {
 
 ModelSpec load_model(const std::string& name_or_path) {
   using namespace detail;
-  auto src = std::make_shared<Source>();
-  src->file = "<model>";
-  src->lines = {name_or_path};
-  Node ref;
-  ref.kind = Node::Kind::Scalar;
-  ref.scalar = name_or_path;
-  ref.at = Origin{src, 1, 1};
+  const Node ref = name_node(name_or_path, "<model>");
   std::string file;
   const Node tree = resolve_ref(ref, model_ref(), &file);
   return build_model(tree, file_stem(file));

@@ -248,14 +248,7 @@ PlatformSpec build_platform(const Node& tree, const std::string& file, const std
 
 PlatformSpec load_platform(const std::string& name_or_path, const std::vector<std::string>& params) {
   using namespace detail;
-  // The name becomes a one-line "document" so that errors about it have a place to point at.
-  auto src = std::make_shared<Source>();
-  src->file = "<platform>";
-  src->lines = {name_or_path};
-  Node ref;
-  ref.kind = Node::Kind::Scalar;
-  ref.scalar = name_or_path;
-  ref.at = Origin{src, 1, 1};
+  const Node ref = name_node(name_or_path, "<platform>");
   std::string file;
   const Resolved res = resolve_preset(name_or_path, "", platform_ref().subdir, platform_ref().kind,
                                       &ref, platform_ref().excluded);

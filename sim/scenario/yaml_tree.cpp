@@ -398,6 +398,17 @@ Node parse_file(const std::string& path, const Node* ref, const std::string& wha
   return parse_text(text, path, dir_of(path));
 }
 
+Node name_node(const std::string& name, const std::string& file) {
+  auto src = std::make_shared<Source>();
+  src->file = file;
+  src->lines = {name};
+  Node n;
+  n.kind = Node::Kind::Scalar;
+  n.scalar = name;
+  n.at = Origin{src, 1, 1};
+  return n;
+}
+
 void apply_override(Node& root, const std::string& text, const std::string& file,
                     const std::vector<std::string>& preset_paths) {
   auto src = std::make_shared<Source>();

@@ -57,6 +57,11 @@ std::string format_error(const Origin& at, const std::string& path, const std::s
 /// Error about a node's key (unknown key, a value that should not be there).
 [[noreturn]] void fail_key(const Node& n, const std::string& message);
 
+/// A name given outside any file (a preset name or path on the command line) as a scalar node
+/// of a one-line "document" called `file` ("<platform>"), so that errors about it have a place
+/// to point at.
+Node name_node(const std::string& name, const std::string& file);
+
 /// Parses YAML text into a tree; syntax errors become InputError. An empty document is Null.
 Node parse_text(const std::string& text, const std::string& file, const std::string& dir,
                 const std::string& path_prefix = "");

@@ -117,20 +117,7 @@ class SlurmSweepTest : public ::testing::Test {
     write(dir_ / "bin" / "squeue", kFakeSqueue);
     fs::permissions(dir_ / "bin" / "sbatch", fs::perms::owner_all);
     fs::permissions(dir_ / "bin" / "squeue", fs::perms::owner_all);
-    write(dir_ / "tiny.yaml", R"(name: tiny
-platform: dgx-h100
-model: qwen3.8-27b
-training:
-  seq_len: 16K
-parallel:
-  cp: 8
-  attention:
-    scheme: ring
-    layout: zigzag
-simulation:
-  engine: analytic
-  scope: attention-layer
-)");
+    write(dir_ / "tiny.yaml", kTinyScenario);
     // 12 points of 4 costs (GPUs x tokens): cp 2, 4, 8 at 16K and cp 8 at 32K.
     write(dir_ / "sweep.yaml", R"(base: tiny.yaml
 axes:

@@ -79,20 +79,7 @@ class SweepTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     ASSERT_TRUE(fs::exists(kCpsim)) << "build the cpsim binary first: " << kCpsim;
-    write(dir_ / "tiny.yaml", R"(name: tiny
-platform: dgx-h100
-model: qwen3.8-27b
-training:
-  seq_len: 16K
-parallel:
-  cp: 8
-  attention:
-    scheme: ring
-    layout: zigzag
-simulation:
-  engine: analytic
-  scope: attention-layer
-)");
+    write(dir_ / "tiny.yaml", kTinyScenario);
   }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "scenario/load.hpp"
+#include "support/scenario_error.hpp"
 
 using namespace cpsim::scenario;
 
@@ -13,14 +14,6 @@ namespace {
 
 const std::string kData = std::string(CPSIM_SOURCE_DIR) + "/tests/scenario/data/";
 
-std::string err(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  try {
-    parse_scenario(text, "s.yaml", overrides);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 std::string file_err(const std::string& path, const std::vector<std::string>& overrides = {}) {
   try {
@@ -36,18 +29,18 @@ const std::string kHead = "platform: dgx-h100\nmodel: qwen3.8-27b\n";
 }  // namespace
 
 TEST(Errors, ValidBaseParses) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n"), "(no error)");
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n"), "(no error)");
 }
 
 TEST(Errors, UnknownKeyDidYouMean) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n  attention: {shceme: ring}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n  attention: {shceme: ring}\n"),
             "s.yaml:6:15: error: parallel.attention.shceme: unknown key 'shceme' (did you mean 'scheme'?)\n"
             "    attention: {shceme: ring}\n"
             "                ^");
 }
 
 TEST(Errors, UnknownKeyListsAllowed) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nbananas: 3\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nbananas: 3\n"),
             "s.yaml:4:1: error: bananas: unknown key 'bananas'; allowed: name, description, platform, model, "
             "training, parallel, simulation, cost, perturb\n"
             "  bananas: 3\n"
@@ -55,35 +48,35 @@ TEST(Errors, UnknownKeyListsAllowed) {
 }
 
 TEST(Errors, UnknownKeyInsidePlatformMapping) {
-  EXPECT_EQ(err("platform: {preset: h100-cluster, nodez: 4}\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: h100-cluster, nodez: 4}\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"),
             "s.yaml:1:34: error: platform.nodez: unknown key 'nodez' (did you mean 'nodes'?)\n"
             "  platform: {preset: h100-cluster, nodez: 4}\n"
             "                                   ^");
 }
 
 TEST(Errors, WrongTypeInteger) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: abc\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: abc\n"),
             "s.yaml:5:7: error: parallel.cp: expected an integer, got 'abc'\n"
             "    cp: abc\n"
             "        ^");
 }
 
 TEST(Errors, WrongTypeBoolean) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel: {sequence_parallel: maybe}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel: {sequence_parallel: maybe}\n"),
             "s.yaml:4:31: error: parallel.sequence_parallel: expected true or false, got 'maybe'\n"
             "  parallel: {sequence_parallel: maybe}\n"
             "                                ^");
 }
 
 TEST(Errors, WrongTypeMapping) {
-  EXPECT_EQ(err(kHead + "training: 128K\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: 128K\n"),
             "s.yaml:3:11: error: training: expected a mapping, got '128K'\n"
             "  training: 128K\n"
             "            ^");
 }
 
 TEST(Errors, WrongTypeList) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K, documents: 64K}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, documents: 64K}\n"),
             "s.yaml:3:38: error: training.documents: expected a list of document lengths such as [32K, 96K] or "
             "a mapping {distribution: uniform|lognormal, mean, seed}, got '64K'\n"
             "  training: {seq_len: 128K, documents: 64K}\n"
@@ -91,77 +84,77 @@ TEST(Errors, WrongTypeList) {
 }
 
 TEST(Errors, MissingRequiredKey) {
-  EXPECT_EQ(err(kHead + "training:\n  micro_batch: 2\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training:\n  micro_batch: 2\n"),
             "s.yaml:3:1: error: training: missing required key 'seq_len'\n"
             "  training:\n"
             "  ^");
 }
 
 TEST(Errors, MissingRequiredTopLevelKey) {
-  EXPECT_EQ(err("platform: dgx-h100\ntraining: {seq_len: 128K}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: dgx-h100\ntraining: {seq_len: 128K}\n"),
             "s.yaml:1:1: error: missing required key 'model'\n"
             "  platform: dgx-h100\n"
             "  ^");
 }
 
 TEST(Errors, EmptyFile) {
-  EXPECT_EQ(err(""),
+  EXPECT_EQ(cpsim::test::scenario_error(""),
             "s.yaml:1:1: error: missing required key 'platform'\n"
             "  \n"
             "  ^");
 }
 
 TEST(Errors, NegativeSize) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel: {dp_bucket: -25MB}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel: {dp_bucket: -25MB}\n"),
             "s.yaml:4:23: error: parallel.dp_bucket: negative value '-25MB' is not allowed\n"
             "  parallel: {dp_bucket: -25MB}\n"
             "                        ^");
 }
 
 TEST(Errors, ZeroSize) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel: {dp_bucket: 0MB}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel: {dp_bucket: 0MB}\n"),
             "s.yaml:4:23: error: parallel.dp_bucket: must be > 0, got 0MB\n"
             "  parallel: {dp_bucket: 0MB}\n"
             "                        ^");
 }
 
 TEST(Errors, ZeroSequence) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 0}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 0}\n"),
             "s.yaml:3:21: error: training.seq_len: must be >= 1, got 0\n"
             "  training: {seq_len: 0}\n"
             "                      ^");
 }
 
 TEST(Errors, ZeroDegree) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel: {tp: 0}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel: {tp: 0}\n"),
             "s.yaml:4:16: error: parallel.tp: must be >= 1, got 0\n"
             "  parallel: {tp: 0}\n"
             "                 ^");
 }
 
 TEST(Errors, NegativeFactor) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nperturb:\n  slow_gpus: {3: -1.2}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nperturb:\n  slow_gpus: {3: -1.2}\n"),
             "s.yaml:5:18: error: perturb.slow_gpus.3: must be > 0, got -1.2\n"
             "    slow_gpus: {3: -1.2}\n"
             "                   ^");
 }
 
 TEST(Errors, FractionOutOfRange) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nperturb: {interference: 1.5}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nperturb: {interference: 1.5}\n"),
             "s.yaml:4:25: error: perturb.interference: must be <= 1, got 1.5\n"
             "  perturb: {interference: 1.5}\n"
             "                          ^");
 }
 
 TEST(Errors, NegativeCv) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nperturb: {jitter_cv: -0.1}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nperturb: {jitter_cv: -0.1}\n"),
             "s.yaml:4:22: error: perturb.jitter_cv: must be >= 0, got -0.1\n"
             "  perturb: {jitter_cv: -0.1}\n"
             "                       ^");
 }
 
 TEST(Errors, BadUnit) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel: {dp_bucket: 25Mb}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel: {dp_bucket: 25Mb}\n"),
             "s.yaml:4:23: error: parallel.dp_bucket: unknown unit 'Mb' in '25Mb'; allowed: B, KB, kB, MB, GB, TB, "
             "PB, KiB, MiB, GiB, TiB, PiB\n"
             "  parallel: {dp_bucket: 25Mb}\n"
@@ -169,14 +162,14 @@ TEST(Errors, BadUnit) {
 }
 
 TEST(Errors, BadTokenCount) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128KB}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128KB}\n"),
             "s.yaml:3:21: error: training.seq_len: unknown unit 'KB' in '128KB'; allowed: k, K, Ki, M, Mi, G, Gi\n"
             "  training: {seq_len: 128KB}\n"
             "                      ^");
 }
 
 TEST(Errors, EnumValueNotAllowed) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n  attention:\n    scheme: rign\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n  attention:\n    scheme: rign\n"),
             "s.yaml:7:13: error: parallel.attention.scheme: unknown value 'rign' (did you mean 'ring'?); "
             "allowed: ring, allgather, ulysses, usp, double-ring\n"
             "      scheme: rign\n"
@@ -184,14 +177,14 @@ TEST(Errors, EnumValueNotAllowed) {
 }
 
 TEST(Errors, EnumValueNoSuggestion) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K, recompute: sometimes}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, recompute: sometimes}\n"),
             "s.yaml:3:38: error: training.recompute: unknown value 'sometimes'; allowed: full, selective, none\n"
             "  training: {seq_len: 128K, recompute: sometimes}\n"
             "                                       ^");
 }
 
 TEST(Errors, UnknownPlatformPreset) {
-  EXPECT_EQ(err("platform: dgx-h1000\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: dgx-h1000\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"),
             "s.yaml:1:11: error: platform: unknown platform preset 'dgx-h1000'; known: dgx-a100, dgx-h100, "
             "gb200-nvl72, h100-cluster, hgx-h200, hgx-h800, l40s-pcie (searched " +
                 data_dir() + "/platforms/); did you mean 'dgx-h100'?\n"
@@ -200,7 +193,7 @@ TEST(Errors, UnknownPlatformPreset) {
 }
 
 TEST(Errors, UnknownModelPreset) {
-  EXPECT_EQ(err("platform: dgx-h100\nmodel: {preset: llama5}\ntraining: {seq_len: 128K}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: dgx-h100\nmodel: {preset: llama5}\ntraining: {seq_len: 128K}\n"),
             "s.yaml:2:17: error: model.preset: unknown model preset 'llama5'; known: llama2-7b, llama3-405b, "
             "llama3-70b, llama3-8b, qwen3.8-27b (searched " +
                 data_dir() + "/scenarios/models/)\n"
@@ -209,7 +202,7 @@ TEST(Errors, UnknownModelPreset) {
 }
 
 TEST(Errors, UnknownGpu) {
-  EXPECT_EQ(err("platform: {preset: dgx-h100, gpu: h100-sxn}\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: dgx-h100, gpu: h100-sxn}\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"),
             "s.yaml:1:35: error: platform.gpu: unknown GPU 'h100-sxn' (did you mean 'h100-sxm'?); known: "
             "a100-sxm, h100-sxm, h800-sxm, h200-sxm, b200, gb200, l40s (from " +
                 data_dir() + "/platforms/gpus.yaml)\n"
@@ -218,7 +211,7 @@ TEST(Errors, UnknownGpu) {
 }
 
 TEST(Errors, PlatformTooSmall) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n  dp: 2\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n  dp: 2\n"),
             "s.yaml:4:1: error: parallel: tp*cp*pp*dp = 1*8*1*2 = 16 GPUs, but platform 'dgx-h100' has 8 GPUs "
             "(nodes 1 x gpus_per_node 8)\n"
             "  parallel:\n"
@@ -226,7 +219,7 @@ TEST(Errors, PlatformTooSmall) {
 }
 
 TEST(Errors, UlyssesHeadsNotDivisible) {
-  EXPECT_EQ(err("platform: {preset: h100-cluster, nodes: 2}\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: h100-cluster, nodes: 2}\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"
                 "parallel:\n  cp: 16\n  attention: {scheme: ulysses}\n"),
             "s.yaml:5:7: error: parallel.cp: model 'qwen3.8-27b' heads_q 24 is not divisible by the Ulysses "
             "degree 16 (parallel.cp with scheme ulysses)\n"
@@ -235,7 +228,7 @@ TEST(Errors, UlyssesHeadsNotDivisible) {
 }
 
 TEST(Errors, UlyssesKvHeadsWithoutReplication) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n"
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n"
                         "  attention: {scheme: ulysses, replicate_kv_heads: false}\n"),
             "s.yaml:6:52: error: parallel.attention.replicate_kv_heads: model 'qwen3.8-27b' heads_kv 4 is not "
             "divisible by the Ulysses degree 8 (parallel.cp with scheme ulysses) and replicate_kv_heads is false\n"
@@ -244,7 +237,7 @@ TEST(Errors, UlyssesKvHeadsWithoutReplication) {
 }
 
 TEST(Errors, UspNeedsDegree) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n  attention: {scheme: usp}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n  attention: {scheme: usp}\n"),
             "s.yaml:6:3: error: parallel.attention: scheme usp needs parallel.attention.ulysses_degree (the "
             "head-split degree; the ring degree is cp / ulysses_degree)\n"
             "    attention: {scheme: usp}\n"
@@ -252,7 +245,7 @@ TEST(Errors, UspNeedsDegree) {
 }
 
 TEST(Errors, UspDegreeMustDivideCp) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n"
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n"
                         "  attention: {scheme: usp, ulysses_degree: 3}\n"),
             "s.yaml:6:44: error: parallel.attention.ulysses_degree: ulysses_degree 3 does not divide parallel.cp = 8\n"
             "    attention: {scheme: usp, ulysses_degree: 3}\n"
@@ -260,7 +253,7 @@ TEST(Errors, UspDegreeMustDivideCp) {
 }
 
 TEST(Errors, SeqLenZigZag) {
-  EXPECT_EQ(err(kHead + "training:\n  seq_len: 131080\nparallel: {cp: 8}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training:\n  seq_len: 131080\nparallel: {cp: 8}\n"),
             "s.yaml:4:12: error: training.seq_len: seq_len 131080 is not divisible by 2*parallel.cp = 16 "
             "(layout zigzag splits the sequence into 2*cp chunks)\n"
             "    seq_len: 131080\n"
@@ -268,25 +261,25 @@ TEST(Errors, SeqLenZigZag) {
 }
 
 TEST(Errors, SeqLenContiguous) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 131076}\nparallel: {cp: 8, attention: {layout: contiguous}}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 131076}\nparallel: {cp: 8, attention: {layout: contiguous}}\n"),
             "s.yaml:3:21: error: training.seq_len: seq_len 131076 is not divisible by parallel.cp = 8 (layout "
             "contiguous splits the sequence into cp blocks)\n"
             "  training: {seq_len: 131076}\n"
             "                      ^");
   // 131,080 = 8 x 16,385: fine for contiguous blocks, not for 2*cp zig-zag chunks.
-  EXPECT_EQ(err(kHead + "training: {seq_len: 131080}\nparallel: {cp: 8, attention: {layout: contiguous}}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 131080}\nparallel: {cp: 8, attention: {layout: contiguous}}\n"),
             "(no error)");
 }
 
 TEST(Errors, SeqLenTooLong) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 2000G}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 2000G}\n"),
             "s.yaml:3:21: error: training.seq_len: seq_len 2000G exceeds the limit of 2^40 tokens\n"
             "  training: {seq_len: 2000G}\n"
             "                      ^");
 }
 
 TEST(Errors, TooManyGpus) {
-  EXPECT_EQ(err("platform: {preset: h100-cluster, nodes: 200000}\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: h100-cluster, nodes: 200000}\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"),
             "s.yaml:1:41: error: platform.nodes: nodes x gpus_per_node = 200000 x 8 = 1600000 GPUs exceeds the "
             "limit of 1000000\n"
             "  platform: {preset: h100-cluster, nodes: 200000}\n"
@@ -294,7 +287,7 @@ TEST(Errors, TooManyGpus) {
 }
 
 TEST(Errors, DocumentsMustSumToSeqLen) {
-  EXPECT_EQ(err(kHead + "training:\n  seq_len: 128K\n  documents: [64K, 32K]\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training:\n  seq_len: 128K\n  documents: [64K, 32K]\n"),
             "s.yaml:5:14: error: training.documents: document lengths sum to 98304 tokens but training.seq_len "
             "is 131072\n"
             "    documents: [64K, 32K]\n"
@@ -302,21 +295,21 @@ TEST(Errors, DocumentsMustSumToSeqLen) {
 }
 
 TEST(Errors, SlowGpuRankOutsideWorld) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel: {cp: 8}\nperturb:\n  slow_gpus:\n    9: 1.2\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel: {cp: 8}\nperturb:\n  slow_gpus:\n    9: 1.2\n"),
             "s.yaml:7:5: error: perturb.slow_gpus.9: GPU rank 9 is outside the 8 GPUs of parallel.tp*cp*pp*dp\n"
             "      9: 1.2\n"
             "      ^");
 }
 
 TEST(Errors, DuplicateKey) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nmodel: llama3-8b\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nmodel: llama3-8b\n"),
             "s.yaml:4:1: error: model: duplicate key 'model' (first given on line 2)\n"
             "  model: llama3-8b\n"
             "  ^");
 }
 
 TEST(Errors, OrderNotAPermutation) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\nparallel: {order: tp-cp-cp-dp}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel: {order: tp-cp-cp-dp}\n"),
             "s.yaml:4:19: error: parallel.order: expected a permutation of tp, cp, pp, dp (innermost first) such "
             "as tp-cp-pp-dp, got 'tp-cp-cp-dp'\n"
             "  parallel: {order: tp-cp-cp-dp}\n"
@@ -331,7 +324,7 @@ TEST(Errors, YamlSyntaxError) {
 }
 
 TEST(Errors, YamlSyntaxErrorAtEnd) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K\n"),
             "s.yaml:4:1: error: invalid YAML: end of map flow not found\n"
             "  \n"
             "  ^");
@@ -372,49 +365,49 @@ TEST(Errors, InputErrorFields) {
 }
 
 TEST(Errors, SetBadValue) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\n", {"parallel.cp=abc"}),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\n", {"parallel.cp=abc"}),
             "<--set>:1:13: error: parallel.cp: expected an integer, got 'abc'\n"
             "  parallel.cp=abc\n"
             "              ^");
 }
 
 TEST(Errors, SetUnknownKey) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\n", {"parallel.attention.shceme=ring"}),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\n", {"parallel.attention.shceme=ring"}),
             "<--set>:1:20: error: parallel.attention.shceme: unknown key 'shceme' (did you mean 'scheme'?)\n"
             "  parallel.attention.shceme=ring\n"
             "                     ^");
 }
 
 TEST(Errors, SetMalformed) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\n", {"parallel.cp"}),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\n", {"parallel.cp"}),
             "<--set>:1:1: error: expected key.path=value, got 'parallel.cp'\n"
             "  parallel.cp\n"
             "  ^");
 }
 
 TEST(Errors, SetEmptyValue) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\n", {"parallel.cp="}),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\n", {"parallel.cp="}),
             "<--set>:1:13: error: parallel.cp: expected an integer, got nothing\n"
             "  parallel.cp=\n"
             "              ^");
 }
 
 TEST(Errors, SetBadYaml) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\n", {"training.documents=[64K, 64K"}),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\n", {"training.documents=[64K, 64K"}),
             "<--set>:1:20: error: invalid YAML: end of sequence flow not found\n"
             "  training.documents=[64K, 64K\n"
             "                     ^");
 }
 
 TEST(Errors, SetThroughAScalar) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\n", {"training.seq_len.x=1"}),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\n", {"training.seq_len.x=1"}),
             "<--set>:1:18: error: training.seq_len.x: cannot set 'x': 'training.seq_len' is '128K', not a mapping\n"
             "  training.seq_len.x=1\n"
             "                   ^");
 }
 
 TEST(Errors, SetCrossCheckPointsAtOverride) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\n", {"parallel.cp=16"}),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\n", {"parallel.cp=16"}),
             "<--set>:1:1: error: parallel: tp*cp*pp*dp = 1*16*1*1 = 16 GPUs, but platform 'dgx-h100' has 8 GPUs "
             "(nodes 1 x gpus_per_node 8)\n"
             "  parallel.cp=16\n"
@@ -424,14 +417,14 @@ TEST(Errors, SetCrossCheckPointsAtOverride) {
 // yaml-cpp hazards: each must end in an InputError, never a hang, an abort or a silent default.
 TEST(Errors, StrayCommaIsASyntaxError) {
   // YAML::LoadAll loops forever here and YAML::Load returns an empty document.
-  EXPECT_EQ(err(",platform: dgx-h100\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(",platform: dgx-h100\n"),
             "s.yaml:1:1: error: invalid YAML: unexpected ','\n"
             "  ,platform: dgx-h100\n"
             "  ^");
 }
 
 TEST(Errors, TwoDocuments) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\n---\nname: second\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\n---\nname: second\n"),
             "s.yaml:4:1: error: expected one YAML document, found more (remove the '---')\n"
             "  ---\n"
             "  ^");
@@ -445,18 +438,18 @@ TEST(Errors, AliasExpansionIsCapped) {
     for (int j = 0; j < 10; ++j) text += std::string(j ? "," : "") + "*" + names[i - 1];
     text += "]\n";
   }
-  EXPECT_EQ(err(text),
+  EXPECT_EQ(cpsim::test::scenario_error(text),
             "s.yaml:6:29: error: the document expands to more than 1000000 values (aliases?)\n"
             "  f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
             "                              ^");
 }
 
 TEST(Errors, AliasesWork) {
-  EXPECT_EQ(err("platform: &p dgx-h100\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\nname: *p\n"), "(no error)");
+  EXPECT_EQ(cpsim::test::scenario_error("platform: &p dgx-h100\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\nname: *p\n"), "(no error)");
 }
 
 TEST(Errors, NonScalarKey) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K}\n[1, 2]: 3\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\n[1, 2]: 3\n"),
             "s.yaml:4:1: error: mapping keys must be plain text, not a list\n"
             "  [1, 2]: 3\n"
             "  ^");

@@ -10,6 +10,7 @@
 
 #include "model/cost_model.hpp"
 #include "scenario/load.hpp"
+#include "support/scenario_error.hpp"
 
 using namespace cpsim;
 using scenario::InputError;
@@ -18,14 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string err(const std::string& text) {
-  try {
-    scenario::parse_scenario(text, "s.yaml");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 const std::string kHead = "platform: dgx-h100\nmodel: qwen3.8-27b\n";
 const std::string kTail = "training: {seq_len: 128K}\n";
@@ -73,41 +66,41 @@ std::string profile(const std::string& name, const std::string& csv) { return te
 // ---- Absurd sizes ----------------------------------------------------------------------------
 
 TEST(Limits, BillionGpusInAPlatform) {
-  EXPECT_EQ(err("platform: {preset: dgx-h100, nodes: 1000000000}\nmodel: qwen3.8-27b\n" + kTail),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: dgx-h100, nodes: 1000000000}\nmodel: qwen3.8-27b\n" + kTail),
             "s.yaml:1:37: error: platform.nodes: must be <= 1000000, got 1000000000\n"
             "  platform: {preset: dgx-h100, nodes: 1000000000}\n"
             "                                      ^");
 }
 
 TEST(Limits, BillionGpusInTheLayout) {
-  EXPECT_EQ(err(kHead + kTail + "parallel: {dp: 1000000000}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + kTail + "parallel: {dp: 1000000000}\n"),
             "s.yaml:4:16: error: parallel.dp: must be <= 1000000, got 1000000000\n"
             "  parallel: {dp: 1000000000}\n"
             "                 ^");
-  EXPECT_EQ(err(kHead + kTail + "parallel: {tp: 1000, cp: 1000, pp: 1000}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + kTail + "parallel: {tp: 1000, cp: 1000, pp: 1000}\n"),
             "s.yaml:4:1: error: parallel: tp*cp*pp*dp = 1000*1000*1000*1 exceeds the limit of 1000000 GPUs\n"
             "  parallel: {tp: 1000, cp: 1000, pp: 1000}\n"
             "  ^");
 }
 
 TEST(Limits, TrillionTokensInOneDocument) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 1000000000000}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 1000000000000}\n"),
             "s.yaml:3:21: error: training.seq_len: seq_len 1000000000000 as one document holds 5e+23 causal "
             "pairs, more than the 2^63 - 1 the simulator counts (at most 4294967295 tokens); pack shorter "
             "documents with training.documents\n"
             "  training: {seq_len: 1000000000000}\n"
             "                      ^");
   // 2^32 - 1 tokens is the longest document whose pairs fit.
-  EXPECT_EQ(err(kHead + "training: {seq_len: 4294967295}\n"), "(no error)");
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 4294967295}\n"), "(no error)");
 }
 
 TEST(Limits, TrillionTokensInRandomDocuments) {
-  EXPECT_EQ(err(kHead + "training:\n  seq_len: 1000000000000\n  documents: {distribution: uniform, mean: 1}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training:\n  seq_len: 1000000000000\n  documents: {distribution: uniform, mean: 1}\n"),
             "s.yaml:5:44: error: training.documents.mean: seq_len 1000000000000 / mean 1 = 1000000000000 "
             "documents exceed the limit of 1000000; raise the mean\n"
             "    documents: {distribution: uniform, mean: 1}\n"
             "                                             ^");
-  EXPECT_EQ(err(kHead + "training:\n  seq_len: 1000000000000\n  documents: {distribution: lognormal, mean: 1G}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training:\n  seq_len: 1000000000000\n  documents: {distribution: lognormal, mean: 1G}\n"),
             "s.yaml:5:46: error: training.documents.mean: documents of mean 1073741824 over seq_len 1000000000000 "
             "may hold up to 1.07e+21 causal pairs, more than the 2^63 - 1 the simulator counts; lower the mean\n"
             "    documents: {distribution: lognormal, mean: 1G}\n"
@@ -118,18 +111,18 @@ TEST(Limits, TrillionTokensInListedDocuments) {
   // 256 documents of 4G - 2 tokens each: about 2^71 pairs.
   std::string docs;
   for (int i = 0; i < 256; ++i) docs += std::string(i ? ", " : "") + "4294967294";
-  const std::string msg = err(kHead + "training:\n  seq_len: 1099511627264\n  documents: [" + docs + "]\n");
+  const std::string msg = cpsim::test::scenario_error(kHead + "training:\n  seq_len: 1099511627264\n  documents: [" + docs + "]\n");
   EXPECT_EQ(msg.substr(0, msg.find('\n')),
             "s.yaml:5:14: error: training.documents: the documents hold 2.36e+21 causal pairs, more than the "
             "2^63 - 1 the simulator counts; use shorter documents");
 }
 
 TEST(Limits, TrillionTokensAsTheSequence) {
-  EXPECT_EQ(err(kHead + "training: {seq_len: 1000000000000000}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 1000000000000000}\n"),
             "s.yaml:3:21: error: training.seq_len: seq_len 1000000000000000 exceeds the limit of 2^40 tokens\n"
             "  training: {seq_len: 1000000000000000}\n"
             "                      ^");
-  EXPECT_EQ(err(kHead + "training: {seq_len: 128K, micro_batches: 1000000000000}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, micro_batches: 1000000000000}\n"),
             "s.yaml:3:42: error: training.micro_batches: must be <= 1000000000, got 1000000000000\n"
             "  training: {seq_len: 128K, micro_batches: 1000000000000}\n"
             "                                           ^");
@@ -137,7 +130,7 @@ TEST(Limits, TrillionTokensAsTheSequence) {
 
 TEST(Limits, MillionsOfLinks) {
   // Topology builds every link: 64 nodes x 8 rails x 2 leaves x 1,000,000 spines would not fit.
-  EXPECT_EQ(err("platform: {preset: h100-cluster, nodes: 64, network: {spines: 1000000}}\nmodel: qwen3.8-27b\n" +
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: h100-cluster, nodes: 64, network: {spines: 1000000}}\nmodel: qwen3.8-27b\n" +
                 kTail),
             "s.yaml:1:63: error: platform.network.spines: the platform would have 32002048 links (GPU 1024, PCIe 0, "
             "NIC 1024, leaf-spine 32000000), more than the limit of 16000000\n"
@@ -146,44 +139,44 @@ TEST(Limits, MillionsOfLinks) {
   // One PCIe node of 1,000,000 GPUs, one per switch and per CPU: a CPU mesh of 10^12 links.
   const std::string pcie = "platform: {preset: l40s-pcie, gpus_per_node: 1000000, "
                            "intra: {gpus_per_pcie_switch: 1, pcie_switches_per_cpu: 1}}";
-  EXPECT_EQ(err(pcie + "\nmodel: qwen3.8-27b\n" + kTail),
+  EXPECT_EQ(cpsim::test::scenario_error(pcie + "\nmodel: qwen3.8-27b\n" + kTail),
             "s.yaml:1:46: error: platform.gpus_per_node: the platform would have 1000003000000 links (GPU 2000000, "
             "PCIe 1000001000000, NIC 0, leaf-spine 0), more than the limit of 16000000\n  " + pcie + "\n  " +
                 std::string(45, ' ') + "^");
   // The largest cluster allowed, 125,000 DGX nodes, has about 4.5 M links.
-  EXPECT_EQ(err("platform: {preset: h100-cluster, nodes: 125000}\nmodel: qwen3.8-27b\n" + kTail), "(no error)");
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: h100-cluster, nodes: 125000}\nmodel: qwen3.8-27b\n" + kTail), "(no error)");
 }
 
 TEST(Limits, NegativeBandwidth) {
-  EXPECT_EQ(err("platform: {preset: dgx-h100, intra: {nvlink: {bw: -450GBps}}}\nmodel: qwen3.8-27b\n" + kTail),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: dgx-h100, intra: {nvlink: {bw: -450GBps}}}\nmodel: qwen3.8-27b\n" + kTail),
             "s.yaml:1:51: error: platform.intra.nvlink.bw: negative value '-450GBps' is not allowed\n"
             "  platform: {preset: dgx-h100, intra: {nvlink: {bw: -450GBps}}}\n"
             "                                                    ^");
-  EXPECT_EQ(err("platform: {preset: dgx-h100, gpu: {hbm_bw: -3.35TBps}}\nmodel: qwen3.8-27b\n" + kTail),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: dgx-h100, gpu: {hbm_bw: -3.35TBps}}\nmodel: qwen3.8-27b\n" + kTail),
             "s.yaml:1:44: error: platform.gpu.hbm_bw: negative value '-3.35TBps' is not allowed\n"
             "  platform: {preset: dgx-h100, gpu: {hbm_bw: -3.35TBps}}\n"
             "                                             ^");
-  EXPECT_EQ(err("platform: {preset: dgx-h100, intra: {nvlink: {bw: 0GBps}}}\nmodel: qwen3.8-27b\n" + kTail),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: dgx-h100, intra: {nvlink: {bw: 0GBps}}}\nmodel: qwen3.8-27b\n" + kTail),
             "s.yaml:1:51: error: platform.intra.nvlink.bw: must be > 0, got 0GBps\n"
             "  platform: {preset: dgx-h100, intra: {nvlink: {bw: 0GBps}}}\n"
             "                                                    ^");
 }
 
 TEST(Limits, DegreeLargerThanTheGpuCount) {
-  EXPECT_EQ(err(kHead + kTail + "parallel: {cp: 16}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + kTail + "parallel: {cp: 16}\n"),
             "s.yaml:4:1: error: parallel: tp*cp*pp*dp = 1*16*1*1 = 16 GPUs, but platform 'dgx-h100' has 8 GPUs "
             "(nodes 1 x gpus_per_node 8)\n"
             "  parallel: {cp: 16}\n"
             "  ^");
-  EXPECT_EQ(err(kHead + kTail + "parallel: {cp: 8, attention: {scheme: usp, ulysses_degree: 16}}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + kTail + "parallel: {cp: 8, attention: {scheme: usp, ulysses_degree: 16}}\n"),
             "s.yaml:4:60: error: parallel.attention.ulysses_degree: ulysses_degree 16 does not divide parallel.cp = 8\n"
             "  parallel: {cp: 8, attention: {scheme: usp, ulysses_degree: 16}}\n"
             "                                                             ^");
-  EXPECT_EQ(err(kHead + kTail + "parallel: {cp: 8, attention: {scheme: double-ring, inner_ring: 16}}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + kTail + "parallel: {cp: 8, attention: {scheme: double-ring, inner_ring: 16}}\n"),
             "s.yaml:4:64: error: parallel.attention.inner_ring: inner_ring 16 does not divide parallel.cp = 8\n"
             "  parallel: {cp: 8, attention: {scheme: double-ring, inner_ring: 16}}\n"
             "                                                                 ^");
-  EXPECT_EQ(err(kHead + kTail + "parallel: {cp: 8}\nperturb: {slow_gpus: {8: 1.5}}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + kTail + "parallel: {cp: 8}\nperturb: {slow_gpus: {8: 1.5}}\n"),
             "s.yaml:5:23: error: perturb.slow_gpus.8: GPU rank 8 is outside the 8 GPUs of parallel.tp*cp*pp*dp\n"
             "  perturb: {slow_gpus: {8: 1.5}}\n"
             "                        ^");
@@ -193,7 +186,7 @@ TEST(Limits, DegreeLargerThanTheGpuCount) {
 
 TEST(Limits, DeeplyNestedYaml) {
   const std::string deep = "name: " + std::string(100, '[') + std::string(100, ']') + "\n";
-  EXPECT_EQ(err(deep),
+  EXPECT_EQ(cpsim::test::scenario_error(deep),
             "s.yaml:1:70: error: nesting deeper than 64 levels\n"
             "  " + deep.substr(0, deep.size() - 1) + "\n"
             "  " + std::string(69, ' ') + "^");
@@ -210,13 +203,13 @@ TEST(Limits, HugeYamlDocument) {
   std::string text = "name: [";
   for (int i = 0; i < 1'000'000; ++i) text += i ? ",1" : "1";
   text += "]\n";
-  const std::string msg = err(text);
+  const std::string msg = cpsim::test::scenario_error(text);
   EXPECT_EQ(msg.substr(0, msg.find('\n')),
             "s.yaml:1:2000002: error: the document expands to more than 1000000 values (aliases?)");
 }
 
 TEST(Limits, ADeviceIsNotReadForever) {
-  EXPECT_EQ(err("platform: /dev/zero\nmodel: qwen3.8-27b\n" + kTail),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: /dev/zero\nmodel: qwen3.8-27b\n" + kTail),
             "s.yaml:1:11: error: platform: cannot read platform file '/dev/zero': larger than 16 MiB\n"
             "  platform: /dev/zero\n"
             "            ^");
@@ -275,39 +268,39 @@ TEST(Limits, ProfileAbsurdShape) {
 // ---- NaN and inf -----------------------------------------------------------------------------
 
 TEST(Limits, NanAndInfInNumbers) {
-  EXPECT_EQ(err(kHead + kTail + "perturb: {jitter_cv: .nan}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + kTail + "perturb: {jitter_cv: .nan}\n"),
             "s.yaml:4:22: error: perturb.jitter_cv: expected a number, got '.nan'\n"
             "  perturb: {jitter_cv: .nan}\n"
             "                       ^");
-  EXPECT_EQ(err(kHead + kTail + "perturb: {interference: nan}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + kTail + "perturb: {interference: nan}\n"),
             "s.yaml:4:25: error: perturb.interference: expected a number, got 'nan'\n"
             "  perturb: {interference: nan}\n"
             "                          ^");
-  EXPECT_EQ(err(kHead + kTail + "perturb: {gpu_variation_cv: 1e999}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + kTail + "perturb: {gpu_variation_cv: 1e999}\n"),
             "s.yaml:4:29: error: perturb.gpu_variation_cv: number '1e999' is out of range\n"
             "  perturb: {gpu_variation_cv: 1e999}\n"
             "                              ^");
-  EXPECT_EQ(err(kHead + kTail + "parallel: {cp: .inf}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + kTail + "parallel: {cp: .inf}\n"),
             "s.yaml:4:16: error: parallel.cp: expected an integer, got '.inf'\n"
             "  parallel: {cp: .inf}\n"
             "                 ^");
 }
 
 TEST(Limits, NanAndInfInUnits) {
-  EXPECT_EQ(err("platform: {preset: dgx-h100, gpu: {peak_flops: inf}}\nmodel: qwen3.8-27b\n" + kTail),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: dgx-h100, gpu: {peak_flops: inf}}\nmodel: qwen3.8-27b\n" + kTail),
             "s.yaml:1:48: error: platform.gpu.peak_flops: expected a FLOP rate such as 989TFLOPS or 989e12, got "
             "'inf'\n"
             "  platform: {preset: dgx-h100, gpu: {peak_flops: inf}}\n"
             "                                                 ^");
-  EXPECT_EQ(err("platform: {preset: dgx-h100, intra: {nvlink: {bw: 1e400GBps}}}\nmodel: qwen3.8-27b\n" + kTail),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: dgx-h100, intra: {nvlink: {bw: 1e400GBps}}}\nmodel: qwen3.8-27b\n" + kTail),
             "s.yaml:1:51: error: platform.intra.nvlink.bw: '1e400GBps' is out of range\n"
             "  platform: {preset: dgx-h100, intra: {nvlink: {bw: 1e400GBps}}}\n"
             "                                                    ^");
-  EXPECT_EQ(err(kHead + "training: {seq_len: NaN}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: NaN}\n"),
             "s.yaml:3:21: error: training.seq_len: expected a token count such as 128K, 1M or 32768, got 'NaN'\n"
             "  training: {seq_len: NaN}\n"
             "                      ^");
-  EXPECT_EQ(err("platform: {preset: dgx-h100, intra: {nvlink: {latency: -.inf}}}\nmodel: qwen3.8-27b\n" + kTail),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: dgx-h100, intra: {nvlink: {latency: -.inf}}}\nmodel: qwen3.8-27b\n" + kTail),
             "s.yaml:1:56: error: platform.intra.nvlink.latency: expected a time such as 1.5us, 150ns or 3ms, got "
             "'-.inf'\n"
             "  platform: {preset: dgx-h100, intra: {nvlink: {latency: -.inf}}}\n"

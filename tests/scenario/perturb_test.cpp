@@ -5,6 +5,7 @@
 #include <string>
 
 #include "scenario/load.hpp"
+#include "support/scenario_error.hpp"
 
 using namespace cpsim;
 using scenario::InputError;
@@ -16,14 +17,6 @@ const std::string kCluster =
     "platform: {preset: h100-cluster, nodes: 2}\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"
     "parallel: {cp: 16}\n";
 
-std::string err(const std::string& text) {
-  try {
-    scenario::parse_scenario(text, "s.yaml");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 }  // namespace
 
@@ -96,22 +89,22 @@ TEST(Perturb, JitterDistribution) {
   EXPECT_EQ(scenario::parse_scenario(kHead + "perturb: {jitter_cv: 0.1, jitter_dist: lognormal}\n", "s.yaml")
                 .perturb.jitter_dist,
             scenario::JitterDist::LogNormal);
-  EXPECT_EQ(err(kHead + "perturb: {jitter_dist: gamma}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {jitter_dist: gamma}\n"),
             "s.yaml:5:24: error: perturb.jitter_dist: unknown value 'gamma'; allowed: normal, lognormal\n"
             "  perturb: {jitter_dist: gamma}\n"
             "                         ^");
 }
 
 TEST(PerturbErrors, SlowNodeOutsideThePlatform) {
-  EXPECT_EQ(err(kHead + "perturb: {slow_nodes: {1: 1.1}}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {slow_nodes: {1: 1.1}}\n"),
             "s.yaml:5:24: error: perturb.slow_nodes.1: node 1 is outside platform 'dgx-h100' with 1 node\n"
             "  perturb: {slow_nodes: {1: 1.1}}\n"
             "                         ^");
-  EXPECT_EQ(err(kHead + "perturb: {slow_nodes: {0: 0}}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {slow_nodes: {0: 0}}\n"),
             "s.yaml:5:27: error: perturb.slow_nodes.0: must be > 0, got 0\n"
             "  perturb: {slow_nodes: {0: 0}}\n"
             "                            ^");
-  EXPECT_EQ(err(kHead + "perturb: {slow_nodes: [0]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {slow_nodes: [0]}\n"),
             "s.yaml:5:23: error: perturb.slow_nodes: expected a mapping of node to slowdown factor such as "
             "{1: 1.1}, got a list\n"
             "  perturb: {slow_nodes: [0]}\n"
@@ -119,16 +112,16 @@ TEST(PerturbErrors, SlowNodeOutsideThePlatform) {
 }
 
 TEST(PerturbErrors, RailsDown) {
-  EXPECT_EQ(err(kHead + "perturb: {rails_down: [8]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {rails_down: [8]}\n"),
             "s.yaml:5:24: error: perturb.rails_down[0]: rail 8 is outside platform 'dgx-h100' with 8 NICs per "
             "node (rails 0..7)\n"
             "  perturb: {rails_down: [8]}\n"
             "                         ^");
-  EXPECT_EQ(err(kHead + "perturb: {rails_down: [1, 1]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {rails_down: [1, 1]}\n"),
             "s.yaml:5:27: error: perturb.rails_down[1]: rail 1 is given twice\n"
             "  perturb: {rails_down: [1, 1]}\n"
             "                            ^");
-  EXPECT_EQ(err("platform: l40s-pcie\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\nperturb: {rails_down: [0]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error("platform: l40s-pcie\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\nperturb: {rails_down: [0]}\n"),
             "s.yaml:4:24: error: perturb.rails_down[0]: platform 'l40s-pcie' has no rails (network.nics_per_node "
             "is 0)\n"
             "  perturb: {rails_down: [0]}\n"
@@ -136,42 +129,42 @@ TEST(PerturbErrors, RailsDown) {
 }
 
 TEST(PerturbErrors, Links) {
-  EXPECT_EQ(err(kHead + "perturb: {links: [{gpu: 8, link: nvlink}]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {links: [{gpu: 8, link: nvlink}]}\n"),
             "s.yaml:5:25: error: perturb.links[0].gpu: GPU 8 is outside platform 'dgx-h100' with 8 GPUs\n"
             "  perturb: {links: [{gpu: 8, link: nvlink}]}\n"
             "                          ^");
-  EXPECT_EQ(err(kHead + "perturb: {links: [{gpu: 1, link: pcie}]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {links: [{gpu: 1, link: pcie}]}\n"),
             "s.yaml:5:34: error: perturb.links[0].link: platform 'dgx-h100' joins its GPUs by NVSwitch, not PCIe; "
             "use link: nvlink\n"
             "  perturb: {links: [{gpu: 1, link: pcie}]}\n"
             "                                   ^");
-  EXPECT_EQ(err(kHead + "perturb: {links: [{gpu: 1, link: nic}]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {links: [{gpu: 1, link: nic}]}\n"),
             "s.yaml:5:34: error: perturb.links[0].link: platform 'dgx-h100' has no network links (nodes 1, "
             "nics_per_node 8)\n"
             "  perturb: {links: [{gpu: 1, link: nic}]}\n"
             "                                   ^");
-  EXPECT_EQ(err(kHead + "perturb: {links: [{gpu: 1, link: nvlink, bw_factor: 0}]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {links: [{gpu: 1, link: nvlink, bw_factor: 0}]}\n"),
             "s.yaml:5:53: error: perturb.links[0].bw_factor: must be > 0, got 0\n"
             "  perturb: {links: [{gpu: 1, link: nvlink, bw_factor: 0}]}\n"
             "                                                      ^");
-  EXPECT_EQ(err(kHead + "perturb: {links: [{gpu: 1, link: nvlink, direction: sideways}]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {links: [{gpu: 1, link: nvlink, direction: sideways}]}\n"),
             "s.yaml:5:53: error: perturb.links[0].direction: unknown value 'sideways'; allowed: up, down, both\n"
             "  perturb: {links: [{gpu: 1, link: nvlink, direction: sideways}]}\n"
             "                                                      ^");
-  EXPECT_EQ(err(kHead + "perturb: {links: [{gpu: 1, lnk: nvlink}]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {links: [{gpu: 1, lnk: nvlink}]}\n"),
             "s.yaml:5:28: error: perturb.links[0].lnk: unknown key 'lnk' (did you mean 'link'?)\n"
             "  perturb: {links: [{gpu: 1, lnk: nvlink}]}\n"
             "                             ^");
-  EXPECT_EQ(err(kHead + "perturb: {links: {gpu: 1}}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {links: {gpu: 1}}\n"),
             "s.yaml:5:18: error: perturb.links: expected a list of links such as [{gpu: 3, link: nvlink, "
             "bw_factor: 0.5}], got a mapping\n"
             "  perturb: {links: {gpu: 1}}\n"
             "                   ^");
-  EXPECT_EQ(err(kHead + "perturb: {links: [{gpu: 1, link: nvlink, add_latency: -1us}]}\n"),
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "perturb: {links: [{gpu: 1, link: nvlink, add_latency: -1us}]}\n"),
             "s.yaml:5:55: error: perturb.links[0].add_latency: negative value '-1us' is not allowed\n"
             "  perturb: {links: [{gpu: 1, link: nvlink, add_latency: -1us}]}\n"
             "                                                        ^");
-  EXPECT_EQ(err("platform: l40s-pcie\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"
+  EXPECT_EQ(cpsim::test::scenario_error("platform: l40s-pcie\nmodel: qwen3.8-27b\ntraining: {seq_len: 128K}\n"
                 "perturb: {links: [{gpu: 1, link: nvlink}]}\n"),
             "s.yaml:4:34: error: perturb.links[0].link: platform 'l40s-pcie' has no NVLink (its intra-node fabric "
             "is pcie); use link: pcie\n"

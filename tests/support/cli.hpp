@@ -13,6 +13,22 @@ namespace cpsim::cli {
 
 inline const std::string kCpsim = CPSIM_BINARY_DIR "/cpsim";
 
+/// One attention layer at 16K on one DGX H100, analytic: the base of the tests' small sweeps.
+inline constexpr const char* kTinyScenario = R"(name: tiny
+platform: dgx-h100
+model: qwen3.8-27b
+training:
+  seq_len: 16K
+parallel:
+  cp: 8
+  attention:
+    scheme: ring
+    layout: zigzag
+simulation:
+  engine: analytic
+  scope: attention-layer
+)";
+
 struct Output {
   int rc = -1;
   std::string text;  ///< stdout and stderr together
