@@ -309,23 +309,21 @@ void check_resume_loses_nothing(const fs::path& dir, const std::string& slow_chi
     EXPECT_EQ(e.path().extension(), ".json") << "left behind: " << e.path();
 }
 
-TEST_F(SweepTest, ResumeAfterInterruptLosesNothing) {
-  write(dir_ / "sweep.yaml", R"(base: tiny.yaml
+/// Eight points over the tiny base: two schemes x two lengths x two layouts.
+constexpr const char* kEightPoints = R"(base: tiny.yaml
 axes:
   parallel.attention.scheme: [ring, allgather]
   training.seq_len: [16K, 32K]
   parallel.attention.layout: [zigzag, striped]
-)");
+)";
+
+TEST_F(SweepTest, ResumeAfterInterruptLosesNothing) {
+  write(dir_ / "sweep.yaml", kEightPoints);
   check_resume_loses_nothing(dir_, child("sleep 0.3"), sweep("-j 1"), SIGINT);
 }
 
 TEST_F(SweepTest, ResumeAfterTheSweepIsKilledLosesNothing) {
-  write(dir_ / "sweep.yaml", R"(base: tiny.yaml
-axes:
-  parallel.attention.scheme: [ring, allgather]
-  training.seq_len: [16K, 32K]
-  parallel.attention.layout: [zigzag, striped]
-)");
+  write(dir_ / "sweep.yaml", kEightPoints);
   check_resume_loses_nothing(dir_, child("sleep 0.3"), sweep("-j 2"), SIGKILL);
 }
 

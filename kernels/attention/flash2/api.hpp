@@ -125,6 +125,23 @@ inline Strides strides(const Tensor& t) {
 inline MaskParams mask_params(const MaskSpec& m) {
   return MaskParams{m.causal, m.q_offset, m.k_offset, m.q_doc, m.k_doc};
 }
+/// What forward and backward parameters share: Q/K/V/O strides, shape, scale and mask.
+template <class Params, class Args>
+void fill_common(Params& p, const Args& a) {
+  p.q_str = strides(a.q);
+  p.k_str = strides(a.k);
+  p.v_str = strides(a.v);
+  p.o_str = strides(a.o);
+  p.batch = a.shape.batch;
+  p.q_len = a.shape.q_len;
+  p.kv_len = a.shape.kv_len;
+  p.heads_q = a.shape.heads_q;
+  p.heads_kv = a.shape.heads_kv;
+  p.group = a.shape.heads_q / a.shape.heads_kv;
+  p.scale = resolve_scale(a.scale, a.shape.head_dim);
+  p.scale_log2 = p.scale * kLog2e;
+  p.mask = mask_params(a.mask);
+}
 }  // namespace detail
 
 /// Empty if the arguments are supported, else the reason.
@@ -168,19 +185,7 @@ inline FwdParams make_fwd_params(const ForwardArgs& a) {
   p.v = static_cast<const uint16_t*>(a.v.data);
   p.o = static_cast<uint16_t*>(a.o.data);
   p.lse = a.lse;
-  p.q_str = detail::strides(a.q);
-  p.k_str = detail::strides(a.k);
-  p.v_str = detail::strides(a.v);
-  p.o_str = detail::strides(a.o);
-  p.batch = a.shape.batch;
-  p.q_len = a.shape.q_len;
-  p.kv_len = a.shape.kv_len;
-  p.heads_q = a.shape.heads_q;
-  p.heads_kv = a.shape.heads_kv;
-  p.group = a.shape.heads_q / a.shape.heads_kv;
-  p.scale = detail::resolve_scale(a.scale, a.shape.head_dim);
-  p.scale_log2 = p.scale * kLog2e;
-  p.mask = detail::mask_params(a.mask);
+  detail::fill_common(p, a);
   return p;
 }
 
@@ -202,24 +207,12 @@ inline BwdParams make_bwd_params(const BackwardArgs& a, int sms) {
   p.dkv_accum = reinterpret_cast<float*>(ws + detail::round256(detail::dq_accum_bytes(a.shape)) +
                                          detail::round256(detail::dsum_bytes(a.shape)));
   p.kv_split = a.kv_split > 0 ? a.kv_split : choose_kv_split(a.shape, sms);
-  p.q_str = detail::strides(a.q);
-  p.k_str = detail::strides(a.k);
-  p.v_str = detail::strides(a.v);
-  p.o_str = detail::strides(a.o);
   p.do_str = detail::strides(a.dout);
   p.dq_str = detail::strides(a.dq);
   p.dk_str = detail::strides(a.dk);
   p.dv_str = detail::strides(a.dv);
-  p.batch = a.shape.batch;
-  p.q_len = a.shape.q_len;
-  p.kv_len = a.shape.kv_len;
-  p.heads_q = a.shape.heads_q;
-  p.heads_kv = a.shape.heads_kv;
-  p.group = a.shape.heads_q / a.shape.heads_kv;
   p.head_dim = a.shape.head_dim;
-  p.scale = detail::resolve_scale(a.scale, a.shape.head_dim);
-  p.scale_log2 = p.scale * kLog2e;
-  p.mask = detail::mask_params(a.mask);
+  detail::fill_common(p, a);
   return p;
 }
 
