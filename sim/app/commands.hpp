@@ -10,4 +10,5 @@ void register_collective(CLI::App& app, int& rc);
 void register_partition(CLI::App& app, int& rc);
 void register_kernels(CLI::App& app, int& rc);
 void register_sweep(CLI::App& app, int& rc);
+void register_import(CLI::App& app, int& rc);
 }  // namespace cpsim::app

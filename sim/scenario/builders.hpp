@@ -23,6 +23,15 @@ const RefKind& model_ref();
 /// `file_out` receives the first file read (left as is when nothing was read).
 Node resolve_ref(const Node& ref, const RefKind& kind, std::string* file_out, int depth = 0);
 
+/// `model: hf:path/to/config.json`: the Hugging Face config converted to a model tree
+/// (import_hf.cpp); the path is relative to the file holding `ref`.
+Node hf_model_tree(const Node& ref, std::string* file_out);
+
+/// For the importers' YAML text: a scalar, plain when it is a simple name, else double-quoted;
+/// and "# head: a, b, ..." comment lines wrapped near 100 columns.
+std::string yaml_scalar(const std::string& s);
+std::string comment_lines(const std::string& head, const std::vector<std::string>& items);
+
 PlatformSpec build_platform(const Node& tree, const std::string& file,
                             const std::string& default_name);
 ModelSpec build_model(const Node& tree, const std::string& default_name);

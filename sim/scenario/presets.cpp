@@ -48,6 +48,7 @@ Node resolve_ref(const Node& ref, const RefKind& k, std::string* file_out, int d
   if (depth > kMaxPresetDepth)
     fail_at(ref, "presets nested deeper than " + std::to_string(kMaxPresetDepth) +
                      " levels (does a preset name itself?)");
+  if (ref.is_scalar() && &k == &model_ref() && ref.scalar.starts_with("hf:")) return hf_model_tree(ref, file_out);
   if (ref.is_scalar()) {
     const std::string base_dir = ref.at.src ? ref.at.src->dir : std::string();
     const Resolved r = resolve_preset(ref.scalar, base_dir, k.subdir, k.kind, &ref, k.excluded);

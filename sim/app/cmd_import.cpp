@@ -1,0 +1,89 @@
+// `cpsim import hf` and `cpsim import megatron`: the configs users already have, written as
+// cpsim model and scenario YAML. What was not used goes to stderr, the YAML to stdout or -o.
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "app/commands.hpp"
+#include "scenario/import_hf.hpp"
+#include "scenario/import_megatron.hpp"
+#include "scenario/load.hpp"
+
+namespace cpsim::app {
+namespace {
+
+/// Writes `text` to `path`, or stdout when empty; false (with a message) when it cannot.
+bool emit(const std::string& text, const std::string& path) {
+  if (path.empty()) {
+    std::cout << text;
+    return true;
+  }
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f) {
+    std::cerr << "error: cannot write '" << path << "'\n";
+    return false;
+  }
+  return true;
+}
+
+void list(const std::string& head, const std::vector<std::string>& items) {
+  if (items.empty()) return;
+  std::cerr << head << " (" << items.size() << "):";
+  for (size_t i = 0; i < items.size(); ++i) std::cerr << (i ? ", " : " ") << items[i];
+  std::cerr << "\n";
+}
+
+}  // namespace
+
+void register_import(CLI::App& app, int& rc) {
+  auto* cmd = app.add_subcommand("import", "write cpsim YAML from a Hugging Face config.json or Megatron-LM arguments");
+  cmd->require_subcommand(1);
+
+  struct HfArgs {
+    std::string config, output;
+  };
+  auto hf_args = std::make_shared<HfArgs>();
+  auto* hf = cmd->add_subcommand("hf", "print the cpsim model YAML of a Hugging Face config.json");
+  hf->add_option("config", hf_args->config, "the model's config.json")->required();
+  hf->add_option("-o,--output", hf_args->output, "write the model YAML to this file instead of stdout");
+  hf->callback([hf_args, &rc] {
+    try {
+      const scenario::HfImport imp = scenario::import_hf(hf_args->config);
+      list("note: ignored fields", imp.ignored);
+      for (const auto& n : imp.notes) std::cerr << "note: " << n << "\n";
+      if (!emit(imp.yaml, hf_args->output)) rc = 1;
+    } catch (const scenario::InputError& e) {
+      std::cerr << e.what() << "\n";
+      rc = 2;
+    }
+  });
+
+  struct MegatronArgs {
+    std::vector<std::string> args;
+    std::string output;
+  };
+  auto mg_args = std::make_shared<MegatronArgs>();
+  auto* mg = cmd->add_subcommand(
+      "megatron", "write the scenario that Megatron-LM / NeMo arguments describe: cpsim import megatron [-o FILE] -- ARGS");
+  mg->add_option("-o,--output", mg_args->output, "write the scenario to this file instead of stdout");
+  mg->add_option("args", mg_args->args,
+                 "Megatron-LM arguments (--tensor-model-parallel-size 2 ...), NeMo overrides (model.x=y), and "
+                 "cpsim's --platform P --nodes N --model NAME|hf:config.json --name NAME");
+  mg->callback([mg_args, &rc] {
+    try {
+      std::string dir;
+      if (const size_t slash = mg_args->output.rfind('/'); slash != std::string::npos)
+        dir = mg_args->output.substr(0, slash);
+      const scenario::MegatronImport imp = scenario::import_megatron(mg_args->args, dir);
+      list("note: arguments not understood", imp.not_understood);
+      for (const auto& n : imp.notes) std::cerr << "note: " << n << "\n";
+      if (!emit(imp.yaml, mg_args->output)) rc = 1;
+    } catch (const scenario::InputError& e) {
+      std::cerr << e.what() << "\n";
+      rc = 2;
+    }
+  });
+}
+
+}  // namespace cpsim::app
