@@ -89,6 +89,7 @@ const char* layout_name(Layout l) {
 
 struct Options {
   std::string seq, layout, stripe_width = "1", docs, doc_mean, doc_dist = "lognormal", json;
+  std::string mask = "causal", window, sharding = "whole-sequence";
   int cp = 0;
   uint64_t seed = 1;
 };
@@ -121,10 +122,34 @@ void print_report(std::ostream& out, const Partition& p, const Documents& docs, 
   out << "cpsim partition: s = " << p.seq_len << " tokens, cp = " << n << ", layout "
       << layout_name(p.layout);
   if (p.layout == Layout::Striped) out << " (stripe width " << stripe_width << ")";
-  out << ", " << ndocs << (ndocs == 1 ? " document" : " documents") << "\n\n";
+  out << ", " << ndocs << (ndocs == 1 ? " document" : " documents");
+  if (docs.mask == scenario::AttentionMask::Full) out << ", full (bidirectional) mask";
+  if (docs.mask == scenario::AttentionMask::SlidingWindow) out << ", sliding window " << docs.window;
+  out << "\n\n";
+
+  // Per-document sharding: each rank's slices of every document.
+  if (p.chunks.size() > 0 && p.chunks[0].size() > 2 && p.layout == Layout::ZigZag) {
+    out << "per-document chunks (each document in 2 x " << n << " chunks; GPU r holds chunks r and "
+        << 2 * n - 1 << " - r of each):\n";
+    for (int r = 0; r < n; ++r) {
+      const auto& runs = p.chunks[static_cast<size_t>(r)];
+      out << "  GPU " << std::setw(num_width(n - 1)) << r << "  " << std::setw(num_width(p.seq_len))
+          << p.tokens_of(r) << " tokens in " << runs.size() << " chunks:";
+      const size_t show = std::min<size_t>(runs.size(), 8);
+      for (size_t i = 0; i < show; ++i)
+        out << " [" << runs[i].begin << "," << runs[i].begin + runs[i].length << ")";
+      if (show < runs.size()) out << " ...";
+      out << "\n";
+    }
+    out << "\n";
+  }
 
   // (a) bar chart
-  out << "(i, j) pairs per GPU (j <= i, same document):\n";
+  out << (docs.mask == scenario::AttentionMask::Causal
+              ? "(i, j) pairs per GPU (j <= i, same document):\n"
+              : docs.mask == scenario::AttentionMask::Full
+                    ? "(i, j) pairs per GPU (same document):\n"
+                    : "(i, j) pairs per GPU (i - window < j <= i, same document):\n");
   const int64_t mx = *std::max_element(t.per_rank.begin(), t.per_rank.end());
   const int bar_max = 50, lw = num_width(n - 1);
   for (int r = 0; r < n; ++r) {
@@ -184,6 +209,9 @@ nlohmann::json to_json(const Partition& p, const Documents& docs, const RingTabl
   j["seq_len"] = p.seq_len;
   j["cp"] = p.ranks;
   j["layout"] = layout_name(p.layout);
+  j["mask"] = o.mask;
+  j["window"] = docs.window;
+  j["document_sharding"] = o.sharding;
   j["stripe_width"] = p.layout == Layout::Striped ? stripe_width : 1;
   json d;
   d["count"] = std::max<size_t>(1, docs.starts.size());
@@ -229,8 +257,25 @@ int run_partition(const Options& o) {
     stripe_width = parse_token_count(o.stripe_width, "--stripe-width");
     if (layout != Layout::Striped && o.stripe_width != "1")
       throw std::invalid_argument("--stripe-width applies only to --layout striped");
-    p = schedule::make_partition(seq, o.cp, layout, stripe_width);
     docs = make_documents(o, seq);
+    if (o.mask == "full") {
+      docs.mask = scenario::AttentionMask::Full;
+    } else if (o.mask == "sliding-window") {
+      docs.mask = scenario::AttentionMask::SlidingWindow;
+      if (o.window.empty()) throw std::invalid_argument("--mask sliding-window needs --window (tokens, e.g. 4K)");
+      docs.window = parse_token_count(o.window, "--window");
+    } else if (o.mask != "causal") {
+      throw std::invalid_argument("--mask: '" + o.mask + "' is not one of: causal, full, sliding-window");
+    }
+    if (!o.window.empty() && docs.mask != scenario::AttentionMask::SlidingWindow)
+      throw std::invalid_argument("--window applies only to --mask sliding-window");
+    if (o.sharding != "whole-sequence" && o.sharding != "per-document")
+      throw std::invalid_argument("--document-sharding: '" + o.sharding +
+                                  "' is not one of: per-document, whole-sequence");
+    if (o.sharding == "per-document" && layout != Layout::ZigZag)
+      throw std::invalid_argument("--document-sharding per-document applies only to --layout zigzag");
+    p = o.sharding == "per-document" ? schedule::make_document_partition(docs, o.cp)
+                                     : schedule::make_partition(seq, o.cp, layout, stripe_width);
   } catch (const std::exception& e) {  // bad input: message and exit code 2
     std::cerr << "error: " << e.what() << "\n";
     return 2;
@@ -276,6 +321,11 @@ void register_partition(CLI::App& app, int& rc) {
   sub->add_option("--doc-dist", opts->doc_dist, "uniform | lognormal (default lognormal)")
       ->needs(mean);
   sub->add_option("--seed", opts->seed, "seed of the random documents (default 1)")->needs(mean);
+  sub->add_option("--mask", opts->mask, "causal | full | sliding-window (default causal)");
+  sub->add_option("--window", opts->window, "sliding-window mask: window in tokens (4K)");
+  sub->add_option("--document-sharding", opts->sharding,
+                  "zigzag with documents: whole-sequence (default) | per-document (TE THD: each "
+                  "document in 2 cp chunks)");
   sub->add_option("--json", opts->json, "also write the counts as JSON to FILE");
   sub->callback([opts, &rc] { rc = run_partition(*opts); });
 }

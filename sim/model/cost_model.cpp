@@ -176,8 +176,10 @@ class RooflineModel final : public CostModel {
     double waste = 0;
     if (f < 1) {
       double diagonal = std::min(q, kv);
-      if (c.mask != 2) diagonal = std::min(diagonal, std::sqrt(2 * pairs));
+      if (c.mask != 2 && c.mask != 4) diagonal = std::min(diagonal, std::sqrt(2 * pairs));
       waste = 0.5 * kTileRows * diagonal;
+      // A sliding-window band has a partially masked tile row on each of its two edges.
+      if (c.mask == 4) waste *= 2;
     }
     const double t_compute = r.flops * (1 + waste / pairs) / (gpu_.peak_flops * efficiency);
     const double elems_q = c.batch * q * c.heads_q * c.head_dim;
@@ -251,7 +253,7 @@ class RooflineModel final : public CostModel {
 // ---- Profile table --------------------------------------------------------------------------
 
 /// Shape class a profile curve is keyed by: full, causal (diagonal and offset), document.
-int mask_class(int mask) { return mask == 3 ? 1 : mask; }
+int mask_class(int mask) { return mask == 3 || mask == 4 ? 1 : mask; }
 
 int mask_code(const std::string& name) {
   if (name == "full") return 0;

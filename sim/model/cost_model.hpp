@@ -17,7 +17,8 @@ const char* cost_source_name(CostSource s);
 struct AttentionCall {
   int64_t q_len = 0;
   int64_t kv_len = 0;
-  uint8_t mask = 0;              ///< 0 full, 1 causal diagonal, 2 document, 3 causal offset
+  uint8_t mask = 0;              ///< 0 full, 1 causal diagonal, 2 document, 3 causal offset,
+                                 ///< 4 sliding window (a band: two partial diagonals)
   double unmasked_fraction = 1;  ///< computed pairs / (q_len * kv_len)
   int heads_q = 0, heads_kv = 0, head_dim = 0;
   int batch = 1;

@@ -144,6 +144,7 @@ std::string gb(double bytes) {
 }  // namespace
 
 MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
+  if (sc.mode == scenario::Mode::Prefill) return estimate_prefill_memory(sc);
   const auto& m = sc.model;
   const auto& p = sc.parallel;
   const auto& tr = sc.training;
@@ -178,11 +179,26 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   }
   est.terms.push_back({"activations", act});
 
-  // Logits on the last stage: bf16 logits plus the fp32 copy the loss upcasts to.
-  const double logits =
-      static_cast<double>(s_local) * tr.micro_batch * m.vocab / p.tp * (kBf16Bytes + kFp32Bytes);
-  est.terms.push_back({"logits (bf16 + fp32 loss)", logits});
+  // Logits on the last stage: bf16 logits plus the fp32 copy the loss upcasts to; the chunked
+  // loss holds one chunk of them at a time.
+  const double loss_tokens = tr.loss == scenario::Loss::Chunked
+                                 ? std::min<double>(loss_chunk_tokens(sc), static_cast<double>(s_local) * tr.micro_batch)
+                                 : static_cast<double>(s_local) * tr.micro_batch;
+  const double logits = loss_tokens * m.vocab / p.tp * (kBf16Bytes + kFp32Bytes);
+  est.terms.push_back({tr.loss == scenario::Loss::Chunked ? "logits (one chunk, chunked loss)"
+                                                          : "logits (bf16 + fp32 loss)",
+                       logits});
+  est.terms.push_back({"context-parallel buffers", cp_buffer_bytes(sc) * tr.micro_batch});
+  est.terms.push_back({"CUDA context, NCCL buffers, allocator slack", 3e9});
+  finish_memory_estimate(est, sc.platform.gpu.memory_bytes);
+  return est;
+}
 
+double cp_buffer_bytes(const scenario::Scenario& sc) {
+  const auto& m = sc.model;
+  const auto& p = sc.parallel;
+  const auto& tr = sc.training;
+  const int64_t s_local = tr.seq_len / p.cp;
   // CP buffers for one layer (the live one).
   const int heads_kv_rank = std::max(1, m.heads_kv / p.tp);
   const int heads_q_rank = m.heads_q / p.tp;
@@ -219,11 +235,13 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
       break;
     }
   }
-  est.terms.push_back({"context-parallel buffers", cp_buf * tr.micro_batch});
-  est.terms.push_back({"CUDA context, NCCL buffers, allocator slack", 3e9});
+  return cp_buf;
+}
 
+void finish_memory_estimate(MemoryEstimate& est, double capacity_bytes) {
+  est.peak_bytes = 0;
   for (const auto& t : est.terms) est.peak_bytes += t.bytes;
-  est.capacity_bytes = sc.platform.gpu.memory_bytes;
+  est.capacity_bytes = capacity_bytes;
   est.fits = est.peak_bytes <= est.capacity_bytes;
   auto sorted = est.terms;
   std::sort(sorted.begin(), sorted.end(),
@@ -231,7 +249,6 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   est.verdict = (est.fits ? "fits: " : "OOM: ") + gb(est.peak_bytes) + " of " +
                 gb(est.capacity_bytes) + " per GPU; largest: " + sorted[0].name + " " +
                 gb(sorted[0].bytes) + ", " + sorted[1].name + " " + gb(sorted[1].bytes);
-  return est;
 }
 
 }  // namespace cpsim::model

@@ -77,5 +77,33 @@ struct MemoryEstimate {
   std::string verdict;  ///< "fits: 61.2 of 80.0 GB" or "OOM: 93.1 of 80.0 GB; largest: ..."
 };
 MemoryEstimate estimate_memory(const scenario::Scenario& sc);
+/// Context-parallel buffers of the live layer for one sequence (K,V receive buffers and
+/// accumulators, the gathered K,V, or the Ulysses head-split tensors), bytes.
+double cp_buffer_bytes(const scenario::Scenario& sc);
+/// Sums the terms, fills capacity, fits and the verdict naming the two largest terms.
+void finish_memory_estimate(MemoryEstimate& est, double capacity_bytes);
+
+// ---- Forward-only prefill and the chunked loss (memory_modes.cpp) ----
+
+/// Tokens per chunk of the chunked loss: Liger-Kernel's fused linear cross-entropy picks
+/// next_pow2(ceil(BT / ceil(V / H))) so that one chunk of logits is about the size of the
+/// hidden states (src/liger_kernel/ops/fused_linear_cross_entropy.py), with V the vocabulary
+/// shard of a TP rank and BT the rank's tokens per micro-batch; at most BT.
+double loss_chunk_tokens(const scenario::Scenario& sc);
+
+/// KV cache one rank holds after the prefill, bytes: per softmax layer of its pipeline stage
+/// the K,V of its own tokens (a sliding layer at most its window), per linear-attention layer
+/// the fp32 recurrent state of its heads and the short convolution's last width - 1 inputs.
+struct KvCache {
+  double full_bytes = 0;     ///< softmax layers with a causal or full mask
+  double sliding_bytes = 0;  ///< sliding-window layers
+  double linear_bytes = 0;   ///< linear-attention states
+  double total() const { return full_bytes + sliding_bytes + linear_bytes; }
+};
+KvCache kv_cache_per_rank(const scenario::Scenario& sc);
+
+/// Prefill memory: bf16 weights (TP x PP split, no gradients, no optimizer), the KV cache, the
+/// working set of the one layer being computed and the last token's logits.
+MemoryEstimate estimate_prefill_memory(const scenario::Scenario& sc);
 
 }  // namespace cpsim::model

@@ -101,20 +101,27 @@ json scenario_json(const scenario::Scenario& sc) {
       {"oversubscription", p.oversubscription},
       {"nccl_p2p_max_Bps", p.nccl.p2p_max_Bps}};
   json pattern = json::array();
-  for (auto k : m.pattern) pattern.push_back(k == scenario::LayerKind::FullAttention ? "full" : "linear");
+  for (size_t i = 0; i < m.pattern.size(); ++i)
+    pattern.push_back(m.pattern[i] == scenario::LayerKind::LinearAttention ? "linear"
+                      : i < m.pattern_sliding.size() && m.pattern_sliding[i] ? "sliding"
+                                                                             : "full");
+  const char* masks[] = {"causal", "full", "sliding-window"};
   j["model"] = {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden},
                 {"heads_q", m.heads_q}, {"heads_kv", m.heads_kv}, {"head_dim", m.head_dim},
                 {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
                 {"tied_embeddings", m.tied_embeddings}, {"pattern", pattern},
                 {"linear_heads_v", m.linear_heads_v}, {"linear_heads_k", m.linear_heads_k},
                 {"linear_key_dim", m.linear_key_dim}, {"linear_value_dim", m.linear_value_dim},
-                {"total_params", model::total_params(m)}};
+                {"total_params", model::total_params(m)},
+                {"attention", {{"mask", masks[static_cast<int>(m.attention_mask)]}, {"window", m.window}}}};
+  j["mode"] = sc.mode == scenario::Mode::Prefill ? "prefill" : "train";
   const auto& t = sc.training;
   const char* rc[] = {"none", "selective", "full"};
   j["training"] = {{"seq_len", t.seq_len}, {"micro_batch", t.micro_batch},
                    {"micro_batches", t.micro_batches}, {"recompute", rc[static_cast<int>(t.recompute)]},
                    {"documents", t.documents}, {"doc_distribution", t.doc_distribution},
-                   {"doc_mean_tokens", t.doc_mean_tokens}};
+                   {"doc_mean_tokens", t.doc_mean_tokens},
+                   {"loss", t.loss == scenario::Loss::Chunked ? "chunked" : "materialized"}};
   const auto& pa = sc.parallel;
   j["parallel"] = {{"tp", pa.tp}, {"cp", pa.cp}, {"pp", pa.pp}, {"dp", pa.dp},
                    {"sequence_parallel", pa.sequence_parallel}, {"order", pa.order},
@@ -125,8 +132,11 @@ json scenario_json(const scenario::Scenario& sc) {
                                   {"ulysses_degree", pa.attention.ulysses_degree},
                                   {"inner_ring", pa.attention.inner_ring},
                                   {"replicate_kv_heads", pa.attention.replicate_kv_heads},
-                                  {"dkv_fp32", pa.attention.dkv_fp32}}},
-                   {"linear_attention", pa.linear == scenario::LinearScheme::Relay ? "relay" : "state-allgather"}};
+                                  {"dkv_fp32", pa.attention.dkv_fp32},
+                                  {"document_sharding", pa.attention.per_document_sharding ? "per-document" : "whole-sequence"}}},
+                   {"linear_attention", pa.linear == scenario::LinearScheme::Relay      ? "relay"
+                                        : pa.linear == scenario::LinearScheme::AllToAll ? "a2a"
+                                                                                        : "state-allgather"}};
   const char* scopes[] = {"attention-layer", "layer", "step"};
   j["simulation"] = {{"engine", sc.simulation.engine == scenario::EngineKind::SimGrid ? "simgrid" : "analytic"},
                      {"scope", scopes[static_cast<int>(sc.simulation.scope)]},
@@ -157,6 +167,14 @@ json result_json(const Result& r, const scenario::Scenario& sc, const schedule::
   j["engine"] = r.engine;
   j["scope"] = r.scope;
   j["step_time_s"] = r.step_time_s;
+  j["mode"] = sc.mode == scenario::Mode::Prefill ? "prefill" : "train";
+  // Prefill: the whole forward is the time to the first generated token.
+  if (sc.mode == scenario::Mode::Prefill) {
+    j["ttft_s"] = r.step_time_s;
+    const model::KvCache kv = model::kv_cache_per_rank(sc);
+    j["kv_cache_bytes_per_rank"] = {{"full_attention", kv.full_bytes}, {"sliding_window", kv.sliding_bytes},
+                                    {"linear_attention", kv.linear_bytes}, {"total", kv.total()}};
+  }
   j["tokens_per_s"] = r.tokens_per_s;
   j["tflops_per_gpu"] = r.tflops_per_gpu;
   j["mfu"] = r.mfu;
@@ -243,7 +261,11 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
   auto line = [&](const std::string& k, const std::string& v) {
     os << "  " << k << std::string(k.size() < 28 ? 28 - k.size() : 1, ' ') << v << "\n";
   };
-  line(r.scope == "step" ? "step time" : "time", fmt("%.4f s", r.step_time_s));
+  if (sc.mode == scenario::Mode::Prefill)
+    line("time to first token", fmt("%.4f s", r.step_time_s) +
+                                             fmt(", KV cache %.2f GB per GPU", model::kv_cache_per_rank(sc).total() / 1e9));
+  else
+    line(r.scope == "step" ? "step time" : "time", fmt("%.4f s", r.step_time_s));
   if (r.scope != "attention-layer") {
     line("throughput", fmt("%.0f tokens/s", r.tokens_per_s));
     line("model TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu) + fmt("  (MFU %.1f %%)", 100 * r.mfu));

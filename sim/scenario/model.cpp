@@ -10,7 +10,7 @@ namespace detail {
 ModelSpec build_model(const Node& tree, const std::string& default_name) {
   MapReader r(tree, {"name", "description", "layers", "hidden", "heads_q", "heads_kv", "head_dim",
                      "ffn_hidden", "vocab", "tied_embeddings", "pattern", "linear_attention",
-                     "total_params"});
+                     "total_params", "attention"});
   if (tree.is_null()) fail_at(tree, "expected a model mapping, got nothing");
   ModelSpec m;
   m.name = r.get("name") ? as_string(*r.get("name")) : default_name;
@@ -41,15 +41,21 @@ ModelSpec build_model(const Node& tree, const std::string& default_name) {
   const Node* pattern = r.get("pattern");
   if (pattern) {
     m.pattern.clear();
-    auto kind = [](const Node& n) {
-      return as_choice(n, {"full", "linear"}) == 0 ? LayerKind::FullAttention : LayerKind::LinearAttention;
+    // `sliding` is a softmax layer with the causal window attention.window.
+    auto kind = [&m](const Node& n) {
+      const size_t k = as_choice(n, {"full", "linear", "sliding"});
+      m.pattern_sliding.push_back(k == 2 ? 1 : 0);
+      return k == 1 ? LayerKind::LinearAttention : LayerKind::FullAttention;
     };
+    m.pattern_sliding.clear();
     if (pattern->is_seq()) {
-      if (pattern->children.empty()) fail_at(*pattern, "expected at least one layer kind (full or linear)");
+      if (pattern->children.empty()) fail_at(*pattern, "expected at least one layer kind (full, linear or sliding)");
       for (const auto& c : pattern->children) m.pattern.push_back(kind(c));
     } else {
       m.pattern.push_back(kind(*pattern));
     }
+    if (std::find(m.pattern_sliding.begin(), m.pattern_sliding.end(), 1) == m.pattern_sliding.end())
+      m.pattern_sliding.clear();
     if (static_cast<int>(m.pattern.size()) > m.layers)
       fail_at(*pattern, "pattern has " + std::to_string(m.pattern.size()) + " entries but the model has " +
                             std::to_string(m.layers) + " layers");
@@ -69,6 +75,21 @@ ModelSpec build_model(const Node& tree, const std::string& default_name) {
     fail_key(*pattern, "the pattern has linear layers but 'linear_attention' {heads_v, heads_k, key_dim, "
                        "value_dim, conv_width} is missing");
   }
+  const Node* att = r.get("attention");
+  if (att) {
+    MapReader ar(*att, {"mask", "window"});
+    static const AttentionMask masks[] = {AttentionMask::Causal, AttentionMask::Full, AttentionMask::SlidingWindow};
+    if (const Node* v = ar.get("mask")) m.attention_mask = masks[as_choice(*v, {"causal", "full", "sliding-window"})];
+    if (const Node* v = ar.get("window")) {
+      m.window = as_tokens(*v);
+      check_min(*v, static_cast<double>(m.window), 1, true);
+    }
+  }
+  const bool wants_window = m.attention_mask == AttentionMask::SlidingWindow || !m.pattern_sliding.empty();
+  if (wants_window && m.window == 0)
+    fail_key(att ? *att : *pattern, std::string(att ? "attention" : "pattern") +
+                                        ": a sliding-window mask (mask: sliding-window or a 'sliding' pattern "
+                                        "entry) needs attention.window, the window in tokens such as 4K");
   if (const Node* tp = r.get("total_params")) {
     m.total_params = as_number(*tp);
     check_min(*tp, m.total_params, 0, true);

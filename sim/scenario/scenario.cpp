@@ -39,7 +39,7 @@ struct TrainingNodes {
 };
 
 TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
-  MapReader r(n, {"seq_len", "micro_batch", "micro_batches", "recompute", "documents"});
+  MapReader r(n, {"seq_len", "micro_batch", "micro_batches", "recompute", "documents", "loss"});
   TrainingSpec t;
   const Node& sl = r.require("seq_len");
   nodes.seq_len = &sl;
@@ -52,6 +52,8 @@ TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
     static const Recompute kinds[] = {Recompute::Full, Recompute::Selective, Recompute::None};
     t.recompute = kinds[as_choice(*v, {"full", "selective", "none"})];
   }
+  if (const Node* v = r.get("loss"))
+    t.loss = as_choice(*v, {"materialized", "chunked"}) == 0 ? Loss::Materialized : Loss::Chunked;
   if (const Node* d = r.get("documents")) {
     nodes.documents = d;
     if (d->is_seq()) {
@@ -90,6 +92,7 @@ struct ParallelNodes {
   const Node* ulysses_degree = nullptr;
   const Node* inner_ring = nullptr;
   const Node* replicate = nullptr;
+  const Node* linear_scheme = nullptr;
 };
 
 std::vector<std::string> read_order(const Node& n) {
@@ -143,7 +146,7 @@ ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
   const Node* att = r.get("attention");
   nodes.attention = att;
   MapReader a(or_empty(att), {"scheme", "layout", "stripe_width", "ulysses_degree", "ulysses_placement",
-                              "replicate_kv_heads", "dkv_fp32", "inner_ring"});
+                              "replicate_kv_heads", "dkv_fp32", "inner_ring", "document_sharding"});
   AttentionSpec& s = p.attention;
   if (const Node* v = a.get("scheme")) {
     nodes.scheme = v;
@@ -174,12 +177,17 @@ ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
     nodes.inner_ring = v;
     s.inner_ring = static_cast<int>(as_int(*v, 0, kMaxGpus));
   }
+  if (const Node* v = a.get("document_sharding"))
+    s.per_document_sharding = as_choice(*v, {"per-document", "whole-sequence"}) == 0;
 
   const Node* lin = r.get("linear_attention");
   MapReader l(or_empty(lin), {"scheme"});
-  if (const Node* v = l.get("scheme"))
-    p.linear = as_choice(*v, {"state-allgather", "relay"}) == 0 ? LinearScheme::StateAllGather
-                                                                 : LinearScheme::Relay;
+  if (const Node* v = l.get("scheme")) {
+    nodes.linear_scheme = v;
+    static const LinearScheme kinds[] = {LinearScheme::StateAllGather, LinearScheme::Relay,
+                                         LinearScheme::AllToAll};
+    p.linear = kinds[as_choice(*v, {"state-allgather", "relay", "a2a"})];
+  }
   return p;
 }
 
@@ -386,6 +394,19 @@ void cross_check(const Scenario& s, const Node& root, const ParallelNodes& pn, c
     }
   }
 
+  // Linear-attention all-to-all splits the value and key heads of each TP rank over the CP group.
+  const bool has_linear =
+      std::find(m.pattern.begin(), m.pattern.end(), LayerKind::LinearAttention) != m.pattern.end();
+  if (p.linear == LinearScheme::AllToAll && has_linear && p.cp > 1) {
+    const int hv = std::max(1, m.linear_heads_v / p.tp), hk = std::max(1, m.linear_heads_k / p.tp);
+    if (hv % p.cp != 0 || hk % p.cp != 0)
+      fail_at(*pn.linear_scheme, "linear_attention scheme a2a splits heads over parallel.cp = " + str(p.cp) +
+                                     ", but model '" + m.name + "' has linear heads_v " + str(m.linear_heads_v) +
+                                     " and heads_k " + str(m.linear_heads_k) +
+                                     (p.tp > 1 ? " (/ tp " + str(p.tp) + " = " + str(hv) + " and " + str(hk) + " per TP rank)" : "") +
+                                     ", not both divisible by it");
+  }
+
   if (a.scheme == AttentionScheme::DoubleRing && a.inner_ring > 0 && p.cp % a.inner_ring != 0)
     fail_at(*pn.inner_ring, "inner_ring " + str(a.inner_ring) + " does not divide parallel.cp = " + str(p.cp));
 
@@ -457,11 +478,12 @@ void cross_check(const Scenario& s, const Node& root, const ParallelNodes& pn, c
 
 Scenario build_scenario(const Node& root, const std::string& file, bool cross_checks) {
   MapReader r(root, {"name", "description", "platform", "model", "training", "parallel", "simulation", "cost",
-                     "perturb"});
+                     "perturb", "mode"});
   Scenario s;
   s.file = file;
   s.name = r.get("name") ? as_string(*r.get("name")) : file_stem(file);
   if (const Node* d = r.get("description")) as_string(*d);
+  if (const Node* v = r.get("mode")) s.mode = as_choice(*v, {"train", "prefill"}) == 0 ? Mode::Train : Mode::Prefill;
 
   const Node& plat = r.require("platform");
   std::string plat_file;

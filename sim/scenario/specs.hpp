@@ -80,6 +80,13 @@ struct PlatformSpec {
 
 /// A transformer layer kind.
 enum class LayerKind { FullAttention, LinearAttention };
+/// The mask of a softmax-attention layer.
+enum class AttentionMask { Causal, Full, SlidingWindow };
+/// Whole training steps, or the forward-only prefill of inference (time to first token).
+enum class Mode { Train, Prefill };
+/// How the loss is computed: the whole logits tensor at once, or a chunk of tokens at a time
+/// (Liger's fused linear cross-entropy, Megatron's fused CE).
+enum class Loss { Materialized, Chunked };
 
 /// A model (scenarios/models/*.yaml).
 struct ModelSpec {
@@ -104,11 +111,19 @@ struct ModelSpec {
   int linear_conv_width = 4;
   /// total parameter count for memory accounting when the text stack is not all; 0 = computed
   double total_params = 0;
+  /// Mask of the softmax-attention layers (`attention: {mask, window}`): causal (decoders),
+  /// full (bidirectional, encoders) or a causal sliding window of `window` tokens (query i sees
+  /// keys i - window < j <= i, as Mistral's and Gemma's local layers do).
+  AttentionMask attention_mask = AttentionMask::Causal;
+  int64_t window = 0;
+  /// Per pattern entry: 1 for a `sliding` entry (a softmax layer with the causal window
+  /// `window` whatever attention_mask says); empty = no sliding entries.
+  std::vector<char> pattern_sliding;
 };
 
 enum class AttentionScheme { Ring, AllGather, Ulysses, Usp, DoubleRing };
 enum class Layout { Contiguous, ZigZag, Striped };
-enum class LinearScheme { StateAllGather, Relay };
+enum class LinearScheme { StateAllGather, Relay, AllToAll };
 enum class Recompute { None, Selective, Full };
 enum class EngineKind { SimGrid, Analytic };
 enum class Scope { AttentionLayer, Layer, Step };
@@ -123,6 +138,9 @@ struct AttentionSpec {
   bool replicate_kv_heads = true;///< Ulysses with heads_kv < degree
   bool dkv_fp32 = false;         ///< ring backward sends dK,dV in fp32
   int inner_ring = 0;            ///< double ring: inner ring size (0 = GPUs per node)
+  /// Zig-zag with packed documents: each document in 2 cp chunks (TransformerEngine's THD
+  /// format) instead of the packed sequence as one.
+  bool per_document_sharding = true;
 };
 
 struct ParallelSpec {
@@ -147,6 +165,7 @@ struct TrainingSpec {
   std::string doc_distribution;
   int64_t doc_mean_tokens = 0;
   uint64_t doc_seed = 1;
+  Loss loss = Loss::Materialized;
 };
 
 /// Which link of a GPU a link perturbation degrades.
@@ -236,6 +255,7 @@ struct Scenario {
   SimulationSpec simulation;
   CostSpec cost;
   PerturbSpec perturb;
+  Mode mode = Mode::Train;
 };
 
 }  // namespace cpsim::scenario

@@ -69,6 +69,8 @@ BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>
   const double full = static_cast<double>(w.q_len) * static_cast<double>(w.kv_len);
   if (static_cast<double>(w.pairs) >= full) {
     w.mask = 0;
+  } else if (docs.mask == scenario::AttentionMask::SlidingWindow) {
+    w.mask = 4;
   } else if (docs.starts.size() > 1) {
     w.mask = 2;
   } else {
@@ -138,10 +140,23 @@ OpId add_memory_op(AttentionCtx& ctx, int rank, double bytes, OpLabel label) {
   return ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "memory"), label);
 }
 
+Partition cp_partition(const scenario::Scenario& sc, const Documents& docs, int ranks) {
+  const auto& a = sc.parallel.attention;
+  if (a.layout == scenario::Layout::ZigZag && a.per_document_sharding && docs.starts.size() > 1)
+    return make_document_partition(docs, ranks);
+  return make_partition(sc.training.seq_len, ranks, a.layout, a.stripe_width);
+}
+
+Documents layer_documents(const scenario::ModelSpec& m, const Documents& docs, int layer) {
+  const size_t n = m.pattern_sliding.size();
+  if (n > 0 && m.pattern_sliding[static_cast<size_t>(layer) % n])
+    return docs.with_mask(scenario::AttentionMask::SlidingWindow, m.window);
+  return docs.with_mask(m.attention_mask, m.window);
+}
+
 namespace {
 Partition partition_for(const AttentionCtx& ctx, int ranks) {
-  const auto& a = ctx.sc.parallel.attention;
-  return make_partition(ctx.sc.training.seq_len, ranks, a.layout, a.stripe_width);
+  return cp_partition(ctx.sc, ctx.docs, ranks);
 }
 
 std::vector<OpId> dispatch(AttentionCtx& ctx, const std::vector<OpId>& entry, bool backward) {

@@ -62,6 +62,13 @@ struct AttentionCtx {
   Documents docs;
 };
 
+/// How the sequence is split over `ranks` CP ranks: the layout's partition, or, for zig-zag
+/// with packed documents and per-document sharding, each document in 2 x ranks chunks.
+Partition cp_partition(const scenario::Scenario& sc, const Documents& docs, int ranks);
+
+/// The mask of softmax layer `layer`: its pattern entry's sliding window, else the model's.
+Documents layer_documents(const scenario::ModelSpec& m, const Documents& docs, int layer);
+
 /// Per-rank entry deps in (kNoOp = none), per-rank exit ops out (attention output ready /
 /// gradients of Q, K, V at their owners). Throws std::invalid_argument for impossible layouts.
 std::vector<OpId> attention_forward(AttentionCtx& ctx, const std::vector<OpId>& entry);
@@ -70,6 +77,17 @@ std::vector<OpId> attention_backward(AttentionCtx& ctx, const std::vector<OpId>&
 /// The same for a linear-attention (Gated DeltaNet) layer's sequence mixing.
 std::vector<OpId> linear_attention_forward(AttentionCtx& ctx, const std::vector<OpId>& entry);
 std::vector<OpId> linear_attention_backward(AttentionCtx& ctx, const std::vector<OpId>& entry);
+
+/// Linear attention by head split over the CP group (linear_attention_a2a.cpp): bytes each
+/// rank sends in each all-to-all. Throws std::invalid_argument when the heads per TP rank do
+/// not divide by cp.
+struct LinearA2aBytes {
+  double inputs = 0;  ///< q, k, v and the beta and decay gates (forward; their gradients backward)
+  double output = 0;  ///< the output (forward; its gradient backward)
+};
+LinearA2aBytes linear_a2a_bytes(const scenario::ModelSpec& m, int tp, int cp, int64_t local_tokens,
+                                int batch);
+std::vector<OpId> linear_a2a_pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>& entry);
 
 // Scheme builders (attention_*.cpp); `part` splits the sequence over ctx.group.
 std::vector<OpId> ring_pass(AttentionCtx& ctx, const Partition& part, bool backward,

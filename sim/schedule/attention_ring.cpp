@@ -54,12 +54,23 @@ class TwoLevelRing {
     // the result.
     merge_bytes_ = 3.0 * static_cast<double>(part.tokens_of(0)) * geo.heads_q *
                    (geo.head_dim + 1) * model::kFp32Bytes * geo.batch;
+    // With one ring, the steps after the last one in which any rank has an unmasked pair (a
+    // sliding window narrower than the ring's reach) are skipped with their K,V transfers; the
+    // backward then sends each block's dK,dV partial straight home after that step.
+    last_ = inner_ - 1;
+    if (outer_ == 1)
+      for (; last_ > 0; --last_) {
+        bool any = false;
+        for (int p = 0; p < n_ && !any; ++p)
+          any = count_pairs(part.chunks[p], part.chunks[source(p, 0, last_)], ctx.docs) > 0;
+        if (any) break;
+      }
   }
 
   std::vector<OpId> build() {
     for (int t = 0; t < outer_; ++t) {
       if (t + 1 < outer_) send_outer_kv(t);
-      for (int k = 0; k < inner_; ++k) {
+      for (int k = 0; k <= last_; ++k) {
         // The op after which each rank holds this step's block.
         const std::vector<OpId> have = k == 0 ? first_kv_ : kv_recv_;
         const std::vector<OpId> kernel_at = kernels(t, k, have);
@@ -67,7 +78,7 @@ class TwoLevelRing {
           if (k == 0 && t > 0) send_outer_dkv(t);
           pass_inner_dkv(t, k, kernel_at, have);
         }
-        if (k + 1 < inner_) send_inner_kv(t, k, have);
+        if (k + 1 <= last_) send_inner_kv(t, k, have);
         for (int p = 0; p < n_; ++p)
           if (kernel_at[p] != kNoOp) prev_kernel_[p] = kernel_at[p];
         if (k == 0) first_kernel_ = kernel_at;
@@ -176,7 +187,12 @@ class TwoLevelRing {
         sent[p] = ready;
         continue;
       }
-      const int dst = next_inner(p);
+      // A truncated ring's last step sends the partial to the block's owner.
+      const int dst = k == last_ && last_ < inner_ - 1 ? source(p, t, k) : next_inner(p);
+      if (dst == p) {  // the block is this rank's own: its partial is home
+        sent[p] = ready;
+        continue;
+      }
       // Its own streams: a KV prefetch must not queue behind a gradient that waits for the
       // current kernel (ring implementations use separate communicators for the two).
       const OpId x = add_p2p(g_, ctx_.topo, rank, ctx_.group[dst], dkv_bytes_,
@@ -243,6 +259,7 @@ class TwoLevelRing {
   const std::string& scheme_;
   const Phase phase_;
   const int n_, inner_, outer_;
+  int last_ = 0;  ///< last inner step with any work (inner_ - 1 unless a window truncates)
   double kv_bytes_ = 0, dkv_bytes_ = 0, merge_bytes_ = 0;
 
   std::vector<OpId> first_kv_;          ///< block the current outer step starts with is here

@@ -145,7 +145,7 @@ std::vector<OpId> usp_pass(AttentionCtx& ctx, bool backward, const std::vector<O
     for (int j = 0; j < u; ++j) before[pos(k, j)] = done[j];
   }
   // Ring over the members with the same index in every Ulysses group.
-  const Partition ring_part = make_partition(ctx.sc.training.seq_len, r, a.layout, a.stripe_width);
+  const Partition ring_part = cp_partition(ctx.sc, ctx.docs, r);
   std::vector<OpId> ring_done(n, kNoOp);
   for (int j = 0; j < u; ++j) {
     AttentionCtx sub = ctx;

@@ -53,6 +53,8 @@ OpId add_gemm(AttentionCtx& ctx, int rank, double m, double n, double k, OpLabel
 std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>& entry) {
   TaskGraph& g = ctx.g;
   const int n = static_cast<int>(ctx.group.size());
+  if (n > 1 && ctx.sc.parallel.linear == scenario::LinearScheme::AllToAll)
+    return linear_a2a_pass(ctx, backward, entry);
   const Phase phase = backward ? Phase::Backward : Phase::Forward;
   const bool relay = ctx.sc.parallel.linear == scenario::LinearScheme::Relay;
   const std::string scheme = relay ? "linear-relay" : "linear-state-allgather";

@@ -175,10 +175,26 @@ size_t doc_of(const Documents& docs, int64_t x) {
   return it == docs.starts.begin() ? 0 : static_cast<size_t>(it - docs.starts.begin()) - 1;
 }
 
+/// Pairs of a and b (canonical, inside one document) unmasked under docs.mask. A causal window
+/// of W keeps j <= i but drops j <= i - W: the causal pairs of a moved W tokens earlier.
+i128 mask_pairs(const TokenRun& a, const TokenRun& b, const Documents& docs) {
+  switch (docs.mask) {
+    case scenario::AttentionMask::Causal: return causal_pairs(a, b);
+    case scenario::AttentionMask::Full:
+      return static_cast<i128>(a.tokens()) * static_cast<i128>(b.tokens());
+    case scenario::AttentionMask::SlidingWindow: {
+      TokenRun shifted = a;
+      shifted.begin -= docs.window;
+      return causal_pairs(a, b) - causal_pairs(shifted, b);
+    }
+  }
+  return 0;
+}
+
 i128 masked_pairs(const TokenRun& q_in, const TokenRun& kv_in, const Documents& docs) {
   const TokenRun q = canonical(q_in), kv = canonical(kv_in);
   if (empty(q) || empty(kv)) return 0;
-  if (docs.starts.size() <= 1) return causal_pairs(q, kv);  // one document: causal only
+  if (docs.starts.size() <= 1) return mask_pairs(q, kv, docs);  // one document: the mask only
   // A document contributes only if it meets both spans: it starts before min(ends) and ends
   // after max(begins). Documents are sorted, so those form one index range.
   const int64_t m_hi = std::min(run_end(q), run_end(kv)) - 1;
@@ -192,7 +208,7 @@ i128 masked_pairs(const TokenRun& q_in, const TokenRun& kv_in, const Documents& 
         d + 1 < docs.starts.size() ? docs.starts[d + 1] : std::numeric_limits<int64_t>::max();
     const int nq = clip(q, lo, hi, qp), nk = clip(kv, lo, hi, kp);
     for (int i = 0; i < nq; ++i)
-      for (int j = 0; j < nk; ++j) total += causal_pairs(qp[i], kp[j]);
+      for (int j = 0; j < nk; ++j) total += mask_pairs(qp[i], kp[j], docs);
   }
   return total;
 }
@@ -329,6 +345,32 @@ Partition make_partition(int64_t seq_len, int ranks, scenario::Layout layout,
   return p;
 }
 
+Partition make_document_partition(const Documents& docs, int ranks) {
+  if (ranks < 1)
+    throw std::invalid_argument("cp must be at least 1 (got " + std::to_string(ranks) + ")");
+  validate_docs(docs);
+  Partition p;
+  p.seq_len = docs.seq_len;
+  p.ranks = ranks;
+  p.layout = scenario::Layout::ZigZag;
+  p.chunks.resize(static_cast<size_t>(ranks));
+  const int64_t parts = 2 * static_cast<int64_t>(ranks);
+  std::vector<int64_t> starts = docs.starts;
+  if (starts.empty()) starts = {0};
+  for (size_t d = 0; d < starts.size(); ++d) {
+    const int64_t b = starts[d];
+    const int64_t len = (d + 1 < starts.size() ? starts[d + 1] : docs.seq_len) - b;
+    auto cut = [&](int64_t k) { return b + static_cast<int64_t>(static_cast<i128>(len) * k / parts); };
+    for (int r = 0; r < ranks; ++r) {
+      for (int64_t k : {static_cast<int64_t>(r), parts - 1 - r}) {
+        const int64_t lo = cut(k), hi = cut(k + 1);
+        if (hi > lo) p.chunks[static_cast<size_t>(r)].push_back(TokenRun{lo, hi - lo, 0, 1});
+      }
+    }
+  }
+  return p;
+}
+
 int64_t count_pairs(const TokenRun& q, const TokenRun& kv, const Documents& docs) {
   validate_docs(docs);
   return narrow(masked_pairs(q, kv, docs), "count_pairs");
@@ -345,15 +387,23 @@ int64_t count_pairs(const std::vector<TokenRun>& q, const std::vector<TokenRun>&
 
 int64_t total_pairs(const Documents& docs) {
   validate_docs(docs);
+  auto doc_pairs = [&](i128 len) -> i128 {
+    switch (docs.mask) {
+      case scenario::AttentionMask::Full: return len * len;
+      case scenario::AttentionMask::SlidingWindow: {
+        const i128 w = docs.window;
+        if (len <= w) return len * (len + 1) / 2;
+        return w * (w + 1) / 2 + (len - w) * w;
+      }
+      case scenario::AttentionMask::Causal: break;
+    }
+    return len * (len + 1) / 2;
+  };
   i128 total = 0;
-  if (docs.starts.empty()) {
-    const i128 s = docs.seq_len;
-    total = s * (s + 1) / 2;
-  }
+  if (docs.starts.empty()) total = doc_pairs(docs.seq_len);
   for (size_t d = 0; d < docs.starts.size(); ++d) {
     const i128 end = d + 1 < docs.starts.size() ? docs.starts[d + 1] : docs.seq_len;
-    const i128 len = end - docs.starts[d];
-    total += len * (len + 1) / 2;
+    total += doc_pairs(end - docs.starts[d]);
   }
   return narrow(total, "total_pairs");
 }

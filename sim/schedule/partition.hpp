@@ -19,10 +19,20 @@ struct TokenRun {
   int64_t tokens() const { return length * count; }
 };
 
-/// Document boundaries of a packed sequence (empty = one document spanning the sequence).
+/// Document boundaries of a packed sequence (empty = one document spanning the sequence), and
+/// the attention mask inside each document (causal by default).
 struct Documents {
   std::vector<int64_t> starts;   ///< sorted, starts[0] == 0 when non-empty
   int64_t seq_len = 0;
+  scenario::AttentionMask mask = scenario::AttentionMask::Causal;
+  int64_t window = 0;            ///< SlidingWindow: query i sees keys i - window < j <= i
+  /// This document set under another mask.
+  Documents with_mask(scenario::AttentionMask m, int64_t w) const {
+    Documents d = *this;
+    d.mask = m;
+    d.window = w;
+    return d;
+  }
   static Documents single(int64_t seq_len);
   static Documents from_lengths(const std::vector<int64_t>& lengths);
   /// Lengths drawn from a seeded distribution ("uniform", "lognormal") summing to seq_len.
@@ -45,13 +55,19 @@ struct Partition {
 Partition make_partition(int64_t seq_len, int ranks, scenario::Layout layout,
                          int64_t stripe_width = 1);
 
-/// Number of pairs (i, j), i in q, j in kv, with j <= i and i, j in the same document.
+/// Per-document zig-zag (TransformerEngine's THD format): every document is cut into 2N
+/// chunks (chunk k = [floor(k L / 2N), floor((k+1) L / 2N)) of a document of L tokens) and
+/// rank r owns chunks r and 2N - 1 - r of each, so causal work balances per document.
+Partition make_document_partition(const Documents& docs, int ranks);
+
+/// Number of pairs (i, j), i in q, j in kv, i and j in the same document and unmasked under
+/// docs.mask: j <= i (causal), any (full), or i - window < j <= i (sliding window).
 /// Cost O(runs x documents touched), never O(tokens).
 int64_t count_pairs(const TokenRun& q, const TokenRun& kv, const Documents& docs);
 int64_t count_pairs(const std::vector<TokenRun>& q, const std::vector<TokenRun>& kv,
                     const Documents& docs);
 
-/// Total causal pairs of the whole sequence under the document mask.
+/// Total unmasked pairs of the whole sequence under the document mask and docs.mask.
 int64_t total_pairs(const Documents& docs);
 
 /// The lesson's table: pairs per rank and per ring step (rank r at step t computes its queries

@@ -92,10 +92,20 @@ class StageBuilder {
     const Phase ph = backward ? Phase::Backward : Phase::Forward;
     Ops x = entry;
     if (sp_) x = tp_coll(backward ? CollOp::ReduceScatter : CollOp::AllGather, "tp_lm_head", mb, -1, ph, x);
-    x = gemm_all(backward ? "lm_head_bwd" : "lm_head", tokens_, m_.vocab / tp_, m_.hidden,
-                 backward ? 2.0 : 1.0, mb, -1, ph, x);
-    // cross-entropy over the vocabulary shard: read bf16 logits, fp32 softmax, write grads
-    return memory_all("cross_entropy", tokens_ * m_.vocab / tp_ * 8.0, mb, -1, ph, x);
+    if (sc_.mode == scenario::Mode::Prefill)  // logits of each sequence's last token only (vLLM)
+      return gemm_all("lm_head", sc_.training.micro_batch, m_.vocab / tp_, m_.hidden, 1.0, mb, -1, ph, x);
+    // Chunked loss: the same GEMM and cross-entropy passes, one chunk of tokens at a time.
+    const double chunk = sc_.training.loss == scenario::Loss::Chunked
+                             ? std::min(tokens_, model::loss_chunk_tokens(sc_))
+                             : tokens_;
+    for (double done = 0; done < tokens_; done += chunk) {
+      const double t = std::min(chunk, tokens_ - done);
+      x = gemm_all(backward ? "lm_head_bwd" : "lm_head", t, m_.vocab / tp_, m_.hidden,
+                   backward ? 2.0 : 1.0, mb, -1, ph, x);
+      // cross-entropy over the vocabulary shard: read bf16 logits, fp32 softmax, write grads
+      x = memory_all("cross_entropy", t * m_.vocab / tp_ * 8.0, mb, -1, ph, x);
+    }
+    return x;
   }
 
   Ops layer_forward(int layer, int mb, const Ops& entry) { return layer_pass(layer, mb, false, entry); }
@@ -186,6 +196,7 @@ class StageBuilder {
     Ops out(ranks_.size());
     for (int t = 0; t < tp_; ++t) {
       AttentionCtx ctx{g_, topo_, pricer_, sc_, {}, layer, mb, {}, docs_};
+      if (full) ctx.docs = layer_documents(m_, docs_, layer);
       Ops entry;
       for (int c = 0; c < cp_; ++c) {
         ctx.group.push_back(ranks_[index(c, t)]);
@@ -211,7 +222,8 @@ class StageBuilder {
   void gather_params(int layer, int mb, int pass) {
     param_ready_.clear();
     const auto& p = sc_.parallel;
-    if (p.zero_stage < 3 || p.dp * p.cp == 1) return;
+    // Prefill keeps whole (TP-split) weights on every rank, as inference engines do.
+    if (p.zero_stage < 3 || p.dp * p.cp == 1 || sc_.mode == scenario::Mode::Prefill) return;
     const double bytes =
         (model::mlp_params(m_) + (model::layer_kind(m_, layer) == LayerKind::FullAttention
                                       ? model::full_attention_layer_params(m_)
@@ -425,7 +437,7 @@ BuildInfo build_attention_layer(const scenario::Scenario& sc, const model::Topol
   int layer = 0;
   while (layer < m.layers && model::layer_kind(m, layer) != LayerKind::FullAttention) ++layer;
   for (int t = 0; t < sc.parallel.tp; ++t) {
-    AttentionCtx ctx{g, topo, pricer, sc, {}, layer, 0, {}, docs};
+    AttentionCtx ctx{g, topo, pricer, sc, {}, layer, 0, {}, layer_documents(m, docs, layer)};
     for (int c = 0; c < sc.parallel.cp; ++c) ctx.group.push_back(mesh.rank_of({t, c, 0, 0}));
     if (t == 0) info.cp_group = ctx.group;
     ctx.geo.heads_q = m.heads_q / sc.parallel.tp;
@@ -434,13 +446,14 @@ BuildInfo build_attention_layer(const scenario::Scenario& sc, const model::Topol
     ctx.geo.batch = sc.training.micro_batch;
     const std::vector<OpId> none(ctx.group.size(), kNoOp);
     const auto fwd = attention_forward(ctx, none);
-    attention_backward(ctx, fwd);
+    if (sc.mode != scenario::Mode::Prefill) attention_backward(ctx, fwd);
   }
   info.ranks = sc.parallel.tp * sc.parallel.cp;
   info.full_layers_built = 1;
-  // Model FLOPs of one attention layer, forward + backward.
-  const double pairs = static_cast<double>(total_pairs(docs)) * sc.training.micro_batch;
-  info.model_flops = 3.0 * 4.0 * pairs * m.heads_q * m.head_dim;
+  // Model FLOPs of one attention layer, forward + backward (prefill: forward only).
+  const double pairs =
+      static_cast<double>(total_pairs(layer_documents(m, docs, layer))) * sc.training.micro_batch;
+  info.model_flops = (sc.mode == scenario::Mode::Prefill ? 1.0 : 3.0) * 4.0 * pairs * m.heads_q * m.head_dim;
   info.tokens = static_cast<double>(sc.training.seq_len) * sc.training.micro_batch;
   return info;
 }
@@ -469,6 +482,7 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
                          : m.layers;
   const int pp = p.pp;
   const int mbs = sc.training.micro_batches;
+  const bool prefill = sc.mode == scenario::Mode::Prefill;
   const int vs = std::max(1, p.virtual_stages);
   const int chunks = pp * vs;  // model chunks; chunk c runs on stage c % pp
   if (vs > 1 && mbs % pp != 0)
@@ -524,6 +538,10 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
     std::vector<size_t> next(pp, 0);
     std::vector<Ops>& last_layer_bwd = grads_ready[d];
     for (int s = 0; s < pp; ++s) plan[s] = one_f_one_b(s, pp, mbs, vs);
+    // Prefill: the forward actions only, in the same order (a forward-only pipeline).
+    if (prefill)
+      for (auto& pl : plan)
+        pl.erase(std::remove_if(pl.begin(), pl.end(), [](const Action& a) { return a.backward; }), pl.end());
 
     auto pp_transfer = [&](int from, int to, bool backward, int mb, const Ops& deps) {
       if (from == to) return deps;
@@ -619,13 +637,14 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
   // rest of the backward. ZeRO >= 1 (distributed optimizer) reduce-scatters, steps its shard
   // and all-gathers the updated bf16 weights; ZeRO 0 all-reduces and steps everything.
   const int dp_group = p.dp * p.cp;
+  const int stages_to_reduce = prefill ? 0 : pp;  // prefill: no gradients, no optimizer
   auto layer_params = [&](int l) {
     return (model::mlp_params(m) + (model::layer_kind(m, l) == LayerKind::FullAttention
                                          ? model::full_attention_layer_params(m)
                                          : model::linear_attention_layer_params(m))) /
            p.tp;
   };
-  for (int s = 0; s < pp; ++s) {
+  for (int s = 0; s < stages_to_reduce; ++s) {
     const std::vector<int> owned = stage_layer_list(s);  // in forward order
     double stage_params = 0;
     for (int l : owned) stage_params += layer_params(l);
@@ -696,8 +715,18 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
   info.tokens = static_cast<double>(sc.training.seq_len) * sequences;
   auto ms = m;
   ms.layers = layers;
-  info.model_flops = model::model_flops_per_step(ms, sc.training.seq_len, sequences,
-                                                 static_cast<double>(total_pairs(docs)));
+  // Softmax layers may differ in mask (sliding entries): their mean pair count.
+  double pairs = 0;
+  int softmax_layers = 0;
+  for (int l = 0; l < layers; ++l)
+    if (model::layer_kind(m, l) == LayerKind::FullAttention) {
+      pairs += static_cast<double>(total_pairs(layer_documents(m, docs, l)));
+      ++softmax_layers;
+    }
+  pairs = softmax_layers > 0 ? pairs / softmax_layers : static_cast<double>(total_pairs(docs));
+  info.model_flops = model::model_flops_per_step(ms, sc.training.seq_len, sequences, pairs);
+  if (prefill)  // forward only, and the LM head for each sequence's last token
+    info.model_flops = info.model_flops / 3.0 - 2.0 * m.vocab * m.hidden * (info.tokens - sequences);
   return info;
 }
 

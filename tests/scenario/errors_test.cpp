@@ -42,7 +42,7 @@ TEST(Errors, UnknownKeyDidYouMean) {
 TEST(Errors, UnknownKeyListsAllowed) {
   EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nbananas: 3\n"),
             "s.yaml:4:1: error: bananas: unknown key 'bananas'; allowed: name, description, platform, model, "
-            "training, parallel, simulation, cost, perturb\n"
+            "training, parallel, simulation, cost, perturb, mode\n"
             "  bananas: 3\n"
             "  ^");
 }
