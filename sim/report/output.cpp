@@ -170,7 +170,8 @@ json result_json(const Result& r, const scenario::Scenario& sc, const schedule::
   j["mode"] = sc.mode == scenario::Mode::Prefill ? "prefill" : "train";
   // Prefill: the whole forward is the time to the first generated token.
   if (sc.mode == scenario::Mode::Prefill) {
-    j["ttft_s"] = r.step_time_s;
+    // Only a whole model's forward is a time to first token; a layer's is its forward time.
+    j[r.scope == "step" ? "ttft_s" : "forward_time_s"] = r.step_time_s;
     const model::KvCache kv = model::kv_cache_per_rank(sc);
     j["kv_cache_bytes_per_rank"] = {{"full_attention", kv.full_bytes}, {"sliding_window", kv.sliding_bytes},
                                     {"linear_attention", kv.linear_bytes}, {"total", kv.total()}};
@@ -262,7 +263,7 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
     os << "  " << k << std::string(k.size() < 28 ? 28 - k.size() : 1, ' ') << v << "\n";
   };
   if (sc.mode == scenario::Mode::Prefill)
-    line("time to first token", fmt("%.4f s", r.step_time_s) +
+    line(r.scope == "step" ? "time to first token" : "forward time (prefill)", fmt("%.4f s", r.step_time_s) +
                                              fmt(", KV cache %.2f GB per GPU", model::kv_cache_per_rank(sc).total() / 1e9));
   else
     line(r.scope == "step" ? "step time" : "time", fmt("%.4f s", r.step_time_s));

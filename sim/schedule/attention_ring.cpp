@@ -57,8 +57,9 @@ class TwoLevelRing {
     // With one ring, the steps after the last one in which any rank has an unmasked pair (a
     // sliding window narrower than the ring's reach) are skipped with their K,V transfers; the
     // backward then sends each block's dK,dV partial straight home after that step.
+    // (Only under a window: with document masks rings keep every step, as implementations do.)
     last_ = inner_ - 1;
-    if (outer_ == 1)
+    if (outer_ == 1 && ctx.docs.mask == scenario::AttentionMask::SlidingWindow)
       for (; last_ > 0; --last_) {
         bool any = false;
         for (int p = 0; p < n_ && !any; ++p)

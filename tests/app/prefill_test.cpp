@@ -74,6 +74,18 @@ TEST(Prefill, SummaryLine) {
   EXPECT_NE(o.text.find("KV cache"), std::string::npos) << o.text;
 }
 
+TEST(Prefill, AttentionLayerScopeReportsAForwardTime) {
+  const auto j = run_json(CPSIM_SOURCE_DIR "/scenarios/anchor-128k-ring-zigzag.yaml",
+                          "--set mode=prefill --set simulation.scope=attention-layer");
+  ASSERT_FALSE(j.is_null());
+  EXPECT_FALSE(j.contains("ttft_s"));
+  EXPECT_GT(j.at("forward_time_s").get<double>(), 0);
+  const auto train = run_json(CPSIM_SOURCE_DIR "/scenarios/anchor-128k-ring-zigzag.yaml",
+                              "--set simulation.scope=attention-layer");
+  // Forward alone against forward + backward (2.5x the forward's work).
+  EXPECT_LT(j.at("forward_time_s").get<double>(), 0.4 * train.at("step_time_s").get<double>());
+}
+
 TEST(Prefill, BadModeNamesTheKey) {
   const Output o = run(kCpsim + " run " CPSIM_SOURCE_DIR "/scenarios/quickstart.yaml --set mode=decode");
   EXPECT_EQ(o.rc, 2) << o.text;

@@ -352,9 +352,9 @@ TEST(DoubleRing, SameChunkPairsAsTheRingWhateverTheInnerRing) {
                  " inner=" + std::to_string(sc.parallel.attention.inner_ring));
     Built b;
     build(b, sc, n);
-    const auto& a = sc.parallel.attention;
-    const auto part = schedule::make_partition(sc.training.seq_len, n, a.layout, a.stripe_width);
     const auto docs = schedule::scenario_documents(sc);
+    // The builder's split: zig-zag with documents is per document by default.
+    const auto part = schedule::cp_partition(sc, docs, n);
     for (Phase ph : {Phase::Forward, Phase::Backward}) {
       check_kv_flow(b.g, part, docs, ph);
       double sent = 0, received = 0;

@@ -203,6 +203,63 @@ TEST(Prefill, NoBackwardNoGradientReductionNoOptimizer) {
   }
 }
 
+TEST(Prefill, EverySchemeLayoutAndLinearScheme) {
+  using AS = scenario::AttentionScheme;
+  using L = scenario::Layout;
+  using LS = scenario::LinearScheme;
+  for (AS scheme : {AS::Ring, AS::DoubleRing, AS::AllGather, AS::Ulysses, AS::Usp})
+    for (L layout : {L::Contiguous, L::ZigZag, L::Striped})
+      for (LS lin : {LS::StateAllGather, LS::Relay, LS::AllToAll}) {
+        scenario::Scenario sc = small_scenario(8);
+        sc.model.heads_q = 8;
+        sc.model.heads_kv = 8;
+        sc.model.linear_heads_k = 8;
+        sc.parallel.attention.scheme = scheme;
+        sc.parallel.attention.layout = layout;
+        sc.parallel.attention.ulysses_degree = 2;
+        sc.parallel.attention.inner_ring = 4;
+        sc.parallel.linear = lin;
+        sc.training.documents = {4096, 8192, 4096};
+        sc.mode = scenario::Mode::Prefill;
+        Graph g;
+        build(g, sc);
+        int backward = 0, attention = 0, linear = 0;
+        for (const auto& op : g.g.ops()) {
+          backward += op.label.phase != Phase::Forward && op.label.phase != Phase::None;
+          const std::string n = g.g.str(op.label.name);
+          attention += n == "attn_fwd";
+          linear += n == "gdn_chunk_fwd";
+        }
+        EXPECT_EQ(backward, 0);
+        EXPECT_GT(attention, 0);
+        EXPECT_EQ(linear, 3 * 8);  // 3 linear layers of the 4, one kernel per CP rank
+      }
+}
+
+TEST(SlidingWindow, AllGatherGathersOnlyTheWindow) {
+  scenario::Scenario sc = small_scenario(8);
+  sc.model.pattern = {scenario::LayerKind::FullAttention};
+  sc.parallel.attention.scheme = scenario::AttentionScheme::AllGather;
+  sc.simulation.scope = scenario::Scope::AttentionLayer;
+  sc.mode = scenario::Mode::Prefill;
+  auto gathered = [&] {
+    Graph g;
+    build(g, sc);
+    double b = 0;
+    for (const auto& op : g.g.ops())
+      if (op.kind == OpKind::Transfer && g.g.str(op.label.name) == "allgather_kv" && op.peer == 0) b += op.bytes;
+    return b;
+  };
+  const double causal = gathered();
+  sc.model.attention_mask = AttentionMask::SlidingWindow;
+  sc.model.window = 1024;
+  // Contiguous blocks of 2K: 2K own + the 1K window before it, of the 16K.
+  EXPECT_NEAR(gathered() / causal, 3072.0 / 16384, 1e-9);
+  // Zig-zag chunks of 1K, two per rank: 2K own + 2 x 1K window.
+  sc.parallel.attention.layout = scenario::Layout::ZigZag;
+  EXPECT_NEAR(gathered() / causal, 4096.0 / 16384, 1e-9);
+}
+
 TEST(SlidingWindow, RingStepsOutsideTheWindowAreSkipped) {
   // Contiguous blocks of 2K over 8 ranks, a window of 2K: rank r needs its own block and the one
   // before; the ring stops after step 1, forward and backward.
