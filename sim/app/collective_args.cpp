@@ -174,11 +174,10 @@ void finish_args(CollArgs& a) {
   const double f = a.stepfactor == 0 ? 2 : a.stepfactor;
   if (!(f > 1) || !std::isfinite(f))
     throw UsageError("-f/--stepfactor: " + std::to_string(a.stepfactor) + " must be above 1");
-  for (double x = lo; x <= hi * (1 + 1e-12); x = std::round(x * f)) {
-    a.size_list.push_back(x);
+  for (double x = lo; x <= hi * (1 + 1e-12); x *= f) {
+    a.size_list.push_back(std::round(x));
     if (a.size_list.size() > kMaxSizes)
       throw UsageError("-b/-e/-f give more than " + std::to_string(kMaxSizes) + " sizes");
-    if (std::round(x * f) <= x) break;
   }
 }
 

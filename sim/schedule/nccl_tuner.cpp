@@ -206,7 +206,7 @@ TunerChoice nccl_tune(const model::Topology& topo, CollOp op, const GroupShape& 
         double intra_bw = gr.bw_intra * kNvlsEfficiency[arch] * (gr.channels - 1) / gr.channels;
         intra_bw *= op == CollOp::AllReduce ? 2.0 : (ppn - 1) / ppn;
         const double inter_bw = gr.bw_inter * ((nodes <= 2 && a == kNvlsTree) ? 2 : 1);
-        bw = std::min({intra_bw, nodes > 1 ? inter_bw : intra_bw,
+        bw = std::min({intra_bw, inter_bw,
                        a == kNvlsTree ? kPerChNvlsTree[arch][index2]
                                       : std::numeric_limits<double>::max()});
       }
