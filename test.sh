@@ -14,6 +14,8 @@ run_suite() {  # build-dir, extra cmake args...
 }
 echo "== tests (RelWithDebInfo, -Werror)"
 run_suite build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== validation: predictions against public measurements (validation/, tools/validate.py)"
+python3 tools/validate.py build-test/cpsim
 echo "== tests under ASan + UBSan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DCPSIM_SANITIZE=ON

@@ -1,21 +1,23 @@
-// `cpsim collective`: one NCCL-like collective per message size, simulated on a platform and
-// printed like nccl-tests, so users can hold it against their own nccl-tests runs.
+// `cpsim collective`: one NCCL collective per message size, simulated on a platform and printed
+// as nccl-tests prints it (all_reduce_perf & co.), so users can lay it next to their own runs.
 //
 // Each size is its own replay. With SimGrid each runs in a forked child (one Engine per
 // process): the sizes stay independent, exactly as nccl-tests times them one after another,
 // and each child's memory is returned when it exits. The fork costs about a millisecond.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "app/collective_args.hpp"
 #include "app/commands.hpp"
 #include "engine/replay.hpp"
+#include "report/output.hpp"
 #include "scenario/load.hpp"
 #include "schedule/collectives.hpp"
 
@@ -26,150 +28,136 @@ namespace {
 using schedule::CollOp;
 using schedule::Protocol;
 
-struct Options {
-  std::string platform;
-  std::vector<std::string> params;
-  std::string op;
-  int ranks = 0;  ///< 0 = every GPU of the platform
-  std::string sizes = "1K..8G";
-  std::string engine = "simgrid";
-  std::string protocol = "auto";
+/// Above this many transfers a stepwise collective is refused (the pipelined form gives the same
+/// time without contention; issue 20): 20 M transfers need about 4 GB in the replay.
+constexpr double kMaxStepwiseTransfers = 20e6;
+
+struct Row {
+  double size = 0, count = 0, time_s = 0, algbw = 0, busbw = 0, predicted_s = 0;
+  std::string algo, proto;
+  int channels = 0;
 };
 
-/// Bad command-line input: printed as is, exit code 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-CollOp parse_op(const std::string& s) {
-  if (s == "allreduce") return CollOp::AllReduce;
-  if (s == "allgather") return CollOp::AllGather;
-  if (s == "reducescatter") return CollOp::ReduceScatter;
-  if (s == "alltoall") return CollOp::AllToAll;
-  if (s == "broadcast") return CollOp::Broadcast;
-  throw UsageError("--op: '" + s +
-                   "' is not one of: allreduce, allgather, reducescatter, alltoall, broadcast");
-}
-
-Protocol parse_protocol(const std::string& s) {
-  std::string l = s;
-  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (l == "auto") return Protocol::Auto;
-  if (l == "ll") return Protocol::LL;
-  if (l == "ll128") return Protocol::LL128;
-  if (l == "simple") return Protocol::Simple;
-  throw UsageError("--protocol: '" + s + "' is not one of: auto, ll, ll128, simple");
-}
-
-/// "4096", "1K", "8G", "64KiB", "1MB": bytes, K = 1024 as in nccl-tests' -b / -e.
-double parse_size(const std::string& text) {
-  std::string t;
-  for (char c : text)
-    if (!std::isspace(static_cast<unsigned char>(c))) t += c;
-  std::string suffix;
-  while (!t.empty() && std::isalpha(static_cast<unsigned char>(t.back()))) {
-    suffix.insert(suffix.begin(),
-                  static_cast<char>(std::toupper(static_cast<unsigned char>(t.back()))));
-    t.pop_back();
+Row run_one(const CollArgs& a, const model::Topology& topo, int n, double bytes,
+            scenario::EngineKind kind, bool pipelined) {
+  schedule::TaskGraph g;
+  g.set_pipelined_collectives(pipelined);
+  Row row;
+  if (a.sendrecv) {
+    // nccl-tests sendrecv_perf: every rank sends `bytes` to rank+1 and receives from rank-1.
+    schedule::OpLabel l;
+    l.name = g.intern("sendrecv");
+    l.category = g.intern("p2p");
+    for (int i = 0; i < n; ++i) schedule::add_p2p(g, topo, i, (i + 1) % n, bytes, l, schedule::kNoOp);
+    row.algo = "P2P";
+    row.proto = "Simple";
+    row.channels = n > 1 ? schedule::p2p_channels(topo, 0, 1) : 0;
+  } else {
+    schedule::CollectiveRequest req;
+    req.op = a.op;
+    for (int i = 0; i < n; ++i) req.ranks.push_back(i);
+    req.bytes = bytes;
+    req.protocol = a.protocol;
+    req.algorithm = a.algorithm;
+    req.channels = a.channels;
+    const auto res = schedule::add_collective(g, topo, req);
+    row.algo = n > 1 ? schedule::algorithm_name(res.algorithm) : "-";
+    row.proto = n > 1 ? schedule::protocol_name(res.protocol) : "-";
+    row.channels = n > 1 ? res.channels : 0;
+    row.predicted_s = res.predicted_s;
   }
-  if (suffix.size() >= 2 && suffix.back() == 'B') suffix.pop_back();  // KB, KIB -> K, KI
-  if (suffix.size() == 2 && suffix.back() == 'I') suffix.pop_back();  // KI -> K
-  double scale = 1;
-  if (suffix == "K")
-    scale = 1024.0;
-  else if (suffix == "M")
-    scale = 1024.0 * 1024;
-  else if (suffix == "G")
-    scale = 1024.0 * 1024 * 1024;
-  else if (suffix == "T")
-    scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (!suffix.empty() && suffix != "B")
-    t.clear();
-  size_t used = 0;
-  double v = -1;
+  g.finalize();
+  const engine::Trace tr = kind == scenario::EngineKind::SimGrid
+                               ? engine::replay_in_child(g, topo, kind)
+                               : engine::replay_analytic(g, topo);
+  row.time_s = tr.makespan_s;
+  if (!std::isfinite(row.time_s) || row.time_s < 0 || row.time_s > 1e9)
+    throw std::runtime_error("the " + std::to_string(static_cast<long long>(bytes)) +
+                             "-byte collective gave a non-finite or absurd time (" +
+                             std::to_string(row.time_s) + " s)");
+  return row;
+}
+
+int run_collective(const CollArgs& raw) {
   try {
-    if (!t.empty() && (std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '.'))
-      v = std::stod(t, &used);
-  } catch (const std::exception&) {
-    v = -1;
-  }
-  if (v <= 0 || used != t.size() || !std::isfinite(v))
-    throw UsageError("--sizes: '" + text + "' is not a positive size (examples: 4096, 1K, 8G)");
-  return std::round(v * scale);
-}
-
-/// "A..B" doubles from A up to B; "A,B,C" lists sizes.
-std::vector<double> parse_sizes(const std::string& s) {
-  std::vector<double> out;
-  if (auto dots = s.find(".."); dots != std::string::npos) {
-    const double lo = parse_size(s.substr(0, dots)), hi = parse_size(s.substr(dots + 2));
-    if (hi < lo) throw UsageError("--sizes: '" + s + "' ends below where it starts");
-    for (double x = lo; x <= hi; x *= 2) out.push_back(x);
-    return out;
-  }
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t comma = std::min(s.find(',', at), s.size());
-    out.push_back(parse_size(s.substr(at, comma - at)));
-    at = comma + 1;
-  }
-  return out;
-}
-
-int run_collective(const Options& o) {
-  try {
-    const CollOp op = parse_op(o.op);
-    const Protocol protocol = parse_protocol(o.protocol);
-    scenario::EngineKind kind;
-    if (o.engine == "simgrid")
-      kind = scenario::EngineKind::SimGrid;
-    else if (o.engine == "analytic")
-      kind = scenario::EngineKind::Analytic;
-    else
-      throw UsageError("--engine: '" + o.engine + "' is not one of: simgrid, analytic");
-    const std::vector<double> sizes = parse_sizes(o.sizes);
-
-    const scenario::PlatformSpec spec = scenario::load_platform(o.platform, o.params);
+    CollArgs a = raw;
+    finish_args(a);
+    const scenario::PlatformSpec spec = scenario::load_platform(a.platform, a.params);
     const model::Topology topo(spec);
-    const int n = o.ranks == 0 ? topo.gpus() : o.ranks;
+    const int n = a.ranks == 0 ? topo.gpus() : a.ranks;
     if (n < 1) throw UsageError("--ranks: must be at least 1");
     if (n > topo.gpus())
       throw UsageError("--ranks " + std::to_string(n) + " exceeds the " +
                        std::to_string(topo.gpus()) + " GPUs of platform " + spec.name);
+    const bool pipelined = a.collectives == "pipelined" || (a.collectives == "auto" && n > 512);
+    if (!pipelined && !a.sendrecv) {
+      const double steps = a.op == CollOp::AllReduce ? 2.0 * (n - 1) : n - 1;
+      const double transfers = steps * n * std::max(1, spec.nics_per_node);
+      if (transfers > kMaxStepwiseTransfers)
+        throw UsageError("--collectives steps on " + std::to_string(n) + " ranks needs about " +
+                         std::to_string(static_cast<long long>(transfers)) +
+                         " transfers (limit 20000000); use --collectives pipelined or auto");
+    }
+    const Factors f = op_factors(a, n);
 
-    // nccl-tests: busbw = algbw x 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
-    // reduce-scatter and all-to-all, 1 for broadcast; count in 4-byte floats, per rank for
-    // the collectives whose size is the total of n per-rank buffers.
-    const double busbw_factor = op == CollOp::AllReduce   ? 2.0 * (n - 1) / n
-                                : op == CollOp::Broadcast ? 1.0
-                                                          : double(n - 1) / n;
-    const bool per_rank_count = op != CollOp::AllReduce && op != CollOp::Broadcast;
-
-    std::printf("# cpsim collective: %s, %d ranks on %s (%d GPUs), engine %s, protocol %s\n",
-                schedule::coll_op_name(op), n, spec.name.c_str(), topo.gpus(), o.engine.c_str(),
-                schedule::protocol_name(protocol));
-    std::printf("# busbw = algbw x %.4g (nccl-tests); GB/s = 1e9 bytes/s\n#\n", busbw_factor);
-    std::printf("# %12s %12s %12s %12s %12s  %s\n", "size(B)", "count", "time(us)", "algbw(GB/s)",
-                "busbw(GB/s)", "protocol");
+    std::printf("# cpsim collective (nccl-tests format): %s, %d ranks on %s (%d GPUs), engine %s, "
+                "collectives %s\n",
+                a.sendrecv ? "sendrecv" : schedule::coll_op_name(a.op), n, spec.name.c_str(),
+                topo.gpus(), a.engine.c_str(), pipelined ? "pipelined" : "steps");
+    std::printf("# algorithm %s, protocol %s, channels %s; iters %d (the simulation is deterministic: "
+                "every iteration takes the same time)\n",
+                schedule::algorithm_name(a.algorithm), schedule::protocol_name(a.protocol),
+                a.channels > 0 ? std::to_string(a.channels).c_str() : "auto", a.iters);
+    std::printf("# busbw = algbw x %.4g (nccl-tests); GB/s = 1e9 bytes/s; #wrong: N/A (no data)\n#\n",
+                f.busbw);
+    std::printf("# %62s %34s\n", "out-of-place", "in-place");
+    std::printf("# %10s %12s %8s %6s %6s %9s %8s %8s %6s %9s %8s %8s %6s  %-8s %-6s %s\n", "size",
+                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+                "algbw", "busbw", "#wrong", "algo", "proto", "channels");
+    std::printf("# %10s %12s %8s %6s %6s %9s %8s %8s %6s %9s %8s %8s %6s\n", "(B)", "(elements)", "",
+                "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
     std::fflush(stdout);
-    for (double bytes : sizes) {
-      schedule::TaskGraph g;
-      schedule::CollectiveRequest req;
-      req.op = op;
-      for (int i = 0; i < n; ++i) req.ranks.push_back(i);
-      req.bytes = bytes;
-      req.protocol = protocol;
-      const auto res = schedule::add_collective(g, topo, req);
-      g.finalize();
-      const engine::Trace tr = kind == scenario::EngineKind::SimGrid
-                                   ? engine::replay_in_child(g, topo, kind)
-                                   : engine::replay_analytic(g, topo);
-      const double t = tr.makespan_s;
-      const double algbw = t > 0 ? bytes / t / 1e9 : 0;
-      const double count = std::floor(bytes / 4 / (per_rank_count ? n : 1));
-      std::printf("  %12.0f %12.0f %12.2f %12.2f %12.2f  %s\n", bytes, count, t * 1e6, algbw,
-                  algbw * busbw_factor, n > 1 ? schedule::protocol_name(res.protocol) : "-");
+    nlohmann::json results = nlohmann::json::array();
+    double bus_sum = 0;
+    for (double requested : a.size_list) {
+      const double count = std::floor(requested / (f.type_bytes * f.count_div));
+      const double bytes = count * f.type_bytes * f.count_div;  // nccl-tests aligns sizes so
+      Row r = run_one(a, topo, n, bytes, a.engine_kind, pipelined);
+      r.size = bytes;
+      r.count = count;
+      r.algbw = r.time_s > 0 ? bytes / r.time_s / 1e9 : 0;
+      r.busbw = r.algbw * f.busbw;
+      bus_sum += r.busbw;
+      // In place runs the same algorithm on the same links in this model: the same row.
+      std::printf("  %10.0f %12.0f %8s %6s %6d %9.2f %8.2f %8.2f %6s %9.2f %8.2f %8.2f %6s  %-8s "
+                  "%-6s %d\n",
+                  bytes, count, a.datatype.c_str(), f.redop.c_str(), f.root, r.time_s * 1e6, r.algbw,
+                  r.busbw, "N/A", r.time_s * 1e6, r.algbw, r.busbw, "N/A", r.algo.c_str(),
+                  r.proto.c_str(), r.channels);
       std::fflush(stdout);
+      results.push_back({{"size_bytes", bytes},
+                         {"count", count},
+                         {"type", a.datatype},
+                         {"redop", f.redop},
+                         {"root", f.root},
+                         {"time_us", r.time_s * 1e6},
+                         {"algbw_GBps", r.algbw},
+                         {"busbw_GBps", r.busbw},
+                         {"algo", r.algo},
+                         {"proto", r.proto},
+                         {"channels", r.channels},
+                         {"nccl_model_time_us", r.predicted_s * 1e6}});
+    }
+    const double avg = a.size_list.empty() ? 0 : bus_sum / a.size_list.size();
+    std::printf("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %g \n#\n", avg);
+    if (!a.json.empty()) {
+      nlohmann::json doc = {{"op", a.sendrecv ? "sendrecv" : schedule::coll_op_name(a.op)},
+                            {"platform", spec.name},
+                            {"ranks", n},
+                            {"engine", a.engine},
+                            {"avg_busbw_GBps", avg},
+                            {"results", results}};
+      report::write_atomic(a.json, doc.dump(2) + "\n");
     }
     return 0;
   } catch (const UsageError& e) {
@@ -178,7 +166,7 @@ int run_collective(const Options& o) {
   } catch (const scenario::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
-  } catch (const std::invalid_argument& e) {  // platform that cannot be built
+  } catch (const std::invalid_argument& e) {  // platform that cannot be built, impossible algo
     std::cerr << "cpsim collective: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
@@ -190,18 +178,10 @@ int run_collective(const Options& o) {
 }  // namespace
 
 void register_collective(CLI::App& app, int& rc) {
-  auto opts = std::make_shared<Options>();
+  auto opts = std::make_shared<CollArgs>();
   CLI::App* sub = app.add_subcommand(
       "collective", "nccl-tests-style table of one collective simulated on a platform");
-  sub->add_option("--platform", opts->platform, "platform preset name or YAML file")->required();
-  sub->add_option("--param", opts->params, "preset parameter KEY=VALUE (e.g. nodes=2), repeatable");
-  sub->add_option("--op", opts->op, "allreduce | allgather | reducescatter | alltoall | broadcast")
-      ->required();
-  sub->add_option("--ranks", opts->ranks, "ranks in the ring, GPUs 0..N-1 (default: all GPUs)");
-  sub->add_option("--sizes", opts->sizes,
-                  "A..B doubles from A to B, or a comma list; K = 1024 (default 1K..8G)");
-  sub->add_option("--engine", opts->engine, "simgrid | analytic (default simgrid)");
-  sub->add_option("--protocol", opts->protocol, "auto | ll | ll128 | simple (default auto)");
+  add_collective_options(*sub, *opts);
   sub->callback([opts, &rc] { rc = run_collective(*opts); });
 }
 

@@ -100,8 +100,11 @@ void read_protocols(const Node& n, double (&out)[3], bool is_time) {
 }
 
 NcclSpec read_nccl(const Node& n) {
-  MapReader r(n, {"p2p_max_bw", "p2p_latency", "base_latency", "hop_latency", "protocol_efficiency"});
+  MapReader r(n, {"p2p_max_bw", "p2p_latency", "base_latency", "hop_latency", "protocol_efficiency",
+                  "arch", "nvls"});
   NcclSpec s;
+  if (const Node* v = r.get("arch")) s.arch = as_choice(*v, {"volta", "ampere", "hopper", "blackwell"});
+  if (const Node* v = r.get("nvls")) s.nvls = as_bool(*v);
   if (const Node* v = r.get("p2p_max_bw")) s.p2p_max_Bps = as_bandwidth(*v);
   if (const Node* v = r.get("p2p_latency")) s.p2p_latency_s = as_time(*v);
   if (const Node* v = r.get("base_latency")) read_protocols(*v, s.base_latency_s, true);

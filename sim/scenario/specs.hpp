@@ -41,6 +41,11 @@ struct NcclSpec {
   double p2p_max_Bps = 0;
   /// fixed software latency of one p2p send/recv
   double p2p_latency_s = 0;
+  /// GPU generation as NCCL's tuner indexes its tables (tuning.cc NCCL_*_COMPCAP_IDX):
+  /// 0 Volta, 1 Ampere (and Ada), 2 Hopper, 3 Blackwell.
+  int arch = 2;
+  /// NVLink SHARP (NVLS) available: NVSwitch generation 3+ (H100/H200 HGX, GB200 NVL72).
+  bool nvls = false;
 };
 
 /// A cluster: nodes of GPUs joined by an intra-node fabric and (if nodes > 1) a rail-optimised

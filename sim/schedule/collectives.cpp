@@ -1,69 +1,24 @@
-// NCCL-like collectives as their algorithm's steps. A ring step is n transfers, one per rank to
-// its successor; the send of step s on a rank waits for the receive of step s-1 on that rank
-// (the data it forwards). Every transfer carries its hop's NCCL per-hop latency as software
-// latency, the first step also the launch (base) latency, and moves wire bytes = data /
-// protocol efficiency: LL stores 8 B per 4 B of data, so it halves the reachable bandwidth.
+// NCCL collectives as their algorithm's steps. A ring step is n transfers, one per rank to its
+// successor; the send of step s on a rank waits for the receive of step s-1 on that rank (the
+// data it forwards). Every transfer carries its hop's NCCL per-hop latency as software latency,
+// the first step also the launch (base) latency, and moves wire bytes = data / protocol
+// efficiency: LL stores 8 B per 4 B of data, so it halves the reachable bandwidth. Algorithm,
+// protocol and channels come from NCCL's tuner (nccl_tuner.cpp); channels that use the same
+// links run as one lane (collective_parts.hpp), rings over several nodes as one lane per rail.
 #include "schedule/collectives.hpp"
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
 
+#include "schedule/collective_parts.hpp"
+
 namespace cpsim::schedule {
 
-const char* coll_op_name(CollOp op) {
-  switch (op) {
-    case CollOp::AllGather:
-      return "allgather";
-    case CollOp::ReduceScatter:
-      return "reducescatter";
-    case CollOp::AllReduce:
-      return "allreduce";
-    case CollOp::AllToAll:
-      return "alltoall";
-    case CollOp::Broadcast:
-      return "broadcast";
-  }
-  return "?";
-}
-
-const char* protocol_name(Protocol p) {
-  switch (p) {
-    case Protocol::Auto:
-      return "auto";
-    case Protocol::LL:
-      return "LL";
-    case Protocol::LL128:
-      return "LL128";
-    case Protocol::Simple:
-      return "Simple";
-  }
-  return "?";
-}
-
-namespace {
-
-constexpr Protocol kProtocols[3] = {Protocol::LL, Protocol::LL128, Protocol::Simple};
-
-/// Broadcast pipelines the buffer: the first chunk travels hop by hop, the rest streams behind.
-constexpr double kBroadcastChunkBytes = 512.0 * 1024;
-
-/// All-to-all pairwise exchange, round k = 1..n-1 (as MPICH's): with a power-of-two group,
-/// rank i exchanges with i XOR k, so rounds k < node size stay inside aligned nodes and the
-/// others all cross the network together; otherwise i sends to i + k and receives from i - k.
-int a2a_peer(int i, int k, int n) { return (n & (n - 1)) == 0 ? i ^ k : (i + k) % n; }
-
-int proto_index(Protocol p) { return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2; }
-
-/// What one transfer of the algorithm needs: its endpoints and route facts.
-struct Hop {
-  int src = 0, dst = 0;
-  model::LinkClass cls = model::LinkClass::NVLink;
-  double latency_s = 0;
-  double bw_Bps = 0;
-};
+namespace detail {
 
 Hop make_hop(const model::Topology& topo, int src, int dst) {
   Hop h;
@@ -80,7 +35,6 @@ Hop make_hop(const model::Topology& topo, int src, int dst) {
   return h;
 }
 
-/// NCCL's per-hop latency for the path class (NVLink / PCIe / network).
 double hop_latency_s(const scenario::NcclSpec& nc, model::LinkClass c, int p) {
   switch (c) {
     case model::LinkClass::NVLink:
@@ -95,86 +49,127 @@ double hop_latency_s(const scenario::NcclSpec& nc, model::LinkClass c, int p) {
   return nc.hop_net_s[p];
 }
 
-/// Contention-free time of one transfer of `data_bytes` payload under protocol p.
-double hop_time_s(const scenario::NcclSpec& nc, const Hop& h, double data_bytes, int p) {
-  const double wire = data_bytes / nc.protocol_efficiency[p];
-  return hop_latency_s(nc, h.cls, p) + h.latency_s + (wire > 0 ? wire / h.bw_Bps : 0.0);
-}
-
-/// The algorithm as rounds of hops: a ring repeats the same n hops every step; all-to-all
-/// round k pairs i with i + k; broadcast is a chain of n - 1 hops.
-struct Algo {
-  std::vector<std::vector<Hop>> rounds;  ///< distinct hop sets
-  std::vector<int> round_of_step;        ///< which hop set each step uses
-  double step_bytes = 0;                 ///< payload per transfer per step
-};
-
-Algo plan(const model::Topology& topo, const CollectiveRequest& req) {
-  const int n = static_cast<int>(req.ranks.size());
-  Algo a;
-  auto ring = [&] {
-    std::vector<Hop> hops;
-    for (int i = 0; i < n; ++i)
-      hops.push_back(make_hop(topo, req.ranks[i], req.ranks[(i + 1) % n]));
-    a.rounds.push_back(std::move(hops));
-  };
-  switch (req.op) {
-    case CollOp::AllGather:
-    case CollOp::ReduceScatter:
-      ring();
-      a.round_of_step.assign(n - 1, 0);
-      a.step_bytes = req.bytes / n;
-      break;
-    case CollOp::AllReduce:
-      ring();
-      a.round_of_step.assign(2 * (n - 1), 0);
-      a.step_bytes = req.bytes / n;
-      break;
-    case CollOp::AllToAll:
-      for (int k = 1; k < n; ++k) {
-        std::vector<Hop> hops;
-        for (int i = 0; i < n; ++i)
-          hops.push_back(make_hop(topo, req.ranks[i], req.ranks[a2a_peer(i, k, n)]));
-        a.rounds.push_back(std::move(hops));
-        a.round_of_step.push_back(k - 1);
+std::vector<Lane> ring_lanes(const model::Topology& topo, const std::vector<int>& ranks,
+                             int lanes, int channels) {
+  const int n = static_cast<int>(ranks.size());
+  lanes = std::max(1, std::min(lanes, channels));
+  std::vector<Lane> out(lanes);
+  for (int l = 0; l < lanes; ++l)
+    out[l].share = static_cast<double>(channels / lanes + (l < channels % lanes ? 1 : 0)) / channels;
+  if (lanes == 1) {
+    for (int i = 0; i < n; ++i) out[0].order.push_back(i);
+    return out;
+  }
+  // Members per node, nodes in order of first appearance, members sorted by local index.
+  const auto& s = topo.spec();
+  std::vector<int> node_ids;
+  std::map<int, std::vector<int>> members;
+  for (int i = 0; i < n; ++i) {
+    const int node = topo.node_of(ranks[i]);
+    if (!members.count(node)) node_ids.push_back(node);
+    members[node].push_back(i);
+  }
+  const int nics = std::max(1, s.nics_per_node);
+  for (auto& [node, m] : members)
+    std::sort(m.begin(), m.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
+  for (int l = 0; l < lanes; ++l) {
+    for (size_t k = 0; k < node_ids.size(); ++k) {
+      const auto& m = members[node_ids[k]];
+      const int sz = static_cast<int>(m.size());
+      int start = l % sz;  // the member on rail l, if the node has one
+      for (int j = 0; j < sz; ++j)
+        if ((ranks[m[j]] % s.gpus_per_node) % nics == l % nics) {
+          start = j;
+          break;
+        }
+      for (int j = 0; j < sz; ++j) {
+        // Even nodes: rail l's member first, forwards. Odd nodes: backwards, ending there, so
+        // the crossing into them leaves and enters on the rail before l.
+        const int idx = k % 2 == 0 ? (start + j) % sz : (start - 1 - j + 2 * sz) % sz;
+        out[l].order.push_back(m[idx]);
       }
-      a.step_bytes = req.bytes / n;
-      break;
-    case CollOp::Broadcast: {
-      std::vector<Hop> hops;
-      for (int j = 0; j + 1 < n; ++j)
-        hops.push_back(make_hop(topo, req.ranks[j], req.ranks[j + 1]));
-      a.rounds.push_back(std::move(hops));
-      a.step_bytes = req.bytes;
-      break;
     }
   }
-  return a;
+  return out;
 }
 
-/// The tuner's estimate: launch latency plus, per step, the slowest transfer of that step (ring
-/// steps advance in lockstep). Broadcast: the first chunk hop by hop, then the rest streams.
-double predict_s(const scenario::NcclSpec& nc, const CollectiveRequest& req, const Algo& a, int p) {
-  double t = nc.base_latency_s[p];
-  if (req.op == CollOp::Broadcast) {
-    const auto& hops = a.rounds[0];
-    const double first = std::min(req.bytes, kBroadcastChunkBytes), rest = req.bytes - first;
-    for (const Hop& h : hops) t += hop_time_s(nc, h, first, p);
-    if (rest > 0) {
-      double slowest = 0;
-      for (const Hop& h : hops)
-        slowest = std::max(slowest, h.latency_s + rest / nc.protocol_efficiency[p] / h.bw_Bps);
-      t += slowest;
-    }
-    return t;
+Fence open_fence(TaskGraph& g, const CollectiveRequest& req, const OpLabel& label) {
+  const int n = static_cast<int>(req.ranks.size());
+  Fence f;
+  f.sends.resize(n);
+  f.recvs.resize(n);
+  OpLabel l = label;
+  l.name = g.intern("collective_begin");
+  for (int i = 0; i < n; ++i) {
+    f.begin.push_back(g.add_compute(req.ranks[i], req.send_stream, 0.0, l));
+    if (!req.deps.empty()) g.add_edge(req.deps[i], f.begin.back());
   }
-  std::vector<double> round_s(a.rounds.size(), 0.0);
-  for (size_t r = 0; r < a.rounds.size(); ++r)
-    for (const Hop& h : a.rounds[r])
-      round_s[r] = std::max(round_s[r], hop_time_s(nc, h, a.step_bytes, p));
-  for (int r : a.round_of_step) t += round_s[r];
+  return f;
+}
+
+OpId fenced_transfer(TaskGraph& g, Fence& f, const CollectiveRequest& req, int from, int to,
+                     double wire_bytes, const OpLabel& label, double extra_s, OpId after) {
+  const OpId t = g.add_transfer(req.ranks[from], req.send_stream, req.ranks[to], req.recv_stream,
+                                wire_bytes, label, 0, extra_s);
+  g.op_mut(t).unordered = true;
+  if (after == kNoOp) {
+    g.add_edge(f.begin[from], t);
+    g.add_edge(f.begin[to], t);
+  } else {
+    g.add_edge(after, t);
+  }
+  f.sends[from].push_back(t);
+  f.recvs[to].push_back(t);
   return t;
 }
+
+std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& f,
+                              const CollectiveRequest& req, const OpLabel& label) {
+  const int n = static_cast<int>(req.ranks.size());
+  std::map<std::pair<int32_t, uint32_t>, uint32_t> load;  // (step, link) -> transfers
+  std::vector<std::pair<OpId, std::vector<uint32_t>>> routes;
+  for (const auto& sends : f.sends)
+    for (OpId t : sends) {
+      const Op& op = g.op(t);
+      routes.emplace_back(t, topo.route(op.rank, op.peer));
+      for (uint32_t l : routes.back().second) ++load[{op.label.step, l}];
+    }
+  for (const auto& [t, route] : routes) {
+    uint32_t most = 1;
+    for (uint32_t l : route) most = std::max(most, load[{g.op(t).label.step, l}]);
+    g.op_mut(t).sharers = static_cast<uint16_t>(std::min<uint32_t>(most, 65535));
+  }
+  OpLabel l = label;
+  l.name = g.intern("collective_end");
+  std::vector<OpId> done(n);
+  for (int i = 0; i < n; ++i) {
+    const OpId es = g.add_compute(req.ranks[i], req.send_stream, 0.0, l);
+    g.add_edge(f.begin[i], es);
+    for (OpId t : f.sends[i]) g.add_edge(t, es);
+    done[i] = g.add_compute(req.ranks[i], req.recv_stream, 0.0, l);
+    g.add_edge(es, done[i]);
+    for (OpId t : f.recvs[i]) g.add_edge(t, done[i]);
+  }
+  return done;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Hop;
+using detail::hop_latency_s;
+using detail::make_hop;
+
+/// Broadcast pipelines the buffer: the first chunk travels hop by hop, the rest streams behind.
+constexpr double kBroadcastChunkBytes = 512.0 * 1024;
+
+/// All-to-all pairwise exchange, round k = 1..n-1 (as MPICH's): with a power-of-two group,
+/// rank i exchanges with i XOR k, so rounds k < node size stay inside aligned nodes and the
+/// others all cross the network together; otherwise i sends to i + k and receives from i - k.
+int a2a_peer(int i, int k, int n) { return (n & (n - 1)) == 0 ? i ^ k : (i + k) % n; }
+
+int proto_index(Protocol p) { return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2; }
 
 }  // namespace
 
@@ -186,6 +181,7 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
     throw std::invalid_argument("collective: deps has " + std::to_string(req.deps.size()) +
                                 " entries for " + std::to_string(n) + " ranks");
   if (!(req.bytes >= 0)) throw std::invalid_argument("collective: negative size");
+  if (req.channels < 0) throw std::invalid_argument("collective: negative channel count");
   if (std::set<int>(req.ranks.begin(), req.ranks.end()).size() != req.ranks.size())
     throw std::invalid_argument("collective: a rank appears twice in the group");
   for (int r : req.ranks)
@@ -202,25 +198,37 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
   }
 
   const auto& nc = topo.spec().nccl;
-  const Algo a = plan(topo, req);
-  int p = 0;
-  if (req.protocol == Protocol::Auto) {
-    double best = std::numeric_limits<double>::infinity();
-    for (int q = 0; q < 3; ++q)
-      if (double t = predict_s(nc, req, a, q); t < best) {
-        best = t;
-        p = q;
-      }
-  } else {
-    p = proto_index(req.protocol);
-  }
-  res.protocol = kProtocols[p];
-  res.predicted_s = predict_s(nc, req, a, p);
+  const GroupShape shape = group_shape(topo, req.ranks);
+  // All-to-all is NCCL p2p (no tuner algorithm): its protocol as for a ring of the same size.
+  const bool p2p_op = req.op == CollOp::AllToAll;
+  if (p2p_op && req.algorithm != Algorithm::Auto && req.algorithm != Algorithm::Ring)
+    throw std::invalid_argument("collective: all-to-all runs as NCCL p2p, not " +
+                                std::string(algorithm_name(req.algorithm)));
+  const TunerChoice choice =
+      nccl_tune(topo, req.op, shape, req.bytes, p2p_op ? Algorithm::Ring : req.algorithm,
+                req.protocol, req.channels);
+  const int p = proto_index(choice.protocol);
+  res.protocol = choice.protocol;
+  res.algorithm = choice.algorithm;
+  res.channels = choice.channels;
+  res.predicted_s = choice.predicted_s;
   const double eff = nc.protocol_efficiency[p];
 
   OpLabel label = req.label;
   if (label.name == 0) label.name = g.intern(coll_op_name(req.op));
   if (label.category == 0) label.category = g.intern("collective");
+  if (choice.algorithm == Algorithm::Tree) {
+    CollectiveResult r = detail::build_tree(g, topo, req, choice, label);
+    r.protocol = res.protocol, r.algorithm = res.algorithm, r.channels = res.channels;
+    r.predicted_s = res.predicted_s;
+    return r;
+  }
+  if (choice.algorithm == Algorithm::NVLS || choice.algorithm == Algorithm::NVLSTree) {
+    CollectiveResult r = detail::build_nvls(g, topo, req, choice, label);
+    r.protocol = res.protocol, r.algorithm = res.algorithm, r.channels = res.channels;
+    r.predicted_s = res.predicted_s;
+    return r;
+  }
   auto add = [&](const Hop& h, int step, double data_bytes, double extra_s) {
     OpLabel l = label;
     l.step = step;
@@ -229,82 +237,140 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
   };
   res.done.assign(n, kNoOp);
 
-  if (req.op == CollOp::Broadcast) {
-    // Root ranks[0]. Per hop: the first chunk (forwarded as soon as it arrived) and the rest.
+  if (req.op == CollOp::Broadcast || req.op == CollOp::Reduce) {
+    // Root ranks[0]. Broadcast: a chain from the root; reduce: the same chain towards the root.
+    // Per hop: the first chunk (forwarded as soon as it arrived) and the rest behind it.
+    const bool down = req.op == CollOp::Broadcast;
+    std::vector<int> chain(n);
+    for (int j = 0; j < n; ++j) chain[j] = down ? j : n - 1 - j;
     const double first = std::min(req.bytes, kBroadcastChunkBytes), rest = req.bytes - first;
     OpId prev_first = kNoOp;
     for (int j = 0; j + 1 < n; ++j) {
-      const Hop& h = a.rounds[0][j];
+      const Hop h = make_hop(topo, req.ranks[chain[j]], req.ranks[chain[j + 1]]);
       const OpId f =
           add(h, j, first, hop_latency_s(nc, h.cls, p) + (j == 0 ? nc.base_latency_s[p] : 0));
-      g.add_edge(dep(j), f);
-      g.add_edge(dep(j + 1), f);
+      g.add_edge(dep(chain[j]), f);
+      g.add_edge(dep(chain[j + 1]), f);
       g.add_edge(prev_first, f);
       OpId last = f;
       if (rest > 0) {
         last = add(h, j, rest, 0);
         g.add_edge(f, last);
       }
-      res.done[j + 1] = last;
-      if (j == 0) res.done[0] = last;
+      res.done[chain[j + 1]] = last;
+      if (j == 0) res.done[chain[0]] = last;
       prev_first = f;
     }
+    if (!down)  // the sources are done once their data left; the root once it all arrived
+      for (int j = 0; j + 1 < n; ++j) res.done[chain[j]] = res.done[chain[n - 1]];
     return res;
   }
 
   if (req.op == CollOp::AllToAll) {
+    const double step_bytes = req.bytes / n;
     for (int k = 1; k < n; ++k)
       for (int i = 0; i < n; ++i) {
-        const Hop& h = a.rounds[k - 1][i];
-        const OpId t = add(h, k - 1, a.step_bytes,
+        const int peer = a2a_peer(i, k, n);
+        const Hop h = make_hop(topo, req.ranks[i], req.ranks[peer]);
+        const OpId t = add(h, k - 1, step_bytes,
                            hop_latency_s(nc, h.cls, p) + (k == 1 ? nc.base_latency_s[p] : 0));
         if (k == 1) {
           g.add_edge(dep(i), t);
-          g.add_edge(dep(a2a_peer(i, k, n)), t);
+          g.add_edge(dep(peer), t);
         }
-        if (k == n - 1) res.done[a2a_peer(i, k, n)] = t;
+        if (k == n - 1) res.done[peer] = t;
       }
     return res;
   }
 
-  // Ring all-gather / reduce-scatter / all-reduce.
-  const auto& hops = a.rounds[0];
+  // Ring all-gather / reduce-scatter / all-reduce: one ring per lane (rail), each with its
+  // channels' share of the data.
+  const int steps = req.op == CollOp::AllReduce ? 2 * (n - 1) : n - 1;
+  const int lanes = shape.nodes > 1 ? shape.rails : 1;
+  const std::vector<detail::Lane> lane_set =
+      detail::ring_lanes(topo, req.ranks, lanes, std::max(1, choice.channels));
+  if (lane_set.size() > 1) {
+    // Several rails: the lanes' transfers run concurrently inside fenced streams.
+    detail::Fence fence = detail::open_fence(g, req, label);
+    OpId join = kNoOp;
+    if (g.pipelined_collectives()) {
+      OpLabel sl = label;
+      sl.name = g.intern("collective_join");
+      join = g.add_compute(req.ranks[0], req.send_stream, 0.0, sl);
+      for (OpId b : fence.begin) g.add_edge(b, join);
+    }
+    for (const auto& lane : lane_set) {
+      const double step_bytes = req.bytes * lane.share / n;
+      std::vector<Hop> hops;
+      for (int k = 0; k < n; ++k)
+        hops.push_back(make_hop(topo, req.ranks[lane.order[k]], req.ranks[lane.order[(k + 1) % n]]));
+      if (g.pipelined_collectives()) {
+        for (int k = 0; k < n; ++k) {
+          const Hop& h = hops[k];
+          const double extra = nc.base_latency_s[p] + steps * hop_latency_s(nc, h.cls, p) +
+                               (steps - 1) * h.latency_s;
+          detail::fenced_transfer(g, fence, req, lane.order[k], lane.order[(k + 1) % n],
+                                  step_bytes * steps / eff, label, extra, join);
+        }
+        continue;
+      }
+      std::vector<OpId> prev(n, kNoOp), cur(n, kNoOp);
+      for (int s = 0; s < steps; ++s) {
+        OpLabel l = label;
+        l.step = s;
+        for (int k = 0; k < n; ++k) {
+          const Hop& h = hops[k];
+          cur[k] = detail::fenced_transfer(
+              g, fence, req, lane.order[k], lane.order[(k + 1) % n], step_bytes / eff, l,
+              hop_latency_s(nc, h.cls, p) + (s == 0 ? nc.base_latency_s[p] : 0),
+              s == 0 ? kNoOp : prev[(k + n - 1) % n]);  // forwards what it received last step
+        }
+        std::swap(prev, cur);
+      }
+    }
+    res.done = detail::close_fence(g, topo, fence, req, label);
+    return res;
+  }
+  const auto& lane = lane_set[0];
+  const double step_bytes = req.bytes / n;
   if (g.pipelined_collectives()) {
     // Pipelined: once every member has joined, each rank streams all its steps' data to its
     // successor as one transfer. Latency as the steps would pay it: base + steps x (NCCL hop +
     // wire latency); the engine adds the wire latency once, the rest is software latency.
-    const int steps = static_cast<int>(a.round_of_step.size());
     OpLabel sl = label;
     sl.name = g.intern("collective_join");
     const OpId join = g.add_compute(req.ranks[0], req.send_stream, 0.0, sl);
     for (int i = 0; i < n; ++i) g.add_edge(dep(i), join);
-    for (int i = 0; i < n; ++i) {
-      const Hop& h = hops[i];
+    for (int k = 0; k < n; ++k) {
+      const int from = lane.order[k], to = lane.order[(k + 1) % n];
+      const Hop h = make_hop(topo, req.ranks[from], req.ranks[to]);
       const double extra = nc.base_latency_s[p] + steps * hop_latency_s(nc, h.cls, p) +
                            (steps - 1) * h.latency_s;
-      const OpId t = add(h, 0, a.step_bytes * steps, extra);
+      const OpId t = add(h, 0, step_bytes * steps, extra);
       g.add_edge(join, t);
-      res.done[(i + 1) % n] = t;
+      res.done[to] = t;
     }
     return res;
   }
+  std::vector<Hop> hops;
+  for (int k = 0; k < n; ++k)
+    hops.push_back(make_hop(topo, req.ranks[lane.order[k]], req.ranks[lane.order[(k + 1) % n]]));
   std::vector<OpId> prev(n, kNoOp), cur(n, kNoOp);
-  const int steps = static_cast<int>(a.round_of_step.size());
   for (int s = 0; s < steps; ++s) {
-    for (int i = 0; i < n; ++i) {
-      const Hop& h = hops[i];
-      cur[i] = add(h, s, a.step_bytes,
+    for (int k = 0; k < n; ++k) {
+      const Hop& h = hops[k];
+      cur[k] = add(h, s, step_bytes,
                    hop_latency_s(nc, h.cls, p) + (s == 0 ? nc.base_latency_s[p] : 0));
       if (s == 0) {
-        g.add_edge(dep(i), cur[i]);
-        g.add_edge(dep((i + 1) % n), cur[i]);
+        g.add_edge(dep(lane.order[k]), cur[k]);
+        g.add_edge(dep(lane.order[(k + 1) % n]), cur[k]);
       } else {
-        g.add_edge(prev[(i + n - 1) % n], cur[i]);  // forwards what it received last step
+        g.add_edge(prev[(k + n - 1) % n], cur[k]);  // forwards what it received last step
       }
     }
     std::swap(prev, cur);
   }
-  for (int i = 0; i < n; ++i) res.done[i] = prev[(i + n - 1) % n];
+  for (int k = 0; k < n; ++k) res.done[lane.order[(k + 1) % n]] = prev[k];
   return res;
 }
 

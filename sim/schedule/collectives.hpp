@@ -1,18 +1,17 @@
 #pragma once
-/// NCCL-like collectives as their algorithm's steps on the TaskGraph: ring all-gather,
-/// reduce-scatter, all-reduce (2(n-1) steps), pairwise all-to-all, p2p. Protocol (LL / LL128 /
-/// Simple) chosen like NCCL's tuner, from base + per-hop latency and protocol efficiency.
+/// NCCL collectives on the TaskGraph, as NCCL runs them: algorithm (Ring, Tree, NVLS,
+/// NVLS-Tree), protocol (LL / LL128 / Simple) and channel count chosen by NCCL's tuner
+/// (nccl_tuner.hpp); rings on multi-node groups run one lane per NIC rail, each carrying its
+/// channels' share of the data, so a collective reaches the sum of the rails. Ring steps are
+/// transfers (or one pipelined transfer per rank and lane); Tree and NVLS are built pipelined
+/// (nccl_algos.cpp). `algorithm = Ring, channels = 1` is the single rank-order ring.
 #include <vector>
 
 #include "model/topology.hpp"
+#include "schedule/nccl_tuner.hpp"
 #include "schedule/task_graph.hpp"
 
 namespace cpsim::schedule {
-
-enum class CollOp { AllGather, ReduceScatter, AllReduce, AllToAll, Broadcast };
-enum class Protocol { Auto, LL, LL128, Simple };
-const char* coll_op_name(CollOp op);
-const char* protocol_name(Protocol p);
 
 struct CollectiveRequest {
   CollOp op = CollOp::AllReduce;
@@ -21,6 +20,8 @@ struct CollectiveRequest {
   /// (per-rank count x n); all-to-all = bytes each rank sends in total (incl. to itself).
   double bytes = 0;
   Protocol protocol = Protocol::Auto;
+  Algorithm algorithm = Algorithm::Auto;
+  int channels = 0;             ///< 0 = NCCL's count for this size; 1 + Ring = one rank-order ring
   uint16_t send_stream = stream::kCpSend;
   uint16_t recv_stream = stream::kCpRecv;
   OpLabel label;                ///< name/scheme/layer/phase copied to every op; step is set
@@ -32,7 +33,9 @@ struct CollectiveResult {
   /// done[i]: an op after which the collective is complete on ranks[i].
   std::vector<OpId> done;
   Protocol protocol = Protocol::Simple;
-  double predicted_s = 0;       ///< the tuner's contention-free estimate
+  Algorithm algorithm = Algorithm::Ring;
+  int channels = 1;
+  double predicted_s = 0;       ///< NCCL's own model estimate (tuning.cc), not the simulation
 };
 
 CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,

@@ -132,6 +132,7 @@ void TaskGraph::finalize() {
   };
   for (OpId id = 0; id < n; ++id) {
     const Op& op = ops_[id];
+    if (op.unordered) continue;
     queue_of_[id] = slot(op.rank, op.stream, id);
     if (op.kind == OpKind::Transfer) peer_queue_of_[id] = slot(op.peer, op.peer_stream, id);
   }

@@ -71,6 +71,13 @@ struct Op {
   OpKind kind = OpKind::Compute;
   uint16_t stream = 0;        ///< compute: its stream; transfer: sender's stream
   uint16_t peer_stream = 0;   ///< transfer: receiver's stream
+  /// Outside stream order: one of a collective's concurrent transfers (NCCL channels run in one
+  /// kernel); the collective fences its streams with zero-time ops instead (collectives.cpp).
+  bool unordered = false;
+  /// Unordered transfers only: how many transfers of the same collective share this one's
+  /// busiest link at once. The analytic engine (no contention model) divides the route's
+  /// bandwidth by it; SimGrid shares the links itself and ignores it.
+  uint16_t sharers = 1;
   int32_t rank = 0;           ///< compute: its GPU; transfer: sender
   int32_t peer = -1;          ///< transfer: receiver
   double duration_s = 0;      ///< compute: time on an idle GPU

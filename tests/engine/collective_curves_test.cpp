@@ -1,5 +1,6 @@
 // NCCL-like collectives replayed on a DGX H100 against calibration.md's measured curves, and
 // across two nodes, where the ring must be NIC-bound.
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,9 +24,12 @@ struct Result {
   double predicted_s = 0;
 };
 
-Result run(const Topology& topo, CollOp op, int n, double bytes, EngineKind kind) {
+Result run(const Topology& topo, CollOp op, int n, double bytes, EngineKind kind,
+           Algorithm a = Algorithm::Auto, int channels = 0) {
   TaskGraph g;
   CollectiveRequest req;
+  req.algorithm = a;
+  req.channels = channels;
   req.op = op;
   for (int i = 0; i < n; ++i) req.ranks.push_back(i);
   req.bytes = bytes;
@@ -86,22 +90,28 @@ TEST(CollectiveCurves, SmallMessagesHaveAFloorOfTensOfMicroseconds) {
   EXPECT_NEAR(r.busbw_GBps, 0.07, 0.035);
 }
 
-TEST(CollectiveCurves, PredictionMatchesTheContentionFreeReplay) {
+TEST(CollectiveCurves, NcclsOwnModelAgreesWithTheReplayAtLargeSizes) {
+  // predicted_s is NCCL's tuning-model estimate (tuning.cc); the replay moves the bytes on the
+  // links. They are independent, so agreement within 25 % checks both.
   Topology topo(cpsim::test::dgx_h100());
-  for (double size : {4096.0, 1 * MiB, 64 * MiB, 1 * GiB}) {
+  for (double size : {64 * MiB, 1 * GiB}) {
     Result r = run(topo, CollOp::AllReduce, 8, size, EngineKind::Analytic);
-    EXPECT_NEAR(r.time_s, r.predicted_s, 1e-9 + 1e-9 * r.time_s) << size;
+    EXPECT_NEAR(r.time_s, r.predicted_s, 0.25 * r.time_s) << size;
   }
 }
 
-TEST(CollectiveCurves, TwoNodeAllGatherIsNicBound) {
+TEST(CollectiveCurves, TwoNodeAllGatherUsesEveryRail) {
+  // One ring per NIC rail: the 16-rank all-gather reaches the sum of the 8 rails (8 x 47 GB/s),
+  // capped by each GPU's NVLink (370.8 GB/s); the old single ring is bound by one NIC.
   Topology topo(cpsim::test::dgx_h100(2));
-  const double nic_GBps = 50 * 0.94;
+  const double nic_GBps = 50 * 0.94, rails = std::min(8 * nic_GBps, 370.8);
   for (double size : {1 * GiB, 4 * GiB}) {
     Result r = run(topo, CollOp::AllGather, 16, size, EngineKind::SimGrid);
-    EXPECT_LT(r.busbw_GBps, nic_GBps * 1.001) << size;
-    EXPECT_GT(r.busbw_GBps, nic_GBps * 0.9) << size;
-    EXPECT_LT(r.busbw_GBps, 0.25 * 367.5) << size;
+    EXPECT_GT(r.busbw_GBps, 0.9 * rails) << size;
+    EXPECT_LT(r.busbw_GBps, rails * 1.001) << size;
+    Result one = run(topo, CollOp::AllGather, 16, size, EngineKind::SimGrid, Algorithm::Ring, 1);
+    EXPECT_LT(one.busbw_GBps, nic_GBps * 1.001) << size;
+    EXPECT_GT(one.busbw_GBps, nic_GBps * 0.9) << size;
   }
 }
 

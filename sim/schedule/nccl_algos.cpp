@@ -1,0 +1,130 @@
+// NCCL's Tree, NVLS and NVLS-Tree all-reduce as transfers. They are built pipelined: once every
+// member joined, each edge streams its whole share at once, and the tuner's latency (launch +
+// hops, tuning.cc) is the software latency of every transfer. The links then decide the
+// bandwidth, so these algorithms contend with other traffic like the rings do.
+#include <algorithm>
+#include <map>
+
+#include "schedule/collective_parts.hpp"
+
+namespace cpsim::schedule::detail {
+
+namespace {
+
+/// tuning.cc nvlsEfficiency: the fraction of NVLink bandwidth NVLS multimem operations reach.
+double nvls_efficiency(int arch) { return arch >= 3 ? 0.74 : arch == 2 ? 0.85 : 1.0; }
+
+struct Builder {
+  TaskGraph& g;
+  const model::Topology& topo;
+  const CollectiveRequest& req;
+  const TunerChoice& c;
+  OpLabel label;
+  Fence fence;
+  OpId join = kNoOp;
+
+  Builder(TaskGraph& g_, const model::Topology& t, const CollectiveRequest& r, const TunerChoice& c_,
+          const OpLabel& l)
+      : g(g_), topo(t), req(r), c(c_), label(l), fence(open_fence(g_, r, l)) {
+    OpLabel sl = label;
+    sl.name = g.intern("collective_join");
+    join = g.add_compute(req.ranks[0], req.send_stream, 0.0, sl);
+    for (OpId b : fence.begin) g.add_edge(b, join);
+  }
+  void xfer(int from, int to, double wire_bytes) {
+    if (from != to) fenced_transfer(g, fence, req, from, to, wire_bytes, label, c.latency_s, join);
+  }
+  CollectiveResult finish() {
+    CollectiveResult res;
+    res.done = close_fence(g, topo, fence, req, label);
+    return res;
+  }
+};
+
+/// Group indices per node, nodes in order of first appearance, members by rank.
+std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::vector<int>& ranks) {
+  std::vector<int> ids;
+  std::map<int, std::vector<int>> m;
+  for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
+    const int node = topo.node_of(ranks[i]);
+    if (!m.count(node)) ids.push_back(node);
+    m[node].push_back(i);
+  }
+  std::vector<std::vector<int>> out;
+  for (int id : ids) out.push_back(m[id]);
+  return out;
+}
+
+/// NCCL's double binary tree over node heads: tree 0 is a heap on node order, tree 1 the same
+/// heap on reversed order, so a node inner in one tree is (mostly) a leaf in the other.
+/// Each tree carries half the lane's data up (reduce) and down (broadcast).
+void inter_node_trees(Builder& b, const std::vector<int>& heads, double lane_wire) {
+  const int m = static_cast<int>(heads.size());
+  for (int t = 0; t < 2; ++t)
+    for (int k = 1; k < m; ++k) {
+      const int child = t == 0 ? k : m - 1 - k, parent = t == 0 ? (k - 1) / 2 : m - 1 - (k - 1) / 2;
+      b.xfer(heads[child], heads[parent], lane_wire / 2);
+      b.xfer(heads[parent], heads[child], lane_wire / 2);
+    }
+}
+
+}  // namespace
+
+CollectiveResult build_tree(TaskGraph& g, const model::Topology& topo, const CollectiveRequest& req,
+                            const TunerChoice& c, const OpLabel& label) {
+  Builder b(g, topo, req, c, label);
+  const double eff = topo.spec().nccl.protocol_efficiency[c.protocol == Protocol::LL      ? 0
+                                                          : c.protocol == Protocol::LL128 ? 1
+                                                                                          : 2];
+  const GroupShape shape = group_shape(topo, req.ranks);
+  const auto lanes = ring_lanes(topo, req.ranks, shape.nodes > 1 ? shape.rails : 1,
+                                std::max(1, c.channels));
+  const int per_node = static_cast<int>(nodes_of(topo, req.ranks)[0].size());
+  for (const auto& lane : lanes) {
+    const double wire = req.bytes * lane.share / eff;
+    // Inside a node a chain (reduce towards the head, broadcast back), in the lane's order.
+    std::vector<int> heads;
+    for (size_t k = 0; k < lane.order.size(); k += per_node) {
+      const size_t e = std::min(lane.order.size(), k + per_node);
+      heads.push_back(lane.order[k]);
+      for (size_t j = k; j + 1 < e; ++j) {
+        b.xfer(lane.order[j + 1], lane.order[j], wire);
+        b.xfer(lane.order[j], lane.order[j + 1], wire);
+      }
+    }
+    inter_node_trees(b, heads, wire);
+  }
+  return b.finish();
+}
+
+CollectiveResult build_nvls(TaskGraph& g, const model::Topology& topo, const CollectiveRequest& req,
+                            const TunerChoice& c, const OpLabel& label) {
+  Builder b(g, topo, req, c, label);
+  const double eff = nvls_efficiency(topo.spec().nccl.arch);
+  const auto nodes = nodes_of(topo, req.ranks);
+  // NVLS all-reduce inside a node: each GPU reduces 1/k of the buffer with multimem.ld_reduce
+  // (the switch reads that slice from all k GPUs) and multicasts the result with multimem.st.
+  // Each GPU's NVLink then carries S (1 + 1/k) in each direction, at NCCL's NVLS efficiency.
+  // Through the switch only the GPU ports carry load, so one transfer per GPU to its neighbour
+  // loads every port exactly so, with k transfers instead of k (k - 1).
+  for (const auto& m : nodes) {
+    const int k = static_cast<int>(m.size());
+    if (k < 2) continue;
+    const double port = req.bytes * (1.0 + 1.0 / k) / eff;
+    for (int j = 0; j < k; ++j) b.xfer(m[j], m[(j + 1) % k], port);
+  }
+  if (nodes.size() > 1) {
+    // NVLS-Tree: the node's reduced buffer crosses nodes on a double binary tree per rail.
+    const GroupShape shape = group_shape(topo, req.ranks);
+    const auto lanes = ring_lanes(topo, req.ranks, shape.rails, std::max(1, c.channels));
+    const int per_node = static_cast<int>(nodes[0].size());
+    for (const auto& lane : lanes) {
+      std::vector<int> heads;
+      for (size_t k = 0; k < lane.order.size(); k += per_node) heads.push_back(lane.order[k]);
+      inter_node_trees(b, heads, req.bytes * lane.share);
+    }
+  }
+  return b.finish();
+}
+
+}  // namespace cpsim::schedule::detail

@@ -1,0 +1,295 @@
+// NCCL's tuner, reduced to what cpsim's platforms describe. Sources (github.com/NVIDIA/nccl):
+//   search.cc  speedArray*, ncclTopoDupChannels      -> ring_graph / nvls_graph
+//   tuning.cc  ncclTunerConstantsDefaults, nvlsEfficiency, ncclTopoTuneModel,
+//              treeCorrectionFactor, ncclTopoGetAlgoTime -> bandwidth / latency / time
+//   enqueue.cc channel tuning (nc shrinks while nBytes < nc * nThreads * threadThreshold)
+//   comm.h / device.h: NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD 8/8/64, max threads 512/640/512
+#include "schedule/nccl_tuner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+namespace cpsim::schedule {
+
+const char* coll_op_name(CollOp op) {
+  switch (op) {
+    case CollOp::AllGather: return "allgather";
+    case CollOp::ReduceScatter: return "reducescatter";
+    case CollOp::AllReduce: return "allreduce";
+    case CollOp::AllToAll: return "alltoall";
+    case CollOp::Broadcast: return "broadcast";
+    case CollOp::Reduce: return "reduce";
+  }
+  return "?";
+}
+
+const char* protocol_name(Protocol p) {
+  switch (p) {
+    case Protocol::Auto: return "auto";
+    case Protocol::LL: return "LL";
+    case Protocol::LL128: return "LL128";
+    case Protocol::Simple: return "Simple";
+  }
+  return "?";
+}
+
+const char* algorithm_name(Algorithm a) {
+  switch (a) {
+    case Algorithm::Auto: return "auto";
+    case Algorithm::Ring: return "Ring";
+    case Algorithm::Tree: return "Tree";
+    case Algorithm::NVLS: return "NVLS";
+    case Algorithm::NVLSTree: return "NVLSTree";
+  }
+  return "?";
+}
+
+namespace {
+
+// search.cc: per-channel speeds (GB/s) the graph search tries, fastest first.
+const std::vector<double> kIntra = {40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
+const std::vector<double> kInter = {48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2};
+const std::vector<double> kIntra90 = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
+const std::vector<double> kInter90 = {48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2};
+const std::vector<double> kIntra100 = {90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18};
+const std::vector<double> kInter100 = {96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22,
+                                       20, 17.5, 15, 12, 6, 3, 2.4, 1.2};
+constexpr int kMaxChannels = 32;       // MAXCHANNELS
+constexpr int kSearchChannels = 16;    // the ring search's channel ceiling before duplication
+constexpr int kMaxNvlsArity = 32;      // NCCL_MAX_NVLS_ARITY (device.h)
+constexpr int kNvlsChannels = 16;      // NCCL_NVLS_NCHANNELS default on Hopper/Blackwell
+
+// tuning.cc ncclTunerConstantsDefaults, indexed [algo][proto], algo Tree, Ring, NVLS, NVLSTree.
+enum { kTree, kRing, kNvls, kNvlsTree };
+constexpr double kBaseLat[4][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
+constexpr double kHwNvlink[4][3] = {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}};
+constexpr double kHwPci[4][3] = {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}};
+constexpr double kHwNet[4][3] = {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 20.9}};
+// [arch][index2 = nodes 1, 2, >2]; llMaxBws' multi-node rows use the CPU vendor (Intel: row 0).
+constexpr double kLlMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0},
+                                   {282.0, 90.0, 70.0}};
+constexpr double kPerChRingLL128[4] = {20.0, 20.0, 36.7, 40.0};
+constexpr double kPerChTreeLL128[4][3] = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0},
+                                          {55.6, 31.67, 20.0}};
+constexpr double kPerChTree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0},
+                                     {70.0, 42.8, 24.0}};
+constexpr double kPerChNvlsTree[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0, 57.7, 45.5},
+                                         {0, 96.0, 80.0}};
+constexpr double kNvlsEfficiency[4] = {0, 0, 0.85, 0.74};
+constexpr double kTreeCorrection[3][24] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
+// comm.h thread thresholds and device.h thread counts, [proto].
+constexpr double kThreadThreshold[3] = {8, 8, 64};
+constexpr double kThreads[3] = {512, 640, 512};
+
+const std::vector<double>& speeds(int arch, bool inter) {
+  if (arch >= 3) return inter ? kInter100 : kIntra100;
+  if (arch == 2) return inter ? kInter90 : kIntra90;
+  return inter ? kInter : kIntra;
+}
+
+/// NCCL's bandwidth per GPU through the intra-node fabric, GB/s: NVLink count x NCCL's per-link
+/// figure, which the presets encode as nvlink.bw x efficiency (e.g. 18 x 20.6 = 370.8 on H100).
+double intra_GBps(const scenario::PlatformSpec& s) {
+  const auto& l = s.intra == scenario::IntraFabric::NVSwitch ? s.nvlink : s.pcie;
+  return l.bw_Bps * l.efficiency / 1e9;
+}
+
+int log2i(double x) { return x < 1 ? -1 : static_cast<int>(std::floor(std::log2(x))); }
+
+}  // namespace
+
+GroupShape group_shape(const model::Topology& topo, const std::vector<int>& ranks) {
+  const auto& s = topo.spec();
+  const int domain = s.intra == scenario::IntraFabric::NVSwitch
+                         ? std::max(s.nvlink_domain_gpus, s.gpus_per_node) : s.gpus_per_node;
+  std::map<int, int> per_node;
+  std::map<int, std::set<int>> rails;
+  for (int r : ranks) {
+    ++per_node[r / domain];
+    if (s.nics_per_node > 0) rails[r / domain].insert((r % s.gpus_per_node) % s.nics_per_node);
+  }
+  GroupShape g;
+  g.n = static_cast<int>(ranks.size());
+  g.nodes = std::max<int>(1, static_cast<int>(per_node.size()));
+  for (const auto& [node, count] : per_node) g.ppn = std::max(g.ppn, count);
+  if (g.nodes > 1)
+    for (const auto& [node, set] : rails) g.rails = std::max(g.rails, static_cast<int>(set.size()));
+  return g;
+}
+
+NcclGraph ring_graph(const scenario::PlatformSpec& spec, const GroupShape& g) {
+  const int arch = spec.nccl.arch;
+  const double intra = intra_GBps(spec);
+  NcclGraph gr;
+  if (g.nodes == 1) {
+    // One channel per `speed` of the GPU's intra-node bandwidth, at the fastest speed that fits.
+    const auto& sp = speeds(arch, false);
+    size_t i = 0;
+    while (i + 1 < sp.size() && sp[i] > intra) ++i;
+    gr.bw_intra = sp[i];
+    gr.channels = std::clamp(static_cast<int>(intra / sp[i]), 1, kSearchChannels);
+  } else {
+    // One channel per rail at the fastest speed a NIC carries and the NVLink ring can feed.
+    const auto& sp = speeds(arch, true);
+    const double nic = spec.nic.bw_Bps / 1e9;
+    const int rails = std::max(1, g.rails);
+    size_t i = 0;
+    while (i + 1 < sp.size() && (sp[i] > nic || (g.ppn > 1 && sp[i] * rails > intra))) ++i;
+    gr.bw_intra = sp[i];
+    gr.channels = std::clamp(rails * std::max(1, static_cast<int>(nic / sp[i])), 1, kSearchChannels);
+  }
+  // ncclTopoDupChannels: fast channels are doubled at half the speed each.
+  if (gr.bw_intra >= 25.0 && !(arch >= 2 && gr.bw_intra < 50.0 && gr.channels > 4)) {
+    const int dup = std::min(2 * gr.channels, kMaxChannels);
+    gr.bw_intra /= (dup + gr.channels - 1) / gr.channels;
+    gr.channels = dup;
+  }
+  gr.bw_inter = gr.bw_intra;
+  return gr;
+}
+
+NcclGraph nvls_graph(const scenario::PlatformSpec& spec, const GroupShape& g) {
+  NcclGraph gr;
+  if (!spec.nccl.nvls || spec.intra != scenario::IntraFabric::NVSwitch || g.ppn < 2) return gr;
+  // NVLS pulls evenly from every GPU: channels = min(arity, GPUs), and the search may count the
+  // GPU bandwidth x n/(n-1) because NVLS need not return to its start (search.cc).
+  gr.channels = std::min(kMaxNvlsArity, g.ppn);
+  const double total = intra_GBps(spec) * g.ppn / (g.ppn - 1);
+  const auto& sp = speeds(spec.nccl.arch, false);
+  size_t i = 0;
+  while (i + 1 < sp.size() && sp[i] * gr.channels > total) ++i;
+  gr.bw_intra = sp[i];
+  gr.bw_inter = g.nodes > 1 ? ring_graph(spec, g).bw_inter : sp[i];
+  return gr;
+}
+
+TunerChoice nccl_tune(const model::Topology& topo, CollOp op, const GroupShape& g, double bytes,
+                      Algorithm algo, Protocol proto, int channels) {
+  const auto& spec = topo.spec();
+  const auto& nc = spec.nccl;
+  const int arch = std::clamp(nc.arch, 0, 3);
+  const int n = std::max(1, g.n), nodes = std::max(1, g.nodes);
+  const int index2 = nodes <= 2 ? nodes - 1 : 2;
+  const double ppn = static_cast<double>(n) / nodes;
+  const bool nvlink = spec.intra == scenario::IntraFabric::NVSwitch;
+  const NcclGraph ring = ring_graph(spec, g), nvls = nvls_graph(spec, g);
+  const double ll_max = nodes == 1 ? kLlMaxBw[arch][0] : kLlMaxBw[0][index2];
+  const int nsteps = op == CollOp::AllReduce ? 2 * (n - 1)
+                     : (op == CollOp::AllGather || op == CollOp::ReduceScatter) ? n - 1 : n;
+
+  TunerChoice best;
+  best.predicted_s = std::numeric_limits<double>::infinity();
+  const Algorithm algos[4] = {Algorithm::Tree, Algorithm::Ring, Algorithm::NVLS, Algorithm::NVLSTree};
+  const Protocol protos[3] = {Protocol::LL, Protocol::LL128, Protocol::Simple};
+  bool forced_possible = false;
+  for (int a = 0; a < 4; ++a) {
+    if (algo != Algorithm::Auto && algo != algos[a]) continue;
+    // tuning.cc: broadcast / reduce run Ring only; all-gather / reduce-scatter Ring or NVLS
+    // (NVLS for them is left out here: its multicast is not a set of GPU-to-GPU transfers).
+    if (op != CollOp::AllReduce && a != kRing) continue;
+    if (a == kNvls && (nvls.channels < 2 || nodes > 1)) continue;  // NVLS multi-node needs CollNet
+    if (a == kNvlsTree && (nvls.channels < 2 || nodes == 1)) continue;
+    for (int p = 0; p < 3; ++p) {
+      if (proto != Protocol::Auto && proto != protos[p]) continue;
+      if ((a == kNvls || a == kNvlsTree) && p != 2) continue;  // NVLS is Simple only
+      if (p == 1 && !nvlink) continue;  // LL128 only over NVLink paths (typeIntra <= NVB)
+      const NcclGraph& gr = (a == kNvls || a == kNvlsTree) ? nvls : ring;
+      double bw = nodes <= 2 ? gr.bw_intra : gr.bw_inter;
+      if (a == kNvls || a == kNvlsTree) {
+        double intra_bw = gr.bw_intra * kNvlsEfficiency[arch] * (gr.channels - 1) / gr.channels;
+        intra_bw *= op == CollOp::AllReduce ? 2.0 : (ppn - 1) / ppn;
+        const double inter_bw = gr.bw_inter * ((nodes <= 2 && a == kNvlsTree) ? 2 : 1);
+        bw = std::min({intra_bw, inter_bw,
+                       a == kNvlsTree ? kPerChNvlsTree[arch][index2]
+                                      : std::numeric_limits<double>::max()});
+      }
+      double bus = gr.channels * bw;
+      if (a == kRing && p == 0) bus = std::min(ll_max, bus * 0.5);
+      if (a == kRing && p == 1) bus = std::min(bus * 0.92, gr.channels * kPerChRingLL128[arch]);
+      if (a == kTree) bus = std::min(bus * 0.92, gr.channels * kPerChTree[arch][index2]);
+      if (a == kTree && p == 0) bus = std::min(bus / 3.8, ll_max);
+      if (a == kTree && p == 1)
+        bus = std::min(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                       gr.channels * kPerChTreeLL128[arch][index2]);
+      // bus bandwidth -> algorithm bandwidth
+      const double algbw = bus * ((a == kTree) ? 0.5 : static_cast<double>(n) / nsteps);
+      // latency, microseconds
+      const double intra_hw = (nvlink ? kHwNvlink : kHwPci)[a][p];
+      double inter_lat = (ppn == 1 ? kHwNet[kTree][p] : kHwNet[a][p]);
+      double lat = kBaseLat[a][p];
+      if (a == kRing) {
+        // The platform may override NCCL's Ring latencies (nccl.base_latency / hop_latency).
+        lat = nc.base_latency_s[p] * 1e6;
+        double hop = (nvlink ? nc.hop_nvlink_s[p] : nc.hop_pcie_s[p]) * 1e6;
+        inter_lat = (ppn == 1 ? kHwNet[kTree][p] : nc.hop_net_s[p] * 1e6);
+        if (op == CollOp::Broadcast || op == CollOp::Reduce) {
+          lat += (nodes == 1 ? hop : nc.hop_net_s[p] * 1e6);
+        } else {
+          if (nodes > 1) hop = std::max(hop, p == 2 ? 3.0 : 1.0);  // getNetOverhead (Intel x86)
+          const int inter_steps = nodes == 1 ? 0 : op == CollOp::AllReduce ? 2 * (nodes - 1) : nodes - 1;
+          lat += (nsteps - inter_steps) * hop + inter_steps * inter_lat;
+        }
+      } else if (a == kTree) {
+        lat += 2 * ((ppn - 1) * intra_hw + log2i(nodes) * inter_lat);
+      } else if (a == kNvls) {
+        lat = intra_hw;
+      } else {
+        lat += intra_hw + 2 * log2i(nodes) * inter_lat;
+      }
+      // ncclTopoGetAlgoTime
+      const int log_size = log2i(bytes / 64);
+      double eff_bw = algbw;
+      if (a == kTree && log_size >= 0 && log_size < 23) eff_bw *= kTreeCorrection[p][log_size];
+      if (a == kRing && p == 2 && nodes > 1 && op == CollOp::AllReduce &&
+          bytes / (gr.channels * n) >= 64)
+        lat *= arch < 1 ? 1.9 : 1.4;  // "plateau effect of ring"
+      if (!(eff_bw > 0)) continue;
+      forced_possible = true;
+      const double t_us = lat + bytes / (1000.0 * eff_bw);
+      if (t_us * 1e-6 < best.predicted_s) {
+        best.algorithm = algos[a];
+        best.protocol = protos[p];
+        best.predicted_s = t_us * 1e-6;
+        best.latency_s = lat * 1e-6;
+        best.bus_GBps = bus;
+        // enqueue.cc: Ring/Tree drop channels while each would get under nThreads x threshold
+        // bytes; NVLS runs its own channel count.
+        int c = gr.channels;
+        if (a == kNvls || a == kNvlsTree) {
+          c = std::min(kNvlsChannels, gr.channels);
+        } else {
+          const double thr = kThreadThreshold[p] * ((a == kRing && p == 0) ? n : 1);
+          while (c >= 2 && bytes < c * kThreads[p] * thr) --c;
+        }
+        best.channels = c;
+      }
+    }
+  }
+  if (!forced_possible)
+    throw std::invalid_argument(std::string("NCCL cannot run ") + coll_op_name(op) + " with algorithm " +
+                                algorithm_name(algo) + " and protocol " + protocol_name(proto) +
+                                " on this group (" + std::to_string(n) + " ranks, " +
+                                std::to_string(nodes) + " node(s)" +
+                                (nc.nvls ? "" : ", platform without NVLS") + ")");
+  if (channels > 0) best.channels = channels;
+  return best;
+}
+
+int p2p_channels(const model::Topology& topo, int src, int dst) {
+  if (topo.same_nvlink_domain(src, dst)) {
+    GroupShape g;
+    g.n = 2;
+    g.ppn = 2;
+    return ring_graph(topo.spec(), g).channels;
+  }
+  return 2;  // NCCL_NCHANNELS_PER_NET_PEER default (init.cc)
+}
+
+}  // namespace cpsim::schedule

@@ -1,0 +1,71 @@
+// `cpsim collective` as nccl-tests prints it, its JSON, and its refusals (issue 18).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/cli.hpp"
+
+using namespace cpsim::cli;
+namespace fs = std::filesystem;
+
+TEST(CollectiveCli, PrintsTheNcclTestsTable) {
+  const Output o = run(kCpsim + " collective --platform dgx-h100 --op allreduce -b 1M -e 4M -f 2 "
+                                "--engine analytic");
+  ASSERT_EQ(o.rc, 0) << o.text;
+  EXPECT_NE(o.text.find("out-of-place"), std::string::npos);
+  EXPECT_NE(o.text.find("in-place"), std::string::npos);
+  for (const char* col : {"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong"})
+    EXPECT_NE(o.text.find(col), std::string::npos) << col;
+  EXPECT_NE(o.text.find("# Avg bus bandwidth    : "), std::string::npos);
+  // 1M, 2M, 4M: three rows of "size count float sum -1 ...".
+  int rows = 0;
+  for (size_t at = 0; (at = o.text.find(" float    sum     -1 ", at)) != std::string::npos; ++at) ++rows;
+  EXPECT_EQ(rows, 3);
+  EXPECT_NE(o.text.find("     1048576       262144    float    sum     -1"), std::string::npos) << o.text;
+}
+
+TEST(CollectiveCli, JsonHasOneObjectPerSize) {
+  const fs::path out = fs::temp_directory_path() / ("cpsim-coll-" + std::to_string(::getpid()) + ".json");
+  const Output o = run(kCpsim + " collective --platform dgx-h100 --op sendrecv --ranks 2 --sizes 1G,2G "
+                                "--engine analytic --json " + out.string());
+  ASSERT_EQ(o.rc, 0) << o.text;
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in);
+  fs::remove(out);
+  ASSERT_EQ(j.at("results").size(), 2u);
+  const auto& r = j["results"][0];
+  EXPECT_EQ(r.at("size_bytes").get<double>(), 1073741824.0);
+  EXPECT_EQ(r.at("algo").get<std::string>(), "P2P");
+  // dgx-h100's send/recv pair is capped at 180 GB/s (calibration.md).
+  EXPECT_NEAR(r.at("busbw_GBps").get<double>(), 180, 5);
+  for (const char* k : {"time_us", "algbw_GBps", "proto", "channels"}) EXPECT_TRUE(r.contains(k)) << k;
+}
+
+TEST(CollectiveCli, SizeErrorsExitTwoWithAMessage) {
+  struct Case {
+    const char* args;
+    const char* says;
+  } cases[] = {
+      {"--sizes 0.4..1K", "less than one byte"},
+      {"--sizes 1e20,1e23", "above the largest size"},
+      {"-b 1K -e 8G -f 1", "must be above 1"},
+      {"-b 1 -e 1T -f 1.01", "more than 64 sizes"},
+      {"-b 8G -e 1K", "below -b"},
+      {"--sizes 1K -b 1K", "one or the other"},
+      {"-b x", "not a positive size"},
+      {"-d float7 -b 1K", "--datatype"},
+      {"--algo nvls -b 1G --platform-check", ""},
+  };
+  for (const auto& c : cases) {
+    if (std::string(c.says).empty()) continue;
+    const Output o = run(kCpsim + " collective --platform dgx-h100 --op allreduce " + c.args);
+    EXPECT_EQ(o.rc, 2) << c.args << "\n" << o.text;
+    EXPECT_NE(o.text.find(c.says), std::string::npos) << c.args << "\n" << o.text;
+  }
+  const Output nvls = run(kCpsim + " collective --platform dgx-a100 --op allreduce --algo nvls -b 1G");
+  EXPECT_EQ(nvls.rc, 2) << nvls.text;
+  EXPECT_NE(nvls.text.find("without NVLS"), std::string::npos) << nvls.text;
+}
