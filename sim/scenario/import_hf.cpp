@@ -275,7 +275,10 @@ HfImport map_config(const Json& root, const std::shared_ptr<const Source>& src, 
   const int64_t ffn = c.num("intermediate_size", 1, need + "ffn_hidden");
   const int64_t vocab = c.num("vocab_size", 1, need + "vocab");
   std::optional<bool> tied = c.opt_bool("tie_word_embeddings");
-  if (!tied && inner) tied = top.opt_bool("tie_word_embeddings");
+  if (inner) {  // a wrapper repeats it at the top level
+    const auto outer = top.opt_bool("tie_word_embeddings");
+    if (!tied) tied = outer;
+  }
   if (!tied) out.notes.push_back("tie_word_embeddings absent: false (the default of every class imported here)");
 
   int64_t window = 0;

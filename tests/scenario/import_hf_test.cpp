@@ -111,6 +111,7 @@ TEST(ImportHf, AnchorLikeHybridIsTheAnchorModel) {
   EXPECT_EQ(imp.model_type, "qwen3_5_text");
   EXPECT_TRUE(listed(imp.ignored, "vision_config"));
   EXPECT_TRUE(listed(imp.ignored, "text_config.partial_rotary_factor"));
+  EXPECT_FALSE(listed(imp.ignored, "tie_word_embeddings"));  // read at both levels of the wrapper
 }
 
 TEST(ImportHf, ScenarioModelFromHfPathRelativeToTheScenario) {
