@@ -90,6 +90,9 @@ void register_run(CLI::App& app, int& rc) {
       check_work(sc, limits);
       const SimulateOutput out = simulate(sc, opt);
       if (!args->quiet) std::cout << out.summary;
+    } catch (const scenario::InputError& e) {  // e.g. the cost profile: file:line:col already
+      std::cerr << e.what() << "\n";
+      rc = 2;
     } catch (const std::invalid_argument& e) {
       std::cerr << args->scenario << ": error: " << e.what() << "\n";
       rc = 2;

@@ -15,6 +15,8 @@
 #include "app/slurm.hpp"
 #include "app/sweep/common.hpp"
 #include "app/sweep/manifest.hpp"
+#include "app/sweep/pivot.hpp"
+#include "app/sweep/results_csv.hpp"
 #include "app/sweep/runner.hpp"
 #include "app/sweep/shards.hpp"
 #include "app/sweep/slurm_job.hpp"
@@ -128,14 +130,22 @@ int run_sweep(const SweepArgs& a) {
 
   if (a.list) {
     for (size_t i : todo) {
+      // A line a shell runs as is: the point's id as a trailing comment.
       const auto& p = sweep.points[i];
-      std::cout << p.id << "  " << p.base_path;
-      for (const auto& o : p.overrides) std::cout << "  --set " << o;
-      std::cout << "\n";
+      std::cout << "cpsim run " << shell_word(p.base_path);
+      for (const auto& o : p.overrides) std::cout << " --set " << shell_word(o);
+      std::cout << "  # " << p.id << "\n";
     }
     return 0;
   }
 
+  if (!a.pivot.empty()) {
+    try {
+      validate_pivot(a.pivot, csv_header(swept_keys(sweep.points)));
+    } catch (const std::invalid_argument& e) {
+      return usage_error(e.what());
+    }
+  }
   SweepArgs args = a;
   // The name comes from the sweep file: as one path component, "../../x" stays here.
   if (args.out_dir.empty()) args.out_dir = report::path_component(sweep.name) + "-sweep";
@@ -152,7 +162,10 @@ int run_sweep(const SweepArgs& a) {
     const OutputLock lock(args.out_dir, csv_name);
     SweepRunner runner(args, sweep.points, csv_name);
     if (args.resume) runner.load_previous(todo);
-    return runner.run(todo);
+    const int code = runner.run(todo);
+    if (!args.pivot.empty() && code != 130)
+      std::cout << pivot_table((fs::path(args.out_dir) / csv_name).string(), args.pivot);
+    return code;
   } catch (const std::exception& e) {
     std::cerr << "sweep: " << e.what() << "\n";
     return 1;
@@ -175,7 +188,9 @@ void register_sweep(CLI::App& app, int& rc) {
   cmd->add_flag("--resume", a->resume,
                 "keep the points a previous run finished; run the rest (with --slurm: resubmit only the shards "
                 "with missing or failed points)");
-  cmd->add_flag("--list", a->list, "print the expanded points and exit");
+  cmd->add_flag("--list", a->list, "print each point as a runnable `cpsim run ... --set` line and exit");
+  cmd->add_option("--pivot", a->pivot, "after the sweep, print step time as a table: KEY1 rows x KEY2 columns")
+      ->type_name("KEY1,KEY2");
   cmd->add_flag("-q,--quiet", a->quiet, "print nothing but errors (with --slurm: the job id)");
   // Documented in docs/workflow.md; hidden here: what each array task (or batch job) runs.
   cmd->add_option("--shard", a->shard, "run only shard i of K (cost-balanced) (i/K)")->group("");

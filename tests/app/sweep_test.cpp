@@ -115,24 +115,30 @@ zip:
   std::vector<std::string> lines;
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), 8u) << o.text;
-  // First axis slowest, zipped keys together, ids zero-padded indices.
-  EXPECT_NE(lines[0].find("0000"), std::string::npos);
-  EXPECT_NE(lines[0].find("--set parallel.attention.scheme=ring  --set training.seq_len=16K  "
-                          "--set parallel.cp=4  --set parallel.attention.layout=contiguous"),
+  // First axis slowest, zipped keys together, ids zero-padded indices; each line a runnable
+  // command with its id as a trailing comment.
+  EXPECT_EQ(lines[0].rfind("cpsim run ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("  # 0000"), std::string::npos);
+  EXPECT_NE(lines[0].find(" --set parallel.attention.scheme=ring --set training.seq_len=16K "
+                          "--set parallel.cp=4 --set parallel.attention.layout=contiguous"),
             std::string::npos) << lines[0];
-  EXPECT_NE(lines[1].find("parallel.cp=8  --set parallel.attention.layout=zigzag"), std::string::npos);
+  EXPECT_NE(lines[1].find("parallel.cp=8 --set parallel.attention.layout=zigzag"), std::string::npos);
   EXPECT_NE(lines[2].find("training.seq_len=32K"), std::string::npos);
-  EXPECT_NE(lines[7].find("0007"), std::string::npos);
-  EXPECT_NE(lines[7].find("scheme=allgather  --set training.seq_len=32K  --set parallel.cp=8"),
+  EXPECT_NE(lines[7].find("# 0007"), std::string::npos);
+  EXPECT_NE(lines[7].find("scheme=allgather --set training.seq_len=32K --set parallel.cp=8"),
             std::string::npos) << lines[7];
+  // Pasted into a shell, the first line runs the point: the same step time as the sweep's row.
+  const std::string line0 = lines[0].substr(0, lines[0].find("  #"));
+  const Output direct = run("cd " + dir_.string() + " && " + kCpsim + line0.substr(5) + " --json one.json -q");
+  EXPECT_EQ(direct.rc, 0) << direct.text;
 
   // A shard keeps the points the cost-balanced assignment gives it (GPUs x tokens, largest
   // first to the least-loaded shard; see slurm_test.cpp): shard 1/3 of these 8 is 0006, 0007.
   const Output s = run(sweep("--list --shard 1/3"));
   ASSERT_EQ(s.rc, 0) << s.text;
-  EXPECT_EQ(s.text.substr(0, 4), "0006");
-  EXPECT_NE(s.text.find("\n0007"), std::string::npos);
-  EXPECT_EQ(s.text.find("0000"), std::string::npos);
+  EXPECT_NE(s.text.substr(0, s.text.find('\n')).find("# 0006"), std::string::npos) << s.text;
+  EXPECT_NE(s.text.find("# 0007"), std::string::npos);
+  EXPECT_EQ(s.text.find("# 0000"), std::string::npos);
   EXPECT_EQ(run(sweep("--list --shard 3/3")).rc, 2);
 }
 

@@ -32,6 +32,7 @@ struct SweepArgs {
   bool wait = false;
   std::string merge_dir;
   std::vector<std::string> sbatch_args;
+  std::string pivot;              ///< "KEY1,KEY2": print a step-time table after the sweep
 };
 
 
