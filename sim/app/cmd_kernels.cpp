@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "app/commands.hpp"
+#include "app/work_limit.hpp"
 #include "model/cost_model.hpp"
 #include "model/topology.hpp"
 #include "scenario/load.hpp"
@@ -36,6 +37,7 @@ void register_kernels(CLI::App& app, int& rc) {
       return;
     }
     try {
+      check_work(sc, {});
       const model::Topology topo(sc.platform);
       const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
       schedule::TaskGraph g;

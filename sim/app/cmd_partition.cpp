@@ -17,6 +17,8 @@
 
 #include "app/commands.hpp"
 #include "schedule/partition.hpp"
+#include "report/output.hpp"
+#include "report/safe_write.hpp"
 
 namespace cpsim::app {
 
@@ -245,6 +247,8 @@ nlohmann::json to_json(const Partition& p, const Documents& docs, const RingTabl
   return j;
 }
 
+constexpr int kMaxPartitionCp = 1024;
+
 int run_partition(const Options& o) {
   Partition p;
   Documents docs;
@@ -253,6 +257,12 @@ int run_partition(const Options& o) {
     const int64_t seq = parse_token_count(o.seq, "--seq");
     if (o.cp < 1)
       throw std::invalid_argument("--cp: must be at least 1 (got " + std::to_string(o.cp) + ")");
+    // The ring table has cp x cp cells (and the report prints them): 1,024 ranks is a 1 M-cell
+    // table, beyond any CP degree published (Llama 3 uses 16).
+    if (o.cp > kMaxPartitionCp)
+      throw std::invalid_argument("--cp: at most " + std::to_string(kMaxPartitionCp) + " (got " +
+                                  std::to_string(o.cp) + "); the ring table has cp x cp cells");
+    report::check_outputs({{"--json", o.json}});
     const Layout layout = parse_layout(o.layout);
     stripe_width = parse_token_count(o.stripe_width, "--stripe-width");
     if (layout != Layout::Striped && o.stripe_width != "1")
@@ -292,12 +302,7 @@ int run_partition(const Options& o) {
   }
   std::cout << report.str();
   if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    f << j.dump(2) << "\n";
-    if (!f) {
-      std::cerr << "error: cannot write --json file '" << o.json << "'\n";
-      return 1;
-    }
+    report::write_atomic(o.json, j.dump(2) + "\n");
   }
   return 0;
 }

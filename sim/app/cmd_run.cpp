@@ -4,6 +4,8 @@
 
 #include "app/commands.hpp"
 #include "app/simulate.hpp"
+#include "app/work_limit.hpp"
+#include "report/safe_write.hpp"
 #include "scenario/load.hpp"
 
 namespace cpsim::app {
@@ -18,6 +20,8 @@ struct RunArgs {
   int candidates = 4;
   int samples = 0;
   int jobs = 1;
+  std::string max_memory;
+  bool force = false;
 };
 }  // namespace
 
@@ -45,7 +49,18 @@ void register_run(CLI::App& app, int& rc) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("-j,--jobs", args->jobs, "child processes at once for the what-if and samples (default 1)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-memory", args->max_memory,
+                  "refuse a run whose estimated memory is above this (e.g. 16GiB; default: half of this "
+                  "machine's memory)");
+  cmd->add_flag("--force", args->force, "run even when the estimate is over --max-memory");
   cmd->callback([args, &rc] {
+    // Outputs first: a bad path must fail before minutes of simulation, and never destroy the
+    // scenario.
+    report::check_outputs({{"--json", args->json}, {"--trace", args->trace}}, {{"", args->scenario}});
+    WorkLimits limits;
+    if (!args->max_memory.empty()) limits.max_memory_bytes = parse_memory_limit(args->max_memory);
+    limits.force = args->force;
+    limits.trace = !args->trace.empty();
     scenario::Scenario sc;
     auto sets = args->sets;
     if (!args->engine.empty()) sets.push_back("simulation.engine=" + args->engine);
@@ -72,8 +87,12 @@ void register_run(CLI::App& app, int& rc) {
       return;
     }
     try {
+      check_work(sc, limits);
       const SimulateOutput out = simulate(sc, opt);
       if (!args->quiet) std::cout << out.summary;
+    } catch (const scenario::InputError& e) {  // e.g. the cost profile: file:line:col already
+      std::cerr << e.what() << "\n";
+      rc = 2;
     } catch (const std::invalid_argument& e) {
       std::cerr << args->scenario << ": error: " << e.what() << "\n";
       rc = 2;
@@ -93,10 +112,17 @@ void register_check(CLI::App& app, int& rc) {
   cmd->callback([path, sets, &rc] {
     try {
       const auto sc = scenario::load_scenario(*path, *sets);
+      // What `run` refuses for input reasons before it simulates, `check` refuses too: the
+      // platform as perturbed (every rail down), the cost profile (a NaN cell), the schedule
+      // (combinations the builders reject) and the work estimate.
+      validate_for_run(sc);
       std::cout << *path << ": ok (" << sc.model.name << " on " << sc.platform.name << ", "
                 << sc.platform.total_gpus() << " GPUs)\n";
     } catch (const scenario::InputError& e) {
       std::cerr << e.what() << "\n";
+      rc = 2;
+    } catch (const std::invalid_argument& e) {
+      std::cerr << *path << ": error: " << e.what() << "\n";
       rc = 2;
     }
   });

@@ -12,6 +12,9 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "app/boundary.hpp"
+#include "app/result_check.hpp"
+#include "app/work_limit.hpp"
 #include "engine/replay.hpp"
 #include "model/cost_model.hpp"
 #include "model/topology.hpp"
@@ -56,7 +59,9 @@ double step_time(const scenario::Scenario& sc) {
   schedule::Pricer pricer(*cost, priced, topo.gpus());
   schedule::build_scenario(priced, topo, pricer, g);
   g.finalize();
-  return engine::replay(g, topo, sc.simulation.engine, replay_options(sc)).makespan_s;
+  const engine::Trace tr = engine::replay(g, topo, sc.simulation.engine, replay_options(sc));
+  check_finite(g, tr);
+  return tr.makespan_s;
 }
 
 bool write_all(int fd, const std::string& s) {
@@ -229,15 +234,19 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
   schedule::TaskGraph g;
   schedule::Pricer pricer(*cost, priced, topo.gpus());
+  set_phase("building the task graph of " + sc.name);
   const schedule::BuildInfo info = schedule::build_scenario(priced, topo, pricer, g);
   g.finalize();
   const engine::ReplayOptions ro = replay_options(sc);
+  set_phase("replaying " + std::to_string(g.ops().size()) + " ops of " + sc.name);
   // With child runs to come, this process must not hold SimGrid's one engine: replay in a
   // child too (the trace comes back whole).
   const bool what_if = opt.what_if_straggler.value_or(sc.perturb.any());
   const bool children = what_if || opt.samples > 0;
   const engine::Trace tr = children ? engine::replay_in_child(g, topo, sc.simulation.engine, ro)
                                     : engine::replay(g, topo, sc.simulation.engine, ro);
+  check_finite(g, tr);
+  set_phase("reporting " + sc.name);
   report::Result r = report::analyze(sc, g, tr, info, pricer);
   r.links = report::link_loads(g, topo, r.step_time_s);
   if (what_if) r.straggler = straggler_what_if(priced, r, pricer, opt);
@@ -250,6 +259,21 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   if (!opt.trace_path.empty())
     report::write_atomic(opt.trace_path, report::chrome_trace(g, tr, opt.trace_filter).dump() + "\n");
   return out;
+}
+
+void validate_for_run(const scenario::Scenario& sc) {
+  check_work(sc, {});
+  graph_ops(sc);
+}
+
+size_t graph_ops(const scenario::Scenario& sc) {
+  const scenario::Scenario priced = priced_scenario(sc);
+  const model::Topology topo(sc.platform, sc.perturb);
+  const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
+  schedule::TaskGraph g;
+  schedule::Pricer pricer(*cost, priced, topo.gpus());
+  schedule::build_scenario(priced, topo, pricer, g);
+  return g.ops().size();
 }
 
 std::vector<int> parse_index_list(const std::string& s) {

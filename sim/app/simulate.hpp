@@ -37,6 +37,15 @@ struct SimulateOutput {
 /// or samples, every replay (the main one too) runs in a child process.
 SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt);
 
+/// Everything `run` checks before it replays, without replaying: topology (with its
+/// perturbations), cost model (profile), the task graph's build and the work estimate. Throws
+/// scenario::InputError or std::invalid_argument (exit code 2).
+void validate_for_run(const scenario::Scenario& sc);
+
+/// The number of ops of the scenario's task graph (built as simulate() builds it, not
+/// replayed): the probe of app/work_limit.hpp.
+size_t graph_ops(const scenario::Scenario& sc);
+
 /// Parses "0-3,7" into {0,1,2,3,7}; throws std::invalid_argument.
 std::vector<int> parse_index_list(const std::string& s);
 

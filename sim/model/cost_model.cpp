@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -369,14 +370,24 @@ class ProfileModel final : public CostModel {
   }
 
   void load() {
-    std::ifstream in(path_);
-    if (!in) {
-      throw scenario::InputError(path_ + ": error: cost.profile: cannot read the profile CSV",
-                                 path_, 0, 0, "cost.profile");
+    auto unreadable = [this](const std::string& why) {
+      throw scenario::InputError(path_ + ": error: cost.profile: cannot read the profile CSV: " + why, path_, 0, 0,
+                                 "cost.profile");
+    };
+    std::error_code ec;
+    if (std::filesystem::is_directory(path_, ec)) unreadable("it is a directory");
+    if (!std::filesystem::exists(path_, ec)) unreadable(ec ? ec.message() : "no such file");
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) unreadable(std::strerror(errno));
+    // The same cap as the YAML loader's, counted as read (a FIFO or device has no size):
+    // a real profile is a few hundred rows.
+    constexpr size_t kMaxProfileBytes = 16u << 20;
+    std::string text;
+    char buf[1 << 16];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+      text.append(buf, static_cast<size_t>(in.gcount()));
+      if (text.size() > kMaxProfileBytes) unreadable("larger than 16 MiB");
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
     static const char* const kColumns[] = {
         "gpu",     "kernel",   "direction", "q_len", "kv_len",  "mask",   "unmasked_fraction",
         "heads_q", "heads_kv", "head_dim",  "dtype", "time_us", "tflops", "source",

@@ -1,5 +1,7 @@
 #include "report/output.hpp"
 
+#include "report/safe_write.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -404,21 +406,7 @@ json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const T
 }
 
 void write_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + path + ": cannot create " + tmp);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error("cannot write " + path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write " + path + ": rename failed");
-  }
+  write_file_atomic(path, text);  // report/safe_write.hpp: checked target, private temporary
 }
 
 }  // namespace cpsim::report

@@ -316,6 +316,7 @@ std::string read_profile(const Node& n) {
   auto try_path = [&](const std::string& p) {
     tried.push_back(p);
     std::error_code ec;
+    if (fs::is_directory(p, ec)) fail_at(n, "cost.profile '" + v + "' is a directory, not a profile CSV");
     return fs::is_regular_file(p, ec);
   };
   const std::string base = n.at.src ? n.at.src->dir : std::string();

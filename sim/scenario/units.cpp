@@ -142,9 +142,13 @@ double parse_bytes(const std::string& s) {
 }
 
 double parse_bandwidth(const std::string& s) {
-  return parse_quantity(s, "a bandwidth", "450GBps, 46GB/s or 400Gbps", bandwidth_units(),
-                        "a prefix (k, K, M, G, T, P, Ki, Mi, Gi, Ti) with Bps or B/s for bytes, "
-                        "bps or b/s for bits");
+  const double v = parse_quantity(s, "a bandwidth", "450GBps, 46GB/s or 400Gbps", bandwidth_units(),
+                                  "a prefix (k, K, M, G, T, P, Ki, Mi, Gi, Ti) with Bps or B/s for bytes, "
+                                  "bps or b/s for bits");
+  // Below 1 B/s a gigabyte takes longer than 30 years and step times overflow to inf: such a
+  // value is a typo, not a link (0 stays: it means "none" where a key allows it).
+  if (v > 0 && v < 1) throw std::invalid_argument("bandwidth '" + trim(s) + "' is below 1 B/s");
+  return v;
 }
 
 double parse_time(const std::string& s) {
@@ -159,7 +163,9 @@ double parse_tokens(const std::string& s) {
 }
 
 double parse_flops(const std::string& s) {
-  return parse_quantity(s, "a FLOP rate", "989TFLOPS or 989e12", flops_units());
+  const double v = parse_quantity(s, "a FLOP rate", "989TFLOPS or 989e12", flops_units());
+  if (v > 0 && v < 1) throw std::invalid_argument("FLOP rate '" + trim(s) + "' is below 1 FLOP/s");  // as bandwidth
+  return v;
 }
 
 }  // namespace cpsim::scenario

@@ -383,7 +383,8 @@ Node parse_file(const std::string& path, const Node* ref, const std::string& wha
   };
   std::error_code ec;
   if (fs::is_directory(path, ec)) fail_read("it is a directory");
-  if (!fs::exists(path, ec)) fail_read(std::strerror(ENOENT));
+  // ELOOP (a symlink loop) and EACCES say more than "No such file or directory".
+  if (!fs::exists(path, ec)) fail_read(ec ? ec.message() : std::strerror(ENOENT));
   const auto size = fs::file_size(path, ec);
   if (!ec && size > kMaxFileBytes) fail_read("larger than 16 MiB");
   std::ifstream in(path, std::ios::binary);

@@ -145,7 +145,7 @@ zip:
     const Output o = run(sweep("--list --shard " + std::to_string(i) + "/" + std::to_string(k)));
     EXPECT_EQ(o.rc, 0) << o.text;
     std::vector<std::string> ids;
-    for (const auto& l : lines_of(o.text)) ids.push_back(l.substr(0, 4));
+    for (const auto& l : lines_of(o.text)) ids.push_back(l.substr(l.rfind("# ") + 2));  // "cpsim run ...  # id"
     return ids;
   }
 

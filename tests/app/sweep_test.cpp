@@ -115,24 +115,30 @@ zip:
   std::vector<std::string> lines;
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), 8u) << o.text;
-  // First axis slowest, zipped keys together, ids zero-padded indices.
-  EXPECT_NE(lines[0].find("0000"), std::string::npos);
-  EXPECT_NE(lines[0].find("--set parallel.attention.scheme=ring  --set training.seq_len=16K  "
-                          "--set parallel.cp=4  --set parallel.attention.layout=contiguous"),
+  // First axis slowest, zipped keys together, ids zero-padded indices; each line a runnable
+  // command with its id as a trailing comment.
+  EXPECT_EQ(lines[0].rfind("cpsim run ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("  # 0000"), std::string::npos);
+  EXPECT_NE(lines[0].find(" --set parallel.attention.scheme=ring --set training.seq_len=16K "
+                          "--set parallel.cp=4 --set parallel.attention.layout=contiguous"),
             std::string::npos) << lines[0];
-  EXPECT_NE(lines[1].find("parallel.cp=8  --set parallel.attention.layout=zigzag"), std::string::npos);
+  EXPECT_NE(lines[1].find("parallel.cp=8 --set parallel.attention.layout=zigzag"), std::string::npos);
   EXPECT_NE(lines[2].find("training.seq_len=32K"), std::string::npos);
-  EXPECT_NE(lines[7].find("0007"), std::string::npos);
-  EXPECT_NE(lines[7].find("scheme=allgather  --set training.seq_len=32K  --set parallel.cp=8"),
+  EXPECT_NE(lines[7].find("# 0007"), std::string::npos);
+  EXPECT_NE(lines[7].find("scheme=allgather --set training.seq_len=32K --set parallel.cp=8"),
             std::string::npos) << lines[7];
+  // Pasted into a shell, the first line runs the point: the same step time as the sweep's row.
+  const std::string line0 = lines[0].substr(0, lines[0].find("  #"));
+  const Output direct = run("cd " + dir_.string() + " && " + kCpsim + line0.substr(5) + " --json one.json -q");
+  EXPECT_EQ(direct.rc, 0) << direct.text;
 
   // A shard keeps the points the cost-balanced assignment gives it (GPUs x tokens, largest
   // first to the least-loaded shard; see slurm_test.cpp): shard 1/3 of these 8 is 0006, 0007.
   const Output s = run(sweep("--list --shard 1/3"));
   ASSERT_EQ(s.rc, 0) << s.text;
-  EXPECT_EQ(s.text.substr(0, 4), "0006");
-  EXPECT_NE(s.text.find("\n0007"), std::string::npos);
-  EXPECT_EQ(s.text.find("0000"), std::string::npos);
+  EXPECT_NE(s.text.substr(0, s.text.find('\n')).find("# 0006"), std::string::npos) << s.text;
+  EXPECT_NE(s.text.find("# 0007"), std::string::npos);
+  EXPECT_EQ(s.text.find("# 0000"), std::string::npos);
   EXPECT_EQ(run(sweep("--list --shard 3/3")).rc, 2);
 }
 
@@ -147,7 +153,9 @@ axes:
   const std::vector<std::string> want = {
       "id", "status", "reason", "parallel.attention.scheme", "step_time_s", "tokens_per_s",
       "tflops_per_gpu", "mfu", "exposed_comm_s", "overlap_fraction", "imbalance",
-      "peak_bytes_per_rank", "fits", "sim_wall_s"};
+      "peak_bytes_per_rank", "fits", "sim_wall_s", "scheme", "layout", "platform", "gpus", "peak_mem_gb",
+      "tp_comm_s", "tp_exposed_s", "cp_comm_s", "cp_exposed_s", "pp_comm_s", "pp_exposed_s", "dp_comm_s",
+      "dp_exposed_s", "ep_comm_s", "ep_exposed_s"};
   EXPECT_EQ(csv_header(csv), want);
   const auto rows = read_csv(csv);
   ASSERT_EQ(rows.size(), 3u);
@@ -163,6 +171,17 @@ axes:
                 1e-6 * j["step_time_s"].get<double>());
     EXPECT_GT(j["step_time_s"].get<double>(), 0);
     EXPECT_EQ(j["scenario"]["parallel"]["attention"]["scheme"], schemes[i]);
+    // The readable columns come from the result: the scheme as the loader spells it, the
+    // platform's name, GPUs, memory in GB; communication by kind only when the result has it.
+    EXPECT_EQ(r.at("scheme"), schemes[i]);
+    EXPECT_EQ(r.at("layout"), "zigzag");
+    EXPECT_EQ(r.at("platform"), j["scenario"]["platform"]["name"].get<std::string>());
+    EXPECT_EQ(r.at("gpus"), std::to_string(j["gpus"].get<long>()));
+    EXPECT_NEAR(std::stod(r.at("peak_mem_gb")), j["memory"]["peak_bytes_per_rank"].get<double>() / 1e9, 1e-4);
+    if (j.contains("communication"))
+      EXPECT_NEAR(std::stod(r.at("cp_comm_s")), j["communication"]["cp"]["total_s"].get<double>(), 1e-9);
+    else
+      EXPECT_EQ(r.at("cp_comm_s"), "");
   }
   // Not a terminal: one plain line per finished point, no carriage returns.
   EXPECT_EQ(o.text.find('\r'), std::string::npos);

@@ -1,0 +1,98 @@
+#include "app/work_limit.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "app/simulate.hpp"
+#include "scenario/load.hpp"
+
+namespace cpsim::app {
+
+namespace {
+
+/// Resident bytes per op of a replayed graph: the op and its label, edges and per-stream queues
+/// (schedule::TaskGraph), the replay's per-op state and the trace's start/end times. Measured
+/// as maximum RSS (/usr/bin/time) over ops: llama3-8b-128k-4nodes.yaml with 4 micro-batches on
+/// SimGrid, 786,816 ops in 207 MB (~205 B/op over the 45 MB base); with 17 on the analytic
+/// engine, 3.29 M ops in 785 MB (~225 B/op). Rounded up.
+constexpr double kBytesPerOp = 300;
+/// More per op when a Chrome trace is built in memory: the same scenario with 1 micro-batch
+/// (~0.21 M ops) peaks at 1.71 GB with --trace against 80 MB without (~7.7 KB/op).
+constexpr double kTraceBytesPerOp = 8000;
+/// What the process holds before it builds anything (SimGrid, presets, the platform): the
+/// quick start's 48 K ops run in 45 MB.
+constexpr double kBaseBytes = 45e6;
+
+std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g GB", bytes / 1e9);
+  return buf;
+}
+
+std::string count(double n) {
+  char buf[32];
+  if (n >= 1e12) std::snprintf(buf, sizeof buf, "%.3g", n);
+  else if (n >= 1e9) std::snprintf(buf, sizeof buf, "%.3g G", n / 1e9);
+  else if (n >= 1e6) std::snprintf(buf, sizeof buf, "%.3g M", n / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.0f", n);
+  return buf;
+}
+
+}  // namespace
+
+double default_max_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 8e9;
+  return 0.5 * static_cast<double>(pages) * static_cast<double>(page);
+}
+
+double parse_memory_limit(const std::string& s) {
+  double v = 0;
+  try {
+    v = scenario::parse_bytes(s);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument("--max-memory: " + std::string(e.what()));
+  }
+  if (!(v > 0)) throw std::invalid_argument("--max-memory: expected a size above 0, e.g. 8GiB (got '" + s + "')");
+  return v;
+}
+
+WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace) {
+  WorkEstimate e;
+  const int m = sc.training.micro_batches;
+  if (sc.simulation.scope != scenario::Scope::Step || m <= kProbeMicroBatches) return e;
+  scenario::Scenario one = sc, two = sc;
+  one.training.micro_batches = 1;
+  two.training.micro_batches = 2;
+  double o1 = 0, o2 = 0;
+  try {
+    o1 = static_cast<double>(graph_ops(one));
+    o2 = static_cast<double>(graph_ops(two));
+  } catch (const std::invalid_argument&) {
+    // A schedule that needs more micro-batches than the probe (interleaved pipelines need a
+    // multiple of pp): the probe cannot tell; the real build reports its own error.
+    return e;
+  }
+  e.probed = true;
+  e.ops = o1 + (m - 1) * std::max(0.0, o2 - o1);
+  e.bytes = kBaseBytes + e.ops * (kBytesPerOp + (trace ? kTraceBytesPerOp : 0));
+  return e;
+}
+
+WorkEstimate check_work(const scenario::Scenario& sc, const WorkLimits& limits) {
+  const WorkEstimate e = estimate_work(sc, limits.trace);
+  if (!e.probed || limits.force) return e;
+  const double limit = limits.max_memory_bytes > 0 ? limits.max_memory_bytes : default_max_memory();
+  if (e.bytes > limit)
+    throw WorkLimitError("the step's task graph would have about " + count(e.ops) + " ops (" +
+                         std::to_string(sc.training.micro_batches) + " micro-batches) and need about " +
+                         gb(e.bytes) + " of memory, over the limit of " + gb(limit) +
+                         (limits.max_memory_bytes > 0 ? "" : " (half of this machine's memory)") +
+                         "; use fewer training.micro_batches, simulation.scope: layer, or raise --max-memory "
+                         "(--force skips this check)");
+  return e;
+}
+
+}  // namespace cpsim::app

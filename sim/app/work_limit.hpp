@@ -1,0 +1,49 @@
+#pragma once
+/// Work bounded before it starts: an estimate of the task graph's ops and of the memory the
+/// run needs, from a cheap probe of the scenario, checked against a limit before the real graph
+/// is built. A run over the limit is refused (exit 2) with the estimate, instead of running
+/// for minutes and then dying of std::bad_alloc.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "scenario/specs.hpp"
+
+namespace cpsim::app {
+
+struct WorkLimits {
+  double max_memory_bytes = 0;  ///< 0 = default_max_memory()
+  bool force = false;           ///< estimate, but never refuse
+  bool trace = false;           ///< a Chrome trace is written (it costs memory per op)
+};
+
+struct WorkEstimate {
+  double ops = 0;
+  double bytes = 0;
+  bool probed = false;  ///< false: small enough that no probe was needed
+};
+
+/// The run is over its limit: exit code 2 (the input asks for more than the machine has).
+class WorkLimitError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Half of physical memory: the rest stays for the system and a second run.
+double default_max_memory();
+
+/// "8G", "512MiB", "0.5T" -> bytes; throws std::invalid_argument.
+double parse_memory_limit(const std::string& s);
+
+/// Estimates the scenario's graph: when a step has more than kProbeMicroBatches micro-batches,
+/// builds it with 1 and 2 (cheap, and a pipeline schedule's ops grow linearly in the
+/// micro-batches) and extrapolates; otherwise nothing is probed (the build is bounded by the
+/// loader's limits) and `probed` is false.
+WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace);
+
+/// Throws WorkLimitError with the estimate when it is over the limit and not forced.
+WorkEstimate check_work(const scenario::Scenario& sc, const WorkLimits& limits);
+
+constexpr int kProbeMicroBatches = 16;
+
+}  // namespace cpsim::app

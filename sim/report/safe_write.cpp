@@ -1,0 +1,135 @@
+#include "report/safe_write.hpp"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace cpsim::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string random_hex() {
+  unsigned char b[8] = {};
+  size_t got = 0;
+  while (got < sizeof b) {
+    const ssize_t r = ::getrandom(b + got, sizeof b - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) throw std::runtime_error(std::string("getrandom: ") + std::strerror(errno));
+    got += static_cast<size_t>(r);
+  }
+  char out[17];
+  for (size_t i = 0; i < sizeof b; ++i) std::snprintf(out + 2 * i, 3, "%02x", b[i]);
+  return out;
+}
+
+/// Why `path` cannot be an output ("" = it can).
+std::string refusal(const std::string& path) {
+  if (path.empty()) return "the path is empty";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return "";
+    if (errno == ELOOP) return "too many levels of symbolic links (a symlink loop?)";
+    if (errno == ENOTDIR) return "a component of the path is not a directory";
+    return "";  // e.g. EACCES: the write itself reports it with its reason
+  }
+  if (S_ISDIR(st.st_mode)) return "it is a directory; give a file name";
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "it is a device node; cpsim writes only regular files";
+  if (S_ISFIFO(st.st_mode)) return "it is a FIFO; cpsim writes only regular files";
+  if (S_ISSOCK(st.st_mode)) return "it is a socket; cpsim writes only regular files";
+  return "";
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return write_target(a) == write_target(b);
+}
+
+}  // namespace
+
+std::string write_target(const std::string& path) {
+  std::error_code ec;
+  const fs::path c = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return ec ? fs::absolute(path).lexically_normal().string() : c.string();
+}
+
+void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const NamedPath& o = outputs[i];
+    if (o.path.empty()) continue;
+    if (const std::string why = refusal(o.path); !why.empty())
+      throw OutputError(o.option + " " + o.path + ": cannot write there: " + why);
+    for (const NamedPath& in : inputs)
+      if (!in.path.empty() && same_file(o.path, in.path))
+        throw OutputError(o.option + " " + o.path + ": is the input " + (in.option.empty() ? "" : in.option + " ") +
+                          in.path + "; writing it would destroy it");
+    for (size_t j = 0; j < i; ++j)
+      if (!outputs[j].path.empty() && same_file(o.path, outputs[j].path))
+        throw OutputError(o.option + " " + o.path + ": is also the output of " + outputs[j].option +
+                          "; give each output its own file");
+  }
+}
+
+std::string temp_prefix(const std::string& file_name) { return "." + file_name + ".tmp."; }
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  if (const std::string why = refusal(path); !why.empty())
+    throw OutputError("cannot write " + path + ": " + why);
+  const fs::path target = write_target(path);
+  const fs::path dir = target.parent_path();
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    tmp = (dir / (temp_prefix(target.filename().string()) + random_hex())).string();
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST)
+      throw std::runtime_error("cannot write " + path + ": cannot create a temporary file in " + dir.string() +
+                               ": " + std::strerror(errno));
+  }
+  if (fd < 0) throw std::runtime_error("cannot write " + path + ": no free temporary name in " + dir.string());
+  size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t w = ::write(fd, text.data() + off, text.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+    }
+    off += static_cast<size_t>(w);
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + ": rename: " + std::strerror(err));
+  }
+}
+
+std::string path_component(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+    out += ok ? c : '-';
+  }
+  if (!out.empty() && out.front() == '.') out.front() = '-';
+  if (out.size() > 200) out.resize(200);
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace cpsim::report
