@@ -335,7 +335,7 @@ json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const T
                  {"scheme", g.str(op.label.scheme)}, {"step", op.label.step}, {"micro_batch", op.label.micro}};
     if (op.label.shape >= 0) {
       const auto& s = g.shapes()[static_cast<size_t>(op.label.shape)];
-      args["shape"] = {{"q_len", s.q_len}, {"kv_len", s.kv_len}, {"mask", schedule::mask_name(s.mask)},
+      args["shape"] = {{"q_len", s.q_len}, {"kv_len", s.kv_len}, {"mask", scenario::mask_name(s.mask)},
                        {"unmasked_fraction", s.unmasked_fraction}, {"heads_q", s.heads_q},
                        {"heads_kv", s.heads_kv}, {"head_dim", s.head_dim}};
     }

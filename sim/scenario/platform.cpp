@@ -16,7 +16,7 @@ constexpr int64_t kMaxGpus = 1'000'000;
 constexpr double kMaxLinks = 16'000'000;
 
 GpuSpec read_gpu_fields(const Node& n, const std::string& default_name) {
-  MapReader r(n, {"name", "description", "peak_flops", "gemm_flops", "hbm_bw", "memory"});
+  MapReader r(n, {"name", "description", "peak_flops", "gemm_flops", "hbm_bw", "memory", "sm_count", "arch"});
   GpuSpec g;
   g.name = r.get("name") ? as_string(*r.get("name")) : default_name;
   if (r.get("description")) as_string(*r.get("description"));
@@ -36,6 +36,14 @@ GpuSpec read_gpu_fields(const Node& n, const std::string& default_name) {
   const Node& mem = r.require("memory");
   g.memory_bytes = as_bytes(mem);
   check_min(mem, g.memory_bytes, 0, false);
+  if (const Node* sms = r.get("sm_count")) {
+    g.sm_count = static_cast<int>(as_int(*sms, 1, 100000));
+  }
+  if (const Node* a = r.get("arch")) {
+    const auto arch = parse_enum<GpuArch>(as_string(*a), kGpuArchNames);
+    if (!arch) fail_at(*a, "expected " + enum_choices(kGpuArchNames) + ", got " + a->describe());
+    g.arch = *arch;
+  }
   return g;
 }
 

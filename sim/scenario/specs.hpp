@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "scenario/attention_kernel.hpp"
+
 namespace cpsim::scenario {
 
 /// One GPU model (platforms/*.yaml `gpu:` or a named GPU preset).
@@ -16,6 +18,10 @@ struct GpuSpec {
   double gemm_flops = 0;            ///< best measured BF16 GEMM, FLOP/s (roofline plateau)
   double hbm_Bps = 0;               ///< measured HBM bandwidth, bytes/s
   double memory_bytes = 0;          ///< HBM capacity, bytes
+  /// Streaming multiprocessors, for wave quantization of kernels (H100 SXM: 132; A100: 108).
+  int sm_count = 132;
+  /// Architecture: picks the attention kernel `cost.attention_kernel: auto` means.
+  GpuArch arch = GpuArch::Hopper;
 };
 
 /// Per-direction link class (every link is modelled split-duplex: one link per direction).
@@ -223,6 +229,9 @@ struct SimulationSpec {
 
 struct CostSpec {
   std::string profile = "auto";   ///< "auto", "none" (roofline only) or a CSV path
+  /// The attention kernel the run calls (auto: the best for the GPU's architecture); picks the
+  /// bundled profile <gpu>-<impl>-*.csv, the tile shapes and the roofline plateau.
+  AttnImpl attention_kernel = AttnImpl::Auto;
 };
 
 /// A fully resolved scenario.

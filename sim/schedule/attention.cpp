@@ -68,11 +68,11 @@ BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>
   if (w.pairs == 0) return w;
   const double full = static_cast<double>(w.q_len) * static_cast<double>(w.kv_len);
   if (static_cast<double>(w.pairs) >= full) {
-    w.mask = 0;
+    w.mask = scenario::Mask::Full;
   } else if (docs.starts.size() > 1) {
-    w.mask = 2;
+    w.mask = scenario::Mask::Document;
   } else {
-    w.mask = 1;
+    w.mask = scenario::Mask::Causal;
   }
   return w;
 }
@@ -124,9 +124,7 @@ OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w,
   call.batch = geo.batch;
   call.backward = backward;
   const model::Cost c = ctx.pricer.cost().attention(call);
-  KernelShape shape{w.q_len, w.kv_len, w.mask, call.unmasked_fraction,
-                    geo.heads_q, geo.heads_kv, geo.head_dim};
-  label.shape = ctx.g.add_shape(shape);
+  label.shape = ctx.g.add_shape(call);
   label.category = ctx.g.intern("attention");
   return ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "attention"), label,
                            c.flops);

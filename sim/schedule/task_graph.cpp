@@ -35,16 +35,6 @@ const char* stream::name(uint16_t s) {
   }
 }
 
-const char* mask_name(uint8_t mask) {
-  switch (mask) {
-    case 0: return "full";
-    case 1: return "causal";
-    case 2: return "document";
-    case 3: return "causal-offset";
-    default: return "?";
-  }
-}
-
 OpId TaskGraph::add(const Op& op) {
   if (finalized_) throw std::logic_error("TaskGraph::add after finalize");
   ops_.push_back(op);

@@ -28,11 +28,11 @@ std::string published_h100() {
   return std::string(CPSIM_SOURCE_DIR) + "/kernels/profiles/h100-published.csv";
 }
 
-AttentionCall call(int64_t q, int64_t kv, int heads, int d, uint8_t mask = 0, bool bwd = false) {
+AttentionCall call(int64_t q, int64_t kv, int heads, int d, int mask = 0, bool bwd = false) {
   AttentionCall c;
   c.q_len = q;
   c.kv_len = kv;
-  c.mask = mask;
+  c.mask = static_cast<cpsim::scenario::Mask>(mask);
   c.unmasked_fraction = mask == 0 ? 1.0 : static_cast<double>(q + 1) / (2.0 * q);
   c.heads_q = heads;
   c.heads_kv = heads;
@@ -203,7 +203,7 @@ TEST(Profile, ExactAtEveryMeasuredPoint) {
     a.backward = c[2] == "bwd";
     a.q_len = std::stoll(c[3]);
     a.kv_len = std::stoll(c[4]);
-    a.mask = c[5] == "full" ? 0 : c[5] == "causal" ? 1 : c[5] == "document" ? 2 : 3;
+    a.mask = *cpsim::scenario::parse_mask(c[5]);
     a.unmasked_fraction = std::stod(c[6]);
     a.heads_q = std::stoi(c[7]);
     a.heads_kv = std::stoi(c[8]);
@@ -280,7 +280,7 @@ TEST(Profile, DocumentMasksUseTheCausalCurveWhenUnmeasured) {
   const model::Cost c = m->attention(doc);
   EXPECT_FALSE(c.extrapolated);
   AttentionCall causal = doc;
-  causal.mask = 1;
+  causal.mask = cpsim::scenario::Mask::Causal;
   EXPECT_DOUBLE_EQ(c.time_s, m->attention(causal).time_s);
 }
 
