@@ -18,6 +18,7 @@ namespace cpsim::app {
 void register_kernels(CLI::App& app, int& rc) {
   auto* kernels = app.add_subcommand("kernels", "kernel shapes and profiles");
   kernels->require_subcommand(1);
+  register_kernels_price(kernels, rc);
   struct Args {
     std::string scenario;
     std::vector<std::string> sets;

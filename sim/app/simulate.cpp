@@ -51,7 +51,7 @@ engine::ReplayOptions replay_options(const scenario::Scenario& sc) {
 double step_time(const scenario::Scenario& sc) {
   const scenario::Scenario priced = priced_scenario(sc);
   const model::Topology topo(sc.platform, sc.perturb);
-  const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
+  const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
   schedule::TaskGraph g;
   schedule::Pricer pricer(*cost, priced, topo.gpus());
   schedule::build_scenario(priced, topo, pricer, g);
@@ -226,7 +226,7 @@ report::Samples run_samples(const scenario::Scenario& sc, const SimulateOptions&
 SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt) {
   const scenario::Scenario priced = priced_scenario(sc);
   const model::Topology topo(sc.platform, sc.perturb);
-  const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
+  const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
   schedule::TaskGraph g;
   schedule::Pricer pricer(*cost, priced, topo.gpus());
   const schedule::BuildInfo info = schedule::build_scenario(priced, topo, pricer, g);

@@ -4,6 +4,7 @@
 #include "model/cost_model.hpp"
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "model/profile_model.hpp"
@@ -63,12 +64,25 @@ std::unique_ptr<CostModel> CostModel::from_profile(const std::string& csv_path,
 
 std::unique_ptr<CostModel> CostModel::make(const std::string& choice,
                                            const scenario::GpuSpec& gpu) {
-  if (choice == "none") return roofline(gpu);
-  if (choice == "auto") {
-    const std::string found = scenario::find_bundled_profile(gpu, "");
-    return found.empty() ? roofline(gpu) : from_profile(found, gpu);
+  scenario::CostSpec spec;
+  spec.profile = choice;
+  return make(spec, gpu);
+}
+
+std::unique_ptr<CostModel> CostModel::make(const scenario::CostSpec& spec,
+                                           const scenario::GpuSpec& gpu) {
+  const scenario::AttnImpl impl = scenario::resolve_impl(spec.attention_kernel, gpu.arch);
+  if (impl == scenario::AttnImpl::Fa3 && gpu.arch != scenario::GpuArch::Hopper) {
+    throw std::invalid_argument("cost.attention_kernel: fa3 runs on Hopper GPUs only; '" +
+                                gpu.name + "' is " + scenario::arch_name(gpu.arch));
   }
-  return from_profile(choice, gpu);
+  if (spec.profile == "none") return std::make_unique<RooflineModel>(gpu, impl);
+  std::string path = spec.profile;
+  if (path == "auto") {
+    path = scenario::find_bundled_profile(gpu, scenario::impl_name(impl));
+    if (path.empty()) return std::make_unique<RooflineModel>(gpu, impl);
+  }
+  return std::make_unique<ProfileModel>(scenario::read_profile_csv(path), gpu, impl);
 }
 
 }  // namespace cpsim::model

@@ -69,6 +69,11 @@ class CostModel {
   /// roofline; "none": roofline; otherwise a CSV path.
   static std::unique_ptr<CostModel> make(const std::string& choice,
                                          const scenario::GpuSpec& gpu);
+  /// The scenario's choice: cost.profile ("auto": the bundled <gpu>-<impl> profile, measured
+  /// first, for the implementation cost.attention_kernel resolves to on this GPU; else the
+  /// roofline for that implementation). Throws std::invalid_argument for FA3 off Hopper.
+  static std::unique_ptr<CostModel> make(const scenario::CostSpec& spec,
+                                         const scenario::GpuSpec& gpu);
 };
 
 }  // namespace cpsim::model

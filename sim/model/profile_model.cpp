@@ -2,6 +2,8 @@
 // call's direction / head dim / mask class, else the roofline (marked extrapolated).
 #include "model/profile_model.hpp"
 
+#include "model/tile_cost.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -54,8 +56,9 @@ double ProfileModel::interpolate(const Curve& curve, double x) {
   return ys[i - 1] + w * (ys[i] - ys[i - 1]);
 }
 
-ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu)
-    : path_(table.path), fallback_(gpu) {
+ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
+                           scenario::AttnImpl impl)
+    : path_(table.path), fallback_(gpu, impl) {
   struct Point {
     double flops, time_s;
     CostSource source;
@@ -63,6 +66,7 @@ ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::
   std::map<CurveKey, std::vector<Point>> points;
   std::map<std::string, int> sources, gpus;
   for (const scenario::ProfileRow& row : table.rows) {
+    if (row.fwdbwd) continue;  // a pair of kernels: validation only
     AttentionCall call;
     call.q_len = row.q_len;
     call.kv_len = row.kv_len;
@@ -141,6 +145,22 @@ Cost ProfileModel::attention(const AttentionCall& c) const {
   if (curve != nullptr && x >= curve->log_flops.front() - 1e-9 &&
       x <= curve->log_flops.back() + 1e-9) {
     return Cost{std::exp(interpolate(*curve, x)), flops, curve->source, false};
+  }
+  // No curve for this mask class: the dense curve at the FLOPs of the dense call that runs as
+  // many tile-equivalents (tile_cost.hpp): partial tiles computed whole, masked-kernel rate.
+  if (c.mask != scenario::Mask::Full) {
+    if (const Curve* dense = find_curve(c.backward, c.head_dim, 0)) {
+      const TileShape tile = tile_shape(fallback_.impl(), c.head_dim, c.backward, true);
+      AttentionCall full = c;
+      full.mask = scenario::Mask::Full;
+      full.unmasked_fraction = 1;
+      const double ratio = tile_equivalents(c, tile) /
+                           tile_equivalents(full, tile_shape(fallback_.impl(), c.head_dim, c.backward, false));
+      const double xe = std::log(attention_flops(full) * ratio);
+      if (xe >= dense->log_flops.front() - 1e-9 && xe <= dense->log_flops.back() + 1e-9) {
+        return Cost{std::exp(interpolate(*dense, xe)), flops, dense->source, false};
+      }
+    }
   }
   Cost r = fallback_.attention(c);
   r.extrapolated = true;

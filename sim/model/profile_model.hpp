@@ -16,7 +16,8 @@ namespace cpsim::model {
 /// other kernels, and attention shapes outside the table, priced by the roofline.
 class ProfileModel final : public CostModel {
  public:
-  ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu);
+  ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
+               scenario::AttnImpl impl = scenario::AttnImpl::Auto);
   Cost attention(const AttentionCall& c) const override;
   Cost gemm(double m, double n, double k) const override { return fallback_.gemm(m, n, k); }
   Cost memory_bound(double bytes) const override { return fallback_.memory_bound(bytes); }

@@ -2,6 +2,8 @@
 // figures (calibration.md), bytes over HBM bandwidth, and a launch floor.
 #include "model/roofline_model.hpp"
 
+#include "model/tile_cost.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,10 +37,27 @@ constexpr double kLaunchFloor_s = 5e-6;
 // 64 x L wasted pairs per head, L the diagonal's length (min of q_len, kv_len and the side of a
 // triangle holding the call's pairs; min(q_len, kv_len) for document masks).
 // The curve is a fraction of peak, so it scales with each GPU's peak_flops.
-constexpr double kFwdHalfTokens = 235;
-constexpr double kBwdHalfTokens = 470;
 constexpr double kBwdPlateauRatio = 0.63 / 0.73;
-constexpr double kTileRows = 128;
+
+/// Dense plateau of an implementation on an architecture, relative to FlashAttention-3 on
+/// Hopper (the curve above). From the published dense figures at 16K, d128 (profiles'
+/// make_published.py): FA2 on A100 reaches 73 % of peak forward (FA2 paper sec. 4.1), FA2 on
+/// H100 370 TFLOP/s forward = 37 % of 989 (FA3 README figure), FA3 on H100 67 % (fit above);
+/// cuDNN on H100 595-617 TFLOP/s forward d128, about FA3's (same figure). FlexAttention: 90 %
+/// of FA2 forward and 85 % backward (PyTorch blog "FlexAttention", Aug 2024, A100 figures).
+/// Ampere-class kernels (FA2, Flex) on Ada and Blackwell: the Ampere fraction, an assumption.
+double impl_scale(scenario::AttnImpl impl, scenario::GpuArch arch, bool backward) {
+  using scenario::AttnImpl;
+  using scenario::GpuArch;
+  const bool hopper = arch == GpuArch::Hopper;
+  const double fa2 = hopper ? 0.37 / 0.67 : 0.73 / 0.67;
+  switch (impl) {
+    case AttnImpl::Fa2: return fa2;
+    case AttnImpl::Flex: return fa2 * (backward ? 0.85 : 0.90);
+    case AttnImpl::Cudnn: return hopper || arch == GpuArch::Blackwell ? 1.0 : fa2;
+    default: return 1.0;
+  }
+}
 
 double forward_plateau(int head_dim) {
   const double x = std::log2(static_cast<double>(std::max(head_dim, 1)));
@@ -81,7 +100,8 @@ constexpr int kLinearFwdKernels = 6, kLinearBwdKernels = 10;
 
 }  // namespace
 
-RooflineModel::RooflineModel(const scenario::GpuSpec& gpu) : gpu_(gpu) {
+RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::AttnImpl impl)
+    : gpu_(gpu), impl_(scenario::resolve_impl(impl, gpu.arch)) {
   if (!(gpu_.peak_flops > 0)) {
     throw std::invalid_argument("cost model: GPU '" + gpu_.name + "' has no peak_flops");
   }
@@ -98,21 +118,15 @@ Cost RooflineModel::attention(const AttentionCall& c) const {
   r.source = CostSource::Roofline;
   if (!(r.flops > 0)) return r;  // nothing unmasked: no kernel
   const double q = static_cast<double>(c.q_len), kv = static_cast<double>(c.kv_len);
-  const double f = c.unmasked_fraction;
-  const double n = (c.backward ? q : kv) * f;
-  const double n0 = c.backward ? kBwdHalfTokens : kFwdHalfTokens;
-  const double tiles =
-      static_cast<double>(c.batch) * c.heads_q * std::ceil((c.backward ? kv : q) / kTileRows);
-  const double efficiency = forward_plateau(c.head_dim) * (c.backward ? kBwdPlateauRatio : 1.0) *
-                            n / (n + n0) * wave_occupancy(tiles, sms_);
-  const double pairs = q * kv * f;
-  double waste = 0;
-  if (f < 1) {
-    double diagonal = std::min(q, kv);
-    if (c.mask != scenario::Mask::Document) diagonal = std::min(diagonal, std::sqrt(2 * pairs));
-    waste = 0.5 * kTileRows * diagonal;
-  }
-  const double t_compute = r.flops * (1 + waste / pairs) / (gpu_.peak_flops * efficiency);
+  // Tile level (tile_cost.hpp): each tile at the implementation's dense plateau, partially
+  // masked tiles computed whole, CTA prologues, waves over the SMs.
+  const TileShape tile = tile_shape(impl_, c.head_dim, c.backward, c.mask != scenario::Mask::Full);
+  const double plateau = forward_plateau(c.head_dim) * impl_scale(impl_, gpu_.arch, c.backward) *
+                         (c.backward ? kBwdPlateauRatio : 1.0);
+  const double tile_flops = 4.0 * tile.m * tile.n * c.head_dim * (c.backward ? 2.5 : 1.0);
+  // One SM runs a tile at 1/sms of the GPU rate.
+  const double tile_s = tile_flops * sms_ / (gpu_.peak_flops * plateau);
+  const double t_compute = tile_time(c, tile, tile_s, sms_);
   const double elems_q = c.batch * q * c.heads_q * c.head_dim;
   const double elems_kv = c.batch * kv * c.heads_kv * c.head_dim;
   // BF16 tensors: forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and
@@ -168,11 +182,13 @@ Cost RooflineModel::linear_attention(int64_t tokens, int heads, int key_dim, int
 std::string RooflineModel::describe() const {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "roofline for %s (%.0f TFLOP/s BF16 peak, %.0f GEMM, %.2f TB/s HBM, %d SMs): "
-                "attention at the FlashAttention-3 H100 efficiency curve scaled to peak "
-                "(d128 forward plateau 67 %%), GEMM at %.0f %% of peak",
-                gpu_.name.c_str(), gpu_.peak_flops / 1e12, gpu_.gemm_flops / 1e12,
-                gpu_.hbm_Bps / 1e12, sms_, 100 * gpu_.gemm_flops / gpu_.peak_flops);
+                "roofline for %s (%s, %.0f TFLOP/s BF16 peak, %.0f GEMM, %.2f TB/s HBM, %d SMs): "
+                "attention (%s) tile by tile at %.0f %% of peak for dense d128 forward tiles, "
+                "GEMM at %.0f %% of peak",
+                gpu_.name.c_str(), scenario::arch_name(gpu_.arch), gpu_.peak_flops / 1e12,
+                gpu_.gemm_flops / 1e12, gpu_.hbm_Bps / 1e12, sms_, scenario::impl_name(impl_),
+                100 * 0.67 * impl_scale(impl_, gpu_.arch, false),
+                100 * gpu_.gemm_flops / gpu_.peak_flops);
   return buf;
 }
 

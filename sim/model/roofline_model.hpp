@@ -9,7 +9,8 @@ namespace cpsim::model {
 /// FLOPs / (peak x efficiency(shape)), bytes / HBM bandwidth, with a per-kernel launch floor.
 class RooflineModel final : public CostModel {
  public:
-  explicit RooflineModel(const scenario::GpuSpec& gpu);
+  explicit RooflineModel(const scenario::GpuSpec& gpu,
+                         scenario::AttnImpl impl = scenario::AttnImpl::Auto);
   Cost attention(const AttentionCall& c) const override;
   Cost gemm(double m, double n, double k) const override;
   Cost memory_bound(double bytes) const override;
@@ -18,9 +19,11 @@ class RooflineModel final : public CostModel {
   std::string describe() const override;
   const scenario::GpuSpec& gpu() const { return gpu_; }
   int sms() const { return sms_; }
+  scenario::AttnImpl impl() const { return impl_; }
 
  private:
   scenario::GpuSpec gpu_;
+  scenario::AttnImpl impl_;
   int sms_ = 132;
 };
 

@@ -131,7 +131,8 @@ json scenario_json(const scenario::Scenario& sc) {
   j["simulation"] = {{"engine", sc.simulation.engine == scenario::EngineKind::SimGrid ? "simgrid" : "analytic"},
                      {"scope", scopes[static_cast<int>(sc.simulation.scope)]},
                      {"seed", sc.simulation.seed}};
-  j["cost"] = {{"profile", sc.cost.profile}};
+  j["cost"] = {{"profile", sc.cost.profile},
+               {"attention_kernel", scenario::impl_name(sc.cost.attention_kernel)}};
   json slow = json::object();
   for (const auto& [k, v] : sc.perturb.gpu_slowdown) slow[std::to_string(k)] = v;
   json slow_nodes = json::object();

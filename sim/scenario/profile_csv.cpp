@@ -122,10 +122,12 @@ class Reader {
     r.gpu = cell("gpu");
     r.kernel = cell("kernel");
     const std::string& dir = cell("direction");
-    if (dir != "fwd" && dir != "bwd") {
-      fail(line_no, at("direction"), "column 'direction': expected fwd or bwd, got '" + dir + "'");
+    if (dir != "fwd" && dir != "bwd" && dir != "fwdbwd") {
+      fail(line_no, at("direction"),
+           "column 'direction': expected fwd, bwd or fwdbwd, got '" + dir + "'");
     }
     r.backward = dir == "bwd";
+    r.fwdbwd = dir == "fwdbwd";
     const auto mask = parse_mask(cell("mask"));
     if (!mask) {
       fail(line_no, at("mask"),

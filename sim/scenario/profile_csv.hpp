@@ -21,6 +21,9 @@ struct ProfileRow {
   std::string gpu;              ///< "H100-SXM"
   std::string kernel;           ///< implementation: fa2, fa3, cudnn, ...
   bool backward = false;
+  /// A forward+backward figure (3.5 x the forward FLOPs): kept for validation and for
+  /// `cpsim kernels price --direction fwdbwd`, never used to price a single kernel.
+  bool fwdbwd = false;
   int64_t q_len = 0, kv_len = 0;
   Mask mask = Mask::Full;
   double unmasked_fraction = 1;

@@ -49,6 +49,30 @@ struct NcclSpec {
   double p2p_latency_s = 0;
 };
 
+/// Fixed software costs of a training framework (platform `runtime:`, see
+/// docs/scenario-format.md and docs/cost-model.md for the sources of the defaults). Zero in a
+/// programmatic spec; a platform file gets kRuntimeDefaults unless it says otherwise.
+struct RuntimeSpec {
+  double kernel_launch_s = 0;   ///< host cost of one cudaLaunchKernel
+  double host_op_s = 0;         ///< host cost of one eager framework op (dispatch, autograd)
+  int ops_per_attention = 0;    ///< framework ops around one attention kernel call
+  bool graphs = false;          ///< CUDA graphs: host op and launch costs vanish
+  double ring_step_sync_s = 0;  ///< per ring step: event record + stream wait before the kernel
+  double nccl_launch_s = 0;     ///< per NCCL collective and rank: host launch of its kernel
+  bool any() const {
+    return ring_step_sync_s > 0 || nccl_launch_s > 0 ||
+           (!graphs && (kernel_launch_s > 0 || (host_op_s > 0 && ops_per_attention > 0)));
+  }
+};
+
+/// Public order-of-magnitude figures (docs/cost-model.md, "Fixed overheads"):
+/// cudaLaunchKernel 1-3 us on CUDA 12 drivers and 5-25 us of CPU work per eager PyTorch op
+/// (J. Lin, "From PyTorch op to kernel launch", layer table); ring-flash-attention's per-step
+/// forward issues about 8 ops (flash_attn_forward, the out/LSE update's exp, sigmoid, sub, mul,
+/// add and two casts); one event record + cudaStreamWaitEvent per step, and NCCL's host-side
+/// group launch, each a few microseconds.
+inline constexpr RuntimeSpec kRuntimeDefaults{3e-6, 10e-6, 8, false, 5e-6, 5e-6};
+
 /// A cluster: nodes of GPUs joined by an intra-node fabric and (if nodes > 1) a rail-optimised
 /// leaf/spine network.
 struct PlatformSpec {
@@ -76,6 +100,7 @@ struct PlatformSpec {
   double oversubscription = 1.0; ///< leaf downlink : uplink bandwidth ratio
   double switch_latency_s = 0;   ///< per switch traversal
   NcclSpec nccl;
+  RuntimeSpec runtime;           ///< fixed software overheads (zero unless a file sets them)
   /// Compute slowdown while a transfer of the same GPU is in flight (SM and HBM contention
   /// with NCCL kernels); 0 = ideal overlap. Presets use 0.19, the average measured slowdown of
   /// overlapped compute over A100/H100 (calibration.md).

@@ -15,6 +15,7 @@ namespace cpsim::schedule {
 const char* stream::name(uint16_t s) {
   switch (s) {
     case kCompute: return "compute";
+    case kHost: return "host";
     case kCpSend: return "cp-send";
     case kCpRecv: return "cp-recv";
     case kTpSend: return "tp-send";

@@ -39,6 +39,8 @@ inline constexpr uint16_t kCpOuterSend = 13;      ///< double ring: K,V over the
 inline constexpr uint16_t kCpOuterRecv = 14;
 inline constexpr uint16_t kCpOuterGradSend = 15;  ///< double ring: dK,dV over the outer ring
 inline constexpr uint16_t kCpOuterGradRecv = 16;
+/// Host thread of a rank: framework overhead ops (category "overhead") that launch kernels.
+inline constexpr uint16_t kHost = 19;
 /// Streams whose transfers are context-parallel attention traffic.
 inline bool is_cp(uint16_t s) {
   return s == kCpSend || s == kCpRecv || (s >= kCpGradSend && s <= kCpOuterGradRecv);

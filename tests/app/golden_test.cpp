@@ -7,6 +7,10 @@
 //    change, and before the link-fairness fix, which does not touch a single node's flows);
 //  - Llama-3 8B, 128K, 4 nodes, TP 2 x CP 16: 3.8166867462854714 s (4.009 s before the fairness
 //    fix: SimGrid's CM02 used to give flows with longer routes a smaller share of a link).
+// Moved on purpose by the tile-level attention cost, the per-implementation profiles and the
+// platform runtime overheads (docs/cost-model.md): anchor 7.939101 -> 7.922128 s (its d256
+// attention is priced by the tile roofline; overheads +2 ms); Llama-3 8B 3.816687 -> 3.628869 s
+// (FA3's published causal figures replace the derived causal rows; overheads +16 ms).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -35,11 +39,11 @@ double step_time(const std::string& scenario, const std::string& extra = "") {
 }
 
 TEST(Golden, AnchorStepAt128kOnOneNode) {
-  EXPECT_NEAR(step_time("anchor-128k-ring-zigzag.yaml"), 7.939101170754267, 7.94e-9);
+  EXPECT_NEAR(step_time("anchor-128k-ring-zigzag.yaml"), 7.92212763324954, 7.92e-9);
 }
 
 TEST(Golden, Llama8bOnFourNodes) {
-  EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.8166867462854714, 3.82e-9);
+  EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.6288693213646157, 3.63e-9);
 }
 
 }  // namespace
