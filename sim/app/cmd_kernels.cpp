@@ -19,6 +19,7 @@ namespace cpsim::app {
 void register_kernels(CLI::App& app, int& rc) {
   auto* kernels = app.add_subcommand("kernels", "kernel shapes and profiles");
   kernels->require_subcommand(1);
+  register_kernels_price(kernels, rc);
   struct Args {
     std::string scenario;
     std::vector<std::string> sets;
@@ -49,7 +50,7 @@ void register_kernels(CLI::App& app, int& rc) {
         if (op.label.shape < 0) continue;
         const auto& s = g.shapes()[static_cast<size_t>(op.label.shape)];
         const double frac = std::round(s.unmasked_fraction * 1e6) / 1e6;
-        count[{op.label.phase == schedule::Phase::Backward ? 1 : 0, s.q_len, s.kv_len, s.mask,
+        count[{op.label.phase == schedule::Phase::Backward ? 1 : 0, s.q_len, s.kv_len, static_cast<int>(s.mask),
                frac, s.heads_q, s.heads_kv, s.head_dim}]++;
       }
       std::cout << "direction,q_len,kv_len,mask,unmasked_fraction,heads_q,heads_kv,head_dim,dtype,launches\n";
@@ -57,7 +58,7 @@ void register_kernels(CLI::App& app, int& rc) {
         const auto& [dir, q, kv, mask, frac, hq, hkv, d] = k;
         std::printf("%s,%lld,%lld,%s,%.6f,%d,%d,%d,bf16,%ld\n", dir ? "bwd" : "fwd",
                     static_cast<long long>(q), static_cast<long long>(kv),
-                    schedule::mask_name(static_cast<uint8_t>(mask)), frac, hq, hkv, d, n);
+                    scenario::mask_name(static_cast<scenario::Mask>(mask)), frac, hq, hkv, d, n);
       }
     } catch (const std::invalid_argument& e) {
       std::cerr << args->scenario << ": error: " << e.what() << "\n";

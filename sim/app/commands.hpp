@@ -9,6 +9,8 @@ void register_check(CLI::App& app, int& rc);
 void register_collective(CLI::App& app, int& rc);
 void register_partition(CLI::App& app, int& rc);
 void register_kernels(CLI::App& app, int& rc);
+/// `cpsim kernels price` (cmd_kernels_price.cpp), under the `kernels` subcommand.
+void register_kernels_price(CLI::App* kernels, int& rc);
 void register_sweep(CLI::App& app, int& rc);
 void register_import(CLI::App& app, int& rc);
 }  // namespace cpsim::app

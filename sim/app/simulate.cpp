@@ -54,7 +54,7 @@ engine::ReplayOptions replay_options(const scenario::Scenario& sc) {
 double step_time(const scenario::Scenario& sc) {
   const scenario::Scenario priced = priced_scenario(sc);
   const model::Topology topo(sc.platform, sc.perturb);
-  const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
+  const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
   schedule::TaskGraph g;
   schedule::Pricer pricer(*cost, priced, topo.gpus());
   schedule::build_scenario(priced, topo, pricer, g);
@@ -231,7 +231,7 @@ report::Samples run_samples(const scenario::Scenario& sc, const SimulateOptions&
 SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt) {
   const scenario::Scenario priced = priced_scenario(sc);
   const model::Topology topo(sc.platform, sc.perturb);
-  const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
+  const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
   schedule::TaskGraph g;
   schedule::Pricer pricer(*cost, priced, topo.gpus());
   set_phase("building the task graph of " + sc.name);

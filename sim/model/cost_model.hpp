@@ -6,19 +6,22 @@
 #include <memory>
 #include <string>
 
+#include "scenario/mask.hpp"
 #include "scenario/specs.hpp"
 
 namespace cpsim::model {
 
-enum class CostSource : uint8_t { Measured, Published, Roofline };
+/// Measured: a profile row timed on this machine; Published: a public benchmark figure;
+/// Derived: computed from other rows (never silently reported as published); Roofline: the model.
+enum class CostSource : uint8_t { Measured, Published, Roofline, Derived };
 const char* cost_source_name(CostSource s);
 
-/// One attention kernel call (FlashAttention-style, BF16 in, FP32 accumulate).
+/// One attention kernel call (FlashAttention-style, BF16 in, FP32 accumulate): built by the
+/// schedule, priced here, and kept as the op's shape for the trace and `cpsim kernels`.
 struct AttentionCall {
   int64_t q_len = 0;
   int64_t kv_len = 0;
-  uint8_t mask = 0;              ///< 0 full, 1 causal diagonal, 2 document, 3 causal offset,
-                                 ///< 4 sliding window (a band: two partial diagonals)
+  scenario::Mask mask = scenario::Mask::Full;
   double unmasked_fraction = 1;  ///< computed pairs / (q_len * kv_len)
   int heads_q = 0, heads_kv = 0, head_dim = 0;
   int batch = 1;
@@ -65,6 +68,11 @@ class CostModel {
   /// "auto": the bundled profile matching the GPU (measured first, then published), else
   /// roofline; "none": roofline; otherwise a CSV path.
   static std::unique_ptr<CostModel> make(const std::string& choice,
+                                         const scenario::GpuSpec& gpu);
+  /// The scenario's choice: cost.profile ("auto": the bundled <gpu>-<impl> profile, measured
+  /// first, for the implementation cost.attention_kernel resolves to on this GPU; else the
+  /// roofline for that implementation). Throws std::invalid_argument for FA3 off Hopper.
+  static std::unique_ptr<CostModel> make(const scenario::CostSpec& spec,
                                          const scenario::GpuSpec& gpu);
 };
 

@@ -143,7 +143,8 @@ json scenario_json(const scenario::Scenario& sc) {
   j["simulation"] = {{"engine", sc.simulation.engine == scenario::EngineKind::SimGrid ? "simgrid" : "analytic"},
                      {"scope", scopes[static_cast<int>(sc.simulation.scope)]},
                      {"seed", sc.simulation.seed}};
-  j["cost"] = {{"profile", sc.cost.profile}};
+  j["cost"] = {{"profile", sc.cost.profile},
+               {"attention_kernel", scenario::impl_name(sc.cost.attention_kernel)}};
   json slow = json::object();
   for (const auto& [k, v] : sc.perturb.gpu_slowdown) slow[std::to_string(k)] = v;
   json slow_nodes = json::object();
@@ -360,7 +361,7 @@ json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const T
                  {"scheme", g.str(op.label.scheme)}, {"step", op.label.step}, {"micro_batch", op.label.micro}};
     if (op.label.shape >= 0) {
       const auto& s = g.shapes()[static_cast<size_t>(op.label.shape)];
-      args["shape"] = {{"q_len", s.q_len}, {"kv_len", s.kv_len}, {"mask", schedule::mask_name(s.mask)},
+      args["shape"] = {{"q_len", s.q_len}, {"kv_len", s.kv_len}, {"mask", scenario::mask_name(s.mask)},
                        {"unmasked_fraction", s.unmasked_fraction}, {"heads_q", s.heads_q},
                        {"heads_kv", s.heads_kv}, {"head_dim", s.head_dim}};
     }

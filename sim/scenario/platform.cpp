@@ -16,7 +16,7 @@ constexpr int64_t kMaxGpus = 1'000'000;
 constexpr double kMaxLinks = 16'000'000;
 
 GpuSpec read_gpu_fields(const Node& n, const std::string& default_name) {
-  MapReader r(n, {"name", "description", "peak_flops", "gemm_flops", "hbm_bw", "memory"});
+  MapReader r(n, {"name", "description", "peak_flops", "gemm_flops", "hbm_bw", "memory", "sm_count", "arch"});
   GpuSpec g;
   g.name = r.get("name") ? as_string(*r.get("name")) : default_name;
   if (r.get("description")) as_string(*r.get("description"));
@@ -36,6 +36,14 @@ GpuSpec read_gpu_fields(const Node& n, const std::string& default_name) {
   const Node& mem = r.require("memory");
   g.memory_bytes = as_bytes(mem);
   check_min(mem, g.memory_bytes, 0, false);
+  if (const Node* sms = r.get("sm_count")) {
+    g.sm_count = static_cast<int>(as_int(*sms, 1, 100000));
+  }
+  if (const Node* a = r.get("arch")) {
+    const auto arch = parse_enum<GpuArch>(as_string(*a), kGpuArchNames);
+    if (!arch) fail_at(*a, "expected " + enum_choices(kGpuArchNames) + ", got " + a->describe());
+    g.arch = *arch;
+  }
   return g;
 }
 
@@ -99,6 +107,33 @@ void read_protocols(const Node& n, double (&out)[3], bool is_time) {
     }
 }
 
+/// `runtime:` absent: the public defaults; `off`: no overheads; a mapping: the defaults with
+/// the keys it gives replaced.
+RuntimeSpec read_runtime(const Node* n) {
+  RuntimeSpec rt = kRuntimeDefaults;
+  if (n == nullptr || n->is_null()) return rt;
+  if (n->is_scalar()) {
+    if (n->scalar == "off") return RuntimeSpec{};
+    if (n->scalar == "default") return rt;
+    fail_at(*n, "expected off, default or a mapping of runtime costs, got " + n->describe());
+  }
+  MapReader r(*n, {"kernel_launch", "host_op", "ops_per_attention", "graphs", "ring_step_sync",
+                   "nccl_launch"});
+  auto time = [&](const char* key, double& out) {
+    if (const Node* v = r.get(key)) {
+      out = as_time(*v);
+      check_min(*v, out, 0, true);
+    }
+  };
+  time("kernel_launch", rt.kernel_launch_s);
+  time("host_op", rt.host_op_s);
+  time("ring_step_sync", rt.ring_step_sync_s);
+  time("nccl_launch", rt.nccl_launch_s);
+  if (const Node* v = r.get("ops_per_attention")) rt.ops_per_attention = static_cast<int>(as_int(*v, 0, 1000));
+  if (const Node* v = r.get("graphs")) rt.graphs = as_bool(*v);
+  return rt;
+}
+
 NcclSpec read_nccl(const Node& n) {
   MapReader r(n, {"p2p_max_bw", "p2p_latency", "base_latency", "hop_latency", "protocol_efficiency",
                   "arch", "nvls"});
@@ -124,7 +159,7 @@ int as_count(const Node& n, int64_t min, int64_t max) { return static_cast<int>(
 
 PlatformSpec build_platform(const Node& tree, const std::string& file, const std::string& default_name) {
   MapReader r(tree, {"name", "description", "gpu", "nodes", "gpus_per_node", "intra", "network", "nccl",
-                     "compute_interference"});
+                     "compute_interference", "runtime"});
   if (tree.is_null()) fail_at(tree, "expected a platform mapping, got nothing");
   PlatformSpec p;
   p.file = file;
@@ -244,6 +279,7 @@ PlatformSpec build_platform(const Node& tree, const std::string& file, const std
   }
 
   if (const Node* v = r.get("nccl")) p.nccl = read_nccl(*v);
+  p.runtime = read_runtime(r.get("runtime"));
   return p;
 }
 

@@ -308,9 +308,10 @@ PerturbSpec read_perturb(const Node& n, const PlatformSpec& plat, std::vector<co
 
 /// cost.profile: auto, none, a CSV path (relative to the scenario, else to the data directory)
 /// or a profile name in kernels/profiles/.
-std::string read_profile(const Node& n) {
+std::string read_profile(const Node& n,
+                         const std::string& expected = "auto, none, or a profile CSV") {
   const std::string v = as_string(n);
-  if (v == "auto" || v == "none") return v;
+  if (expected.starts_with("auto, none") && (v == "auto" || v == "none")) return v;
   namespace fs = std::filesystem;
   std::vector<std::string> tried;
   auto try_path = [&](const std::string& p) {
@@ -328,7 +329,7 @@ std::string read_profile(const Node& n) {
   } else {
     if (std::string p = join_path(data_dir(), "kernels/profiles/" + v + ".csv"); try_path(p)) return p;
   }
-  fail_at(n, "expected auto, none, or a profile CSV; '" + v + "' not found (tried " + join(tried) + ")");
+  fail_at(n, "expected " + expected + "; '" + v + "' not found (tried " + join(tried) + ")");
 }
 
 /// The checks that relate several keys; every message names both ends.
@@ -519,8 +520,17 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
   if (const Node* v = sim.get("symmetry"))
     s.simulation.symmetry = as_choice(*v, {"auto", "off"}) == 0 ? Symmetry::Auto : Symmetry::Off;
 
-  MapReader cost(or_empty(r.get("cost")), {"profile"});
+  MapReader cost(or_empty(r.get("cost")), {"profile", "attention_kernel"});
   if (const Node* v = cost.get("profile")) s.cost.profile = read_profile(*v);
+  if (const Node* v = cost.get("attention_kernel")) {
+    // An implementation name, else a profile name in kernels/profiles/ (then also the profile).
+    if (auto impl = parse_enum<AttnImpl>(as_string(*v), kAttnImplNames)) {
+      s.cost.attention_kernel = *impl;
+    } else {
+      s.cost.profile =
+          read_profile(*v, enum_choices(kAttnImplNames) + ", or a profile in kernels/profiles");
+    }
+  }
 
   std::vector<const Node*> rank_keys;
   s.perturb = read_perturb(or_empty(r.get("perturb")), s.platform, rank_keys);

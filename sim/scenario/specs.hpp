@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "scenario/attention_kernel.hpp"
+
 namespace cpsim::scenario {
 
 /// One GPU model (platforms/*.yaml `gpu:` or a named GPU preset).
@@ -16,6 +18,10 @@ struct GpuSpec {
   double gemm_flops = 0;            ///< best measured BF16 GEMM, FLOP/s (roofline plateau)
   double hbm_Bps = 0;               ///< measured HBM bandwidth, bytes/s
   double memory_bytes = 0;          ///< HBM capacity, bytes
+  /// Streaming multiprocessors, for wave quantization of kernels (H100 SXM: 132; A100: 108).
+  int sm_count = 132;
+  /// Architecture: picks the attention kernel `cost.attention_kernel: auto` means.
+  GpuArch arch = GpuArch::Hopper;
 };
 
 /// Per-direction link class (every link is modelled split-duplex: one link per direction).
@@ -48,6 +54,30 @@ struct NcclSpec {
   bool nvls = false;
 };
 
+/// Fixed software costs of a training framework (platform `runtime:`, see
+/// docs/scenario-format.md and docs/cost-model.md for the sources of the defaults). Zero in a
+/// programmatic spec; a platform file gets kRuntimeDefaults unless it says otherwise.
+struct RuntimeSpec {
+  double kernel_launch_s = 0;   ///< host cost of one cudaLaunchKernel
+  double host_op_s = 0;         ///< host cost of one eager framework op (dispatch, autograd)
+  int ops_per_attention = 0;    ///< framework ops around one attention kernel call
+  bool graphs = false;          ///< CUDA graphs: host op and launch costs vanish
+  double ring_step_sync_s = 0;  ///< per ring step: event record + stream wait before the kernel
+  double nccl_launch_s = 0;     ///< per NCCL collective and rank: host launch of its kernel
+  bool any() const {
+    return ring_step_sync_s > 0 || nccl_launch_s > 0 ||
+           (!graphs && (kernel_launch_s > 0 || (host_op_s > 0 && ops_per_attention > 0)));
+  }
+};
+
+/// Public order-of-magnitude figures (docs/cost-model.md, "Fixed overheads"):
+/// cudaLaunchKernel 1-3 us on CUDA 12 drivers and 5-25 us of CPU work per eager PyTorch op
+/// (J. Lin, "From PyTorch op to kernel launch", layer table); ring-flash-attention's per-step
+/// forward issues about 8 ops (flash_attn_forward, the out/LSE update's exp, sigmoid, sub, mul,
+/// add and two casts); one event record + cudaStreamWaitEvent per step, and NCCL's host-side
+/// group launch, each a few microseconds.
+inline constexpr RuntimeSpec kRuntimeDefaults{3e-6, 10e-6, 8, false, 5e-6, 5e-6};
+
 /// A cluster: nodes of GPUs joined by an intra-node fabric and (if nodes > 1) a rail-optimised
 /// leaf/spine network.
 struct PlatformSpec {
@@ -75,6 +105,7 @@ struct PlatformSpec {
   double oversubscription = 1.0; ///< leaf downlink : uplink bandwidth ratio
   double switch_latency_s = 0;   ///< per switch traversal
   NcclSpec nccl;
+  RuntimeSpec runtime;           ///< fixed software overheads (zero unless a file sets them)
   /// Compute slowdown while a transfer of the same GPU is in flight (SM and HBM contention
   /// with NCCL kernels); 0 = ideal overlap. Presets use 0.19, the average measured slowdown of
   /// overlapped compute over A100/H100 (calibration.md).
@@ -247,6 +278,9 @@ struct SimulationSpec {
 
 struct CostSpec {
   std::string profile = "auto";   ///< "auto", "none" (roofline only) or a CSV path
+  /// The attention kernel the run calls (auto: the best for the GPU's architecture); picks the
+  /// bundled profile <gpu>-<impl>-*.csv, the tile shapes and the roofline plateau.
+  AttnImpl attention_kernel = AttnImpl::Auto;
 };
 
 /// A fully resolved scenario.

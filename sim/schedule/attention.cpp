@@ -68,13 +68,13 @@ BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>
   if (w.pairs == 0) return w;
   const double full = static_cast<double>(w.q_len) * static_cast<double>(w.kv_len);
   if (static_cast<double>(w.pairs) >= full) {
-    w.mask = 0;
+    w.mask = scenario::Mask::Full;
   } else if (docs.mask == scenario::AttentionMask::SlidingWindow) {
-    w.mask = 4;
+    w.mask = scenario::Mask::SlidingWindow;
   } else if (docs.starts.size() > 1) {
-    w.mask = 2;
+    w.mask = scenario::Mask::Document;
   } else {
-    w.mask = 1;
+    w.mask = scenario::Mask::Causal;
   }
   return w;
 }
@@ -126,12 +126,29 @@ OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w,
   call.batch = geo.batch;
   call.backward = backward;
   const model::Cost c = ctx.pricer.cost().attention(call);
-  KernelShape shape{w.q_len, w.kv_len, w.mask, call.unmasked_fraction,
-                    geo.heads_q, geo.heads_kv, geo.head_dim};
-  label.shape = ctx.g.add_shape(shape);
+  label.shape = ctx.g.add_shape(call);
+  // Fixed overheads (platform runtime:): the host thread's framework ops and kernel launch for
+  // this call, which the kernel waits for (the host runs ahead when kernels are long), and for a
+  // ring step after the first the event wait that orders the kernel after its K,V arrival.
+  const scenario::RuntimeSpec& rt = ctx.sc.platform.runtime;
+  OpLabel ov = label;
+  ov.shape = -1;
+  ov.category = ctx.g.intern("overhead");
+  OpId host = kNoOp;
+  const double host_s = rt.graphs ? 0.0 : rt.kernel_launch_s + rt.ops_per_attention * rt.host_op_s;
+  if (host_s > 0) {
+    ov.name = ctx.g.intern("host_launch");
+    host = ctx.g.add_compute(rank, stream::kHost, host_s, ov);
+  }
+  if (label.step > 0 && rt.ring_step_sync_s > 0) {
+    ov.name = ctx.g.intern("step_sync");
+    ctx.g.add_compute(rank, stream::kCompute, rt.ring_step_sync_s, ov);
+  }
   label.category = ctx.g.intern("attention");
-  return ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "attention"), label,
-                           c.flops);
+  const OpId k = ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "attention"),
+                                   label, c.flops);
+  ctx.g.add_edge(host, k);
+  return k;
 }
 
 OpId add_memory_op(AttentionCtx& ctx, int rank, double bytes, OpLabel label) {

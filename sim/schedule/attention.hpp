@@ -111,7 +111,7 @@ struct BlockWork {
   int64_t pairs = 0;
   int64_t q_len = 0;
   int64_t kv_len = 0;
-  uint8_t mask = 0;
+  scenario::Mask mask = scenario::Mask::Full;
 };
 BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>& kv,
                      const Documents& docs);

@@ -174,7 +174,21 @@ int proto_index(Protocol p) { return p == Protocol::LL ? 0 : p == Protocol::LL12
 }  // namespace
 
 CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
-                                const CollectiveRequest& req) {
+                                const CollectiveRequest& in) {
+  // NCCL's host-side launch on every member (platform runtime:), an "overhead" op on the
+  // member's send stream that the collective's first step waits for.
+  CollectiveRequest req = in;
+  if (const double launch = topo.spec().runtime.nccl_launch_s; launch > 0 && req.ranks.size() > 1) {
+    req.deps.resize(req.ranks.size(), kNoOp);
+    OpLabel l = req.label;
+    l.name = g.intern("nccl_launch");
+    l.category = g.intern("overhead");
+    for (size_t i = 0; i < req.ranks.size(); ++i) {
+      const OpId o = g.add_compute(req.ranks[i], req.send_stream, launch, l);
+      g.add_edge(req.deps[i], o);
+      req.deps[i] = o;
+    }
+  }
   const int n = static_cast<int>(req.ranks.size());
   if (n == 0) throw std::invalid_argument("collective: empty rank group");
   if (!req.deps.empty() && static_cast<int>(req.deps.size()) != n)

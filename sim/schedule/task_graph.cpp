@@ -15,6 +15,7 @@ namespace cpsim::schedule {
 const char* stream::name(uint16_t s) {
   switch (s) {
     case kCompute: return "compute";
+    case kHost: return "host";
     case kCpSend: return "cp-send";
     case kCpRecv: return "cp-recv";
     case kTpSend: return "tp-send";
@@ -32,16 +33,6 @@ const char* stream::name(uint16_t s) {
     case kCpOuterGradSend: return "cp-outer-dkv-send";
     case kCpOuterGradRecv: return "cp-outer-dkv-recv";
     default: return "stream";
-  }
-}
-
-const char* mask_name(uint8_t mask) {
-  switch (mask) {
-    case 0: return "full";
-    case 1: return "causal";
-    case 2: return "document";
-    case 3: return "causal-offset";
-    default: return "?";
   }
 }
 

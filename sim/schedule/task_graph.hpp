@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/cost_model.hpp"
+
 namespace cpsim::schedule {
 
 using OpId = uint32_t;
@@ -37,6 +39,8 @@ inline constexpr uint16_t kCpOuterSend = 13;      ///< double ring: K,V over the
 inline constexpr uint16_t kCpOuterRecv = 14;
 inline constexpr uint16_t kCpOuterGradSend = 15;  ///< double ring: dK,dV over the outer ring
 inline constexpr uint16_t kCpOuterGradRecv = 16;
+/// Host thread of a rank: framework overhead ops (category "overhead") that launch kernels.
+inline constexpr uint16_t kHost = 19;
 /// Streams whose transfers are context-parallel attention traffic.
 inline bool is_cp(uint16_t s) {
   return s == kCpSend || s == kCpRecv || (s >= kCpGradSend && s <= kCpOuterGradRecv);
@@ -44,15 +48,9 @@ inline bool is_cp(uint16_t s) {
 const char* name(uint16_t s);
 }  // namespace stream
 
-/// The attention kernel shape a compute op runs (for profiles and traces).
-struct KernelShape {
-  int64_t q_len = 0;
-  int64_t kv_len = 0;
-  uint8_t mask = 0;              ///< 0 full, 1 causal (diagonal), 2 document, 3 causal with offset
-  double unmasked_fraction = 1;  ///< computed (i, j) pairs / (q_len * kv_len)
-  int heads_q = 0, heads_kv = 0, head_dim = 0;
-};
-const char* mask_name(uint8_t mask);
+/// The attention kernel call a compute op runs (for profiles and traces): the very call the
+/// cost model priced.
+using KernelShape = model::AttentionCall;
 
 /// What a user reads in a trace. Strings are interned in the graph to keep ops small.
 struct OpLabel {

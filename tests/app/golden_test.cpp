@@ -11,6 +11,11 @@
 //    NIC rail, NVLS): the 8B step moved 3.8166867462854714 -> 3.7437803001290169 s (-1.9 %):
 //    its cross-node collectives run on every rail instead of one NIC. The anchor (one node,
 //    ring attention p2p only) did not move.
+
+// Moved on purpose by the tile-level attention cost, the per-implementation profiles and the
+// platform runtime overheads (docs/cost-model.md): anchor 7.939101 -> 7.922128 s (its d256
+// attention is priced by the tile roofline; overheads +2 ms); Llama-3 8B 3.816687 -> 3.628869 s
+// (FA3's published causal figures replace the derived causal rows; overheads +16 ms).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -39,11 +44,13 @@ double step_time(const std::string& scenario, const std::string& extra = "") {
 }
 
 TEST(Golden, AnchorStepAt128kOnOneNode) {
-  EXPECT_NEAR(step_time("anchor-128k-ring-zigzag.yaml"), 7.939101170754267, 7.94e-9);
+  EXPECT_NEAR(step_time("anchor-128k-ring-zigzag.yaml"), 7.92212763324954, 7.92e-9);
 }
 
 TEST(Golden, Llama8bOnFourNodes) {
   EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.7437803001290169, 3.75e-9);
+
+  EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.6288693213646157, 3.63e-9);
 }
 
 }  // namespace

@@ -184,3 +184,21 @@ TEST_F(TraceTest, KeepsOnlyTheChosenRanksAndLayers) {
 }
 
 }  // namespace
+
+TEST_F(TraceTest, FixedOverheadsAreTheirOwnSlices) {
+  // platform runtime: (docs/cost-model.md): host_launch before every attention kernel, step_sync
+  // before every ring step's kernel after the first; `runtime: off` leaves none.
+  auto count = [](const json& t) {
+    std::map<std::string, int> n;
+    for (const auto& e : t["traceEvents"])
+      if (e.value("ph", "") == "X" && e.value("cat", "") == "overhead") n[e["name"]]++;
+    return n;
+  };
+  const auto on = count(trace(""));
+  EXPECT_GT(on.count("host_launch") ? on.at("host_launch") : 0, 0);
+  EXPECT_GT(on.count("step_sync") ? on.at("step_sync") : 0, 0);
+  // One step_sync per ring step after the first, per rank, per direction: never per tile.
+  EXPECT_LE(on.count("step_sync") ? on.at("step_sync") : 0,
+            on.count("host_launch") ? on.at("host_launch") : 0);
+  EXPECT_TRUE(count(trace("--set platform.runtime=off")).empty());
+}

@@ -328,7 +328,7 @@ TEST(Labels, KernelOpsCarryShapeStepAndScheme) {
     const auto& k = b.g.shapes()[static_cast<size_t>(op.label.shape)];
     // Zig-zag after step 0: exactly half a block (L x L/2 or L/2 x L), unmasked.
     EXPECT_EQ(k.q_len * k.kv_len, 16384LL * 8192LL);
-    EXPECT_EQ(k.mask, 0);
+    EXPECT_EQ(k.mask, cpsim::scenario::Mask::Full);
     EXPECT_EQ(b.g.str(op.label.scheme), "ring-zigzag");
     EXPECT_NE(b.g.describe(id).find("step 3"), std::string::npos);
     found = true;

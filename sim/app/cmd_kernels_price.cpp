@@ -1,0 +1,131 @@
+// `cpsim kernels price`: what the cost model charges for one attention kernel call on a
+// platform's GPU, with which source priced it; the validation cases under validation/kernels/
+// compare it with published kernel benchmarks.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "app/commands.hpp"
+#include "model/cost_model.hpp"
+#include "scenario/load.hpp"
+
+namespace cpsim::app {
+namespace {
+
+struct PriceArgs {
+  std::string platform, impl = "auto", profile = "auto", direction = "fwd", mask = "causal";
+  std::string q = "8K", kv, json;
+  int heads = 32, kv_heads = 0, head_dim = 128, batch = 1;
+};
+
+/// Unmasked pairs of a bottom-right aligned causal q x kv block (FlashAttention's causal flag).
+double causal_pairs(double q, double kv) {
+  if (q <= kv) return q * kv - q * (q - 1) / 2;
+  return kv * (kv + 1) / 2;  // more queries than keys: the first q - kv rows see nothing
+}
+
+int price(const PriceArgs& a) {
+  const scenario::PlatformSpec platform = scenario::load_platform(a.platform);
+  scenario::CostSpec spec;
+  const auto impl = scenario::parse_enum<scenario::AttnImpl>(a.impl, scenario::kAttnImplNames);
+  if (!impl) {
+    throw std::invalid_argument("--impl: expected " + scenario::enum_choices(scenario::kAttnImplNames) +
+                                ", got '" + a.impl + "'");
+  }
+  spec.attention_kernel = *impl;
+  spec.profile = a.profile;
+  const auto mask = scenario::parse_mask(a.mask);
+  if (!mask || (*mask != scenario::Mask::Full && *mask != scenario::Mask::Causal)) {
+    throw std::invalid_argument("--mask: expected full or causal, got '" + a.mask + "'");
+  }
+  if (a.direction != "fwd" && a.direction != "bwd" && a.direction != "fwdbwd") {
+    throw std::invalid_argument("--direction: expected fwd, bwd or fwdbwd, got '" + a.direction + "'");
+  }
+  model::AttentionCall call;
+  const double q = scenario::parse_tokens(a.q), kv = scenario::parse_tokens(a.kv.empty() ? a.q : a.kv);
+  if (!(q >= 1 && kv >= 1 && q <= 1e9 && kv <= 1e9)) throw std::invalid_argument("--q/--kv: 1 to 1G tokens");
+  if (a.heads < 1 || a.head_dim < 1 || a.batch < 1 || a.kv_heads < 0)
+    throw std::invalid_argument("--heads, --head-dim, --batch: positive; --kv-heads: >= 0");
+  call.q_len = static_cast<int64_t>(q);
+  call.kv_len = static_cast<int64_t>(kv);
+  call.mask = *mask;
+  call.unmasked_fraction = *mask == scenario::Mask::Full ? 1.0 : causal_pairs(q, kv) / (q * kv);
+  call.heads_q = a.heads;
+  call.heads_kv = a.kv_heads > 0 ? a.kv_heads : a.heads;
+  call.head_dim = a.head_dim;
+  call.batch = a.batch;
+  const auto cost = model::CostModel::make(spec, platform.gpu);
+  nlohmann::json out = {{"gpu", platform.gpu.name},
+                        {"impl", scenario::impl_name(scenario::resolve_impl(*impl, platform.gpu.arch))},
+                        {"direction", a.direction}, {"q_len", call.q_len}, {"kv_len", call.kv_len},
+                        {"mask", a.mask}, {"heads_q", call.heads_q}, {"heads_kv", call.heads_kv},
+                        {"head_dim", call.head_dim}, {"batch", call.batch}};
+  double time = 0, flops = 0;
+  std::string sources;
+  for (const bool bwd : {false, true}) {
+    if ((a.direction == "fwd" && bwd) || (a.direction == "bwd" && !bwd)) continue;
+    call.backward = bwd;
+    const model::Cost c = cost->attention(call);
+    time += c.time_s;
+    flops += c.flops;
+    out[bwd ? "bwd" : "fwd"] = {{"time_s", c.time_s},
+                                {"tflops", c.time_s > 0 ? c.flops / c.time_s / 1e12 : 0},
+                                {"source", model::cost_source_name(c.source)},
+                                {"extrapolated", c.extrapolated}};
+    sources += std::string(sources.empty() ? "" : "+") + model::cost_source_name(c.source);
+  }
+  out["time_s"] = time;
+  out["tflops"] = time > 0 ? flops / time / 1e12 : 0;
+  out["source"] = sources;
+  out["cost_model"] = cost->describe();
+  std::printf("%s %s %s %lldx%lld %s, %d/%d heads, d%d, batch %d: %.3f us, %.1f TFLOP/s (%s)\n",
+              platform.gpu.name.c_str(), out["impl"].get<std::string>().c_str(), a.direction.c_str(),
+              static_cast<long long>(call.q_len), static_cast<long long>(call.kv_len), a.mask.c_str(),
+              call.heads_q, call.heads_kv, call.head_dim, call.batch, time * 1e6,
+              out["tflops"].get<double>(), sources.c_str());
+  if (!a.json.empty()) {
+    std::ofstream f(a.json);
+    if (!f) throw std::runtime_error("cannot write " + a.json);
+    f << out.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_kernels_price(CLI::App* kernels, int& rc) {
+  auto a = std::make_shared<PriceArgs>();
+  auto* sub = kernels->add_subcommand("price", "price one attention kernel call on a platform's GPU");
+  sub->add_option("--platform", a->platform, "platform preset or YAML file (its GPU is priced)")->required();
+  sub->add_option("--impl", a->impl, "auto | fa2 | fa3 | cudnn | flex (default auto)");
+  sub->add_option("--profile", a->profile, "auto | none | profile CSV (default auto)");
+  sub->add_option("--direction", a->direction, "fwd | bwd | fwdbwd (default fwd)");
+  sub->add_option("--q", a->q, "query tokens, e.g. 8K (default 8K)");
+  sub->add_option("--kv", a->kv, "key tokens (default: --q)");
+  sub->add_option("--mask", a->mask, "full | causal (default causal)");
+  sub->add_option("--heads", a->heads, "query heads (default 32)");
+  sub->add_option("--kv-heads", a->kv_heads, "key/value heads (default: --heads)");
+  sub->add_option("--head-dim", a->head_dim, "head dimension (default 128)");
+  sub->add_option("--batch", a->batch, "batch (default 1)");
+  sub->add_option("--json", a->json, "write the result as JSON to this file");
+  sub->callback([a, &rc] {
+    try {
+      rc = price(*a);
+    } catch (const scenario::InputError& e) {
+      std::cerr << e.what() << "\n";
+      rc = 2;
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "cpsim kernels price: error: " << e.what() << "\n";
+      rc = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "cpsim kernels price: " << e.what() << "\n";
+      rc = 1;
+    }
+  });
+}
+
+}  // namespace cpsim::app

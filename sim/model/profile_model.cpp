@@ -1,0 +1,190 @@
+// Profile-table attention costs: exact rows, else log-log interpolation along the curve of the
+// call's direction / head dim / mask class, else the roofline (marked extrapolated).
+#include "model/profile_model.hpp"
+
+#include "model/tile_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace cpsim::model {
+namespace {
+
+/// Shape class a profile curve is keyed by: full, causal (diagonal, offset and sliding-window
+/// bands, which no public benchmark profiles separately), document.
+int mask_class(scenario::Mask m) {
+  return m == scenario::Mask::CausalOffset || m == scenario::Mask::SlidingWindow
+             ? 1
+             : static_cast<int>(m);
+}
+
+CostSource row_source(scenario::RowSource s) {
+  switch (s) {
+    case scenario::RowSource::Measured: return CostSource::Measured;
+    case scenario::RowSource::Published: return CostSource::Published;
+    case scenario::RowSource::Derived: return CostSource::Derived;
+  }
+  return CostSource::Derived;
+}
+
+/// The weaker of two sources (measured < published < derived): what a curve mixing them is.
+CostSource weaker(CostSource a, CostSource b) {
+  auto rank = [](CostSource s) {
+    return s == CostSource::Measured ? 0 : s == CostSource::Published ? 1 : 2;
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+}  // namespace
+
+ProfileModel::ExactKey ProfileModel::exact_key(const AttentionCall& c) {
+  return {c.backward, c.q_len, c.kv_len, static_cast<int>(c.mask),
+          std::llround(c.unmasked_fraction * 1e6), c.heads_q, c.heads_kv, c.head_dim};
+}
+
+const ProfileModel::Curve* ProfileModel::find_curve(bool bwd, int d, int cls) const {
+  const auto it = curves_.find({bwd, d, cls});
+  return it == curves_.end() ? nullptr : &it->second;
+}
+
+double ProfileModel::interpolate(const Curve& curve, double x) {
+  const auto& xs = curve.log_flops;
+  const auto& ys = curve.log_time;
+  const size_t i =
+      static_cast<size_t>(std::lower_bound(xs.begin(), xs.end(), x - 1e-9) - xs.begin());
+  if (i >= xs.size()) return ys.back();
+  if (i == 0 || std::fabs(xs[i] - x) <= 1e-9) return ys[i];
+  const double w = (x - xs[i - 1]) / (xs[i] - xs[i - 1]);
+  return ys[i - 1] + w * (ys[i] - ys[i - 1]);
+}
+
+ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
+                           scenario::AttnImpl impl)
+    : path_(table.path), fallback_(gpu, impl) {
+  struct Point {
+    double flops, time_s;
+    CostSource source;
+  };
+  std::map<CurveKey, std::vector<Point>> points;
+  std::map<std::string, int> sources, gpus;
+  for (const scenario::ProfileRow& row : table.rows) {
+    if (row.fwdbwd) continue;  // a pair of kernels: validation only
+    AttentionCall call;
+    call.q_len = row.q_len;
+    call.kv_len = row.kv_len;
+    call.mask = row.mask;
+    call.unmasked_fraction = row.unmasked_fraction;
+    call.heads_q = row.heads_q;
+    call.heads_kv = row.heads_kv;
+    call.head_dim = row.head_dim;
+    call.backward = row.backward;
+    const double flops = attention_flops(call);
+    const CostSource src = row_source(row.source);
+    // Several kernels may time one shape: a framework would pick the fastest.
+    auto [it, inserted] = exact_.emplace(exact_key(call), std::make_pair(row.time_s, src));
+    if (!inserted && row.time_s < it->second.first) it->second = {row.time_s, src};
+    points[{row.backward, row.head_dim, mask_class(row.mask)}].push_back({flops, row.time_s, src});
+    ++rows_;
+    ++sources[scenario::kRowSourceNames[static_cast<size_t>(row.source)]];
+    ++gpus[row.gpu];
+  }
+  for (auto& [key, pts] : points) {
+    std::sort(pts.begin(), pts.end(),
+              [](const Point& a, const Point& b) { return a.flops < b.flops; });
+    // Equal FLOPs: keep the fastest (the kernel a framework would pick), as for exact shapes.
+    std::vector<Point> uniq;
+    for (const Point& p : pts) {
+      if (!uniq.empty() && std::fabs(p.flops - uniq.back().flops) <= 1e-9 * p.flops) {
+        if (p.time_s < uniq.back().time_s) uniq.back().time_s = p.time_s;
+        uniq.back().source = weaker(p.source, uniq.back().source);
+        continue;
+      }
+      uniq.push_back(p);
+    }
+    // Pool adjacent violators on log(time) so the curve never decreases.
+    struct Block {
+      double sum_y, weight;
+    };
+    std::vector<Block> blocks;
+    Curve curve;
+    curve.source = uniq.front().source;
+    for (const Point& p : uniq) {
+      curve.source = weaker(curve.source, p.source);
+      blocks.push_back({std::log(p.time_s), 1});
+      while (blocks.size() > 1 && blocks[blocks.size() - 2].sum_y / blocks[blocks.size() - 2].weight >
+                                      blocks.back().sum_y / blocks.back().weight) {
+        const Block b = blocks.back();
+        blocks.pop_back();
+        blocks.back().sum_y += b.sum_y;
+        blocks.back().weight += b.weight;
+      }
+    }
+    size_t pi = 0;
+    for (const Block& b : blocks) {
+      for (int j = 0; j < static_cast<int>(b.weight); ++j, ++pi) {
+        curve.log_flops.push_back(std::log(uniq[pi].flops));
+        curve.log_time.push_back(b.sum_y / b.weight);
+      }
+    }
+    curves_[key] = std::move(curve);
+  }
+  for (const auto& [s, n] : sources) source_names_ += (source_names_.empty() ? "" : "+") + s;
+  for (const auto& [g, n] : gpus) gpus_ += (gpus_.empty() ? "" : "+") + g;
+}
+
+Cost ProfileModel::attention(const AttentionCall& c) const {
+  const double flops = attention_flops(c);
+  if (!(flops > 0)) return fallback_.attention(c);
+  if (c.batch == 1) {
+    const auto it = exact_.find(exact_key(c));
+    if (it != exact_.end()) return Cost{it->second.first, flops, it->second.second, false};
+  }
+  const Curve* curve = find_curve(c.backward, c.head_dim, mask_class(c.mask));
+  if (curve == nullptr && c.mask == scenario::Mask::Document) {
+    curve = find_curve(c.backward, c.head_dim, 1);
+  }
+  const double x = std::log(flops);
+  if (curve != nullptr && x >= curve->log_flops.front() - 1e-9 &&
+      x <= curve->log_flops.back() + 1e-9) {
+    return Cost{std::exp(interpolate(*curve, x)), flops, curve->source, false};
+  }
+  // No curve for this mask class: the dense curve at the FLOPs of the dense call that runs as
+  // many tile-equivalents (tile_cost.hpp): partial tiles computed whole, masked-kernel rate.
+  if (c.mask != scenario::Mask::Full) {
+    if (const Curve* dense = find_curve(c.backward, c.head_dim, 0)) {
+      const TileShape tile = tile_shape(fallback_.impl(), c.head_dim, c.backward, true);
+      AttentionCall full = c;
+      full.mask = scenario::Mask::Full;
+      full.unmasked_fraction = 1;
+      const double ratio = tile_equivalents(c, tile) /
+                           tile_equivalents(full, tile_shape(fallback_.impl(), c.head_dim, c.backward, false));
+      const double xe = std::log(attention_flops(full) * ratio);
+      if (xe >= dense->log_flops.front() - 1e-9 && xe <= dense->log_flops.back() + 1e-9) {
+        return Cost{std::exp(interpolate(*dense, xe)), flops, dense->source, false};
+      }
+    }
+  }
+  Cost r = fallback_.attention(c);
+  r.extrapolated = true;
+  return r;
+}
+
+std::string ProfileModel::describe() const {
+  std::string classes;
+  for (const auto& [key, curve] : curves_) {
+    const auto& [bwd, d, cls] = key;
+    static const char* const kClass[] = {"full", "causal", "document"};
+    char buf[192];
+    std::snprintf(buf, sizeof buf, "%s%s d%d %s %.3g-%.3g FLOP (%s)", classes.empty() ? "" : "; ",
+                  bwd ? "bwd" : "fwd", d, kClass[cls], std::exp(curve.log_flops.front()),
+                  std::exp(curve.log_flops.back()), cost_source_name(curve.source));
+    classes += buf;
+  }
+  return "profile " + path_ + " (" + std::to_string(rows_) + " rows, " + source_names_ +
+         ", gpu " + gpus_ + "; attention interpolated in log-log between measured FLOPs per " +
+         "direction / head dim / mask class: " + classes + "); outside that range and for " +
+         "other kernels: " + fallback_.describe();
+}
+
+}  // namespace cpsim::model

@@ -1,0 +1,52 @@
+#pragma once
+/// Profile-table kernel costs (internal to sim/model; callers use CostModel::from_profile/make).
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "model/cost_model.hpp"
+#include "model/roofline_model.hpp"
+#include "scenario/profile_csv.hpp"
+
+namespace cpsim::model {
+
+/// Attention interpolated between the table's rows (the table is parsed by the scenario stage);
+/// other kernels, and attention shapes outside the table, priced by the roofline.
+class ProfileModel final : public CostModel {
+ public:
+  ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
+               scenario::AttnImpl impl = scenario::AttnImpl::Auto);
+  Cost attention(const AttentionCall& c) const override;
+  Cost gemm(double m, double n, double k) const override { return fallback_.gemm(m, n, k); }
+  Cost memory_bound(double bytes) const override { return fallback_.memory_bound(bytes); }
+  Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
+                        bool backward) const override {
+    return fallback_.linear_attention(tokens, heads, key_dim, value_dim, chunk, backward);
+  }
+  std::string describe() const override;
+
+ private:
+  /// One interpolation curve: log(time) piecewise linear in log(FLOPs) through the rows' points,
+  /// made monotone (time never falls as FLOPs grow) by pooling adjacent violators.
+  struct Curve {
+    std::vector<double> log_flops, log_time;
+    CostSource source = CostSource::Measured;  ///< the weakest source among its points
+  };
+  using CurveKey = std::tuple<bool, int, int>;  ///< backward, head dim, mask class
+  using ExactKey = std::tuple<bool, int64_t, int64_t, int, int64_t, int, int, int>;
+
+  static ExactKey exact_key(const AttentionCall& c);
+  const Curve* find_curve(bool bwd, int d, int cls) const;
+  static double interpolate(const Curve& curve, double log_flops);
+
+  std::string path_;
+  RooflineModel fallback_;
+  std::map<CurveKey, Curve> curves_;
+  std::map<ExactKey, std::pair<double, CostSource>> exact_;
+  int rows_ = 0;
+  std::string source_names_, gpus_;
+};
+
+}  // namespace cpsim::model

@@ -1,0 +1,195 @@
+// Roofline kernel costs: FLOPs over peak x an efficiency curve fitted to published kernel
+// figures (calibration.md), bytes over HBM bandwidth, and a launch floor.
+#include "model/roofline_model.hpp"
+
+#include "model/tile_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace cpsim::model {
+namespace {
+
+/// Every kernel costs at least this: launch plus ramp-up of a back-to-back CUDA kernel.
+constexpr double kLaunchFloor_s = 5e-6;
+
+// ---- Attention efficiency curve -------------------------------------------------------------
+// efficiency = plateau(head_dim, direction) x n / (n + n0) x occupancy, a fraction of dense peak:
+//  - n / (n + n0): the fixed work of a query tile (load Q, write O and LSE, pipeline fill) is
+//    amortised over its loop of n keys (forward: n = kv_len x unmasked_fraction, the mean keys
+//    per query row; backward: n = q_len x unmasked_fraction, the loop over queries of a key tile).
+//  - occupancy: tiles of 128 rows over the SMs, wave-quantised: tiles / (ceil(tiles / SMs) x SMs).
+//  - plateau: the asymptote for long rows.
+// Forward d128: plateau 0.67 and n0 = 235 tokens are the least-squares fit (in log time) to the
+// ten FlashAttention-3 H100 figures of calibration.md (non-causal, 4 x 48 heads at 1K-8K and
+// 16 heads at b x s = 16K for 512-16K); every figure is reproduced within 7 %.
+// Forward d256: plateau 0.78, so that the curve gives FA3's best BF16 figure, 740 TFLOP/s (75 %
+// of peak), at 16K. Forward d64: 0.55, an assumption (calibration.md has no d64 figure): at half
+// the head dim the softmax work per matmul FLOP doubles; FA3's d64 kernels run about 80 % of
+// its d128 rate. Between these head dims the plateau is linear in log2(head_dim).
+// Backward: FLOPs 2.5 x forward at 0.63 / 0.73 of the forward plateau (FlashAttention-2 on A100:
+// 63 % of peak backward vs 73 % forward) and n0 = 470 (twice the forward's: a key tile also
+// writes dK, dV and accumulates dQ; an assumption, no backward-by-length figure is published).
+// Masked calls (0 < unmasked_fraction < 1) also compute their diagonal tiles whole: about
+// 64 x L wasted pairs per head, L the diagonal's length (min of q_len, kv_len and the side of a
+// triangle holding the call's pairs; min(q_len, kv_len) for document masks).
+// The curve is a fraction of peak, so it scales with each GPU's peak_flops.
+constexpr double kBwdPlateauRatio = 0.63 / 0.73;
+
+/// Dense plateau of an implementation on an architecture, relative to FlashAttention-3 on
+/// Hopper (the curve above). From the published dense figures at 16K, d128 (profiles'
+/// make_published.py): FA2 on A100 reaches 73 % of peak forward (FA2 paper sec. 4.1), FA2 on
+/// H100 370 TFLOP/s forward = 37 % of 989 (FA3 README figure), FA3 on H100 67 % (fit above);
+/// cuDNN on H100 595-617 TFLOP/s forward d128, about FA3's (same figure). FlexAttention: 90 %
+/// of FA2 forward and 85 % backward (PyTorch blog "FlexAttention", Aug 2024, A100 figures).
+/// Ampere-class kernels (FA2, Flex) on Ada and Blackwell: the Ampere fraction, an assumption.
+double impl_scale(scenario::AttnImpl impl, scenario::GpuArch arch, bool backward) {
+  using scenario::AttnImpl;
+  using scenario::GpuArch;
+  const bool hopper = arch == GpuArch::Hopper;
+  const double fa2 = hopper ? 0.37 / 0.67 : 0.73 / 0.67;
+  switch (impl) {
+    case AttnImpl::Fa2: return fa2;
+    case AttnImpl::Flex: return fa2 * (backward ? 0.85 : 0.90);
+    case AttnImpl::Cudnn: return hopper || arch == GpuArch::Blackwell ? 1.0 : fa2;
+    default: return 1.0;
+  }
+}
+
+double forward_plateau(int head_dim) {
+  const double x = std::log2(static_cast<double>(std::max(head_dim, 1)));
+  if (x <= 6) return 0.55;
+  if (x <= 7) return 0.55 + (x - 6) * (0.67 - 0.55);
+  if (x <= 8) return 0.67 + (x - 7) * (0.78 - 0.67);
+  return 0.78;
+}
+
+double wave_occupancy(double tiles, int sms) {
+  if (tiles <= 0) return 1;
+  const double waves = std::ceil(tiles / sms);
+  return tiles / (waves * sms);
+}
+
+// ---- GEMM -----------------------------------------------------------------------------------
+// efficiency = gemm_flops / peak_flops (the best measured GEMM) x tiling x k roll-off:
+//  - tiling: the best of three output-tile shapes, each wave-quantised over the SMs and
+//    weighted by its data reuse relative to the 128 x 256 tile the best GEMMs use (assumed
+//    weights 1, 0.85, 0.7 for 128 x 256, 128 x 128, 64 x 128): libraries switch to smaller
+//    tiles when large ones leave SMs idle;
+//  - k / (k + 128): prologue and epilogue of each output tile amortised over its k loop,
+//    normalised to 1 at k = 8192, the size best-GEMM figures are measured at.
+// Memory roofline: 2 (mk + kn + mn) bytes of BF16.
+struct GemmTile {
+  double m, n, weight;
+};
+constexpr GemmTile kGemmTiles[] = {{128, 256, 1.0}, {128, 128, 0.85}, {64, 128, 0.7}};
+constexpr double kGemmHalfK = 128, kGemmRefK = 8192;
+
+// ---- Linear attention (Gated DeltaNet chunk kernels) ---------------------------------------
+// Assumed efficiencies (no published figure in calibration.md; replace with a measured profile):
+// 25 % of dense peak forward, 20 % backward; Triton chunk kernels over 64-token chunks run far
+// below FlashAttention's 65 %. Bytes per token and head: q, k, v, o in BF16 (2 (2 K + 2 V)), the
+// W, U intermediates written and read (4 (K + V)), the per-chunk states written and read
+// (4 K V / C): 8 (K + V) + 4 K V / C forward, 3 x that backward. Kernels launched: 6 forward
+// (cumsum, K K^T, triangular solve, W/U, chunk states, output), 10 backward.
+constexpr double kLinearFwdEfficiency = 0.25, kLinearBwdEfficiency = 0.20;
+constexpr int kLinearFwdKernels = 6, kLinearBwdKernels = 10;
+
+}  // namespace
+
+RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::AttnImpl impl)
+    : gpu_(gpu), impl_(scenario::resolve_impl(impl, gpu.arch)) {
+  if (!(gpu_.peak_flops > 0)) {
+    throw std::invalid_argument("cost model: GPU '" + gpu_.name + "' has no peak_flops");
+  }
+  if (!(gpu_.gemm_flops > 0)) gpu_.gemm_flops = 0.8 * gpu_.peak_flops;
+  if (!(gpu_.hbm_Bps > 0)) {
+    throw std::invalid_argument("cost model: GPU '" + gpu_.name + "' has no hbm bandwidth");
+  }
+  sms_ = gpu_.sm_count > 0 ? gpu_.sm_count : 132;
+}
+
+Cost RooflineModel::attention(const AttentionCall& c) const {
+  Cost r;
+  r.flops = attention_flops(c);
+  r.source = CostSource::Roofline;
+  if (!(r.flops > 0)) return r;  // nothing unmasked: no kernel
+  const double q = static_cast<double>(c.q_len), kv = static_cast<double>(c.kv_len);
+  // Tile level (tile_cost.hpp): each tile at the implementation's dense plateau, partially
+  // masked tiles computed whole, CTA prologues, waves over the SMs.
+  const TileShape tile = tile_shape(impl_, c.head_dim, c.backward, c.mask != scenario::Mask::Full);
+  const double plateau = forward_plateau(c.head_dim) * impl_scale(impl_, gpu_.arch, c.backward) *
+                         (c.backward ? kBwdPlateauRatio : 1.0);
+  const double tile_flops = 4.0 * tile.m * tile.n * c.head_dim * (c.backward ? 2.5 : 1.0);
+  // One SM runs a tile at 1/sms of the GPU rate.
+  const double tile_s = tile_flops * sms_ / (gpu_.peak_flops * plateau);
+  const double t_compute = tile_time(c, tile, tile_s, sms_);
+  const double elems_q = c.batch * q * c.heads_q * c.head_dim;
+  const double elems_kv = c.batch * kv * c.heads_kv * c.head_dim;
+  // BF16 tensors: forward reads Q, K, V and writes O; backward reads Q, K, V, O, dO and
+  // writes dQ, dK, dV.
+  const double bytes =
+      c.backward ? 2 * (4 * elems_q + 4 * elems_kv) : 2 * (2 * elems_q + 2 * elems_kv);
+  r.time_s = std::max({t_compute, bytes / gpu_.hbm_Bps, kLaunchFloor_s});
+  return r;
+}
+
+Cost RooflineModel::gemm(double m, double n, double k) const {
+  Cost r;
+  r.flops = 2 * m * n * k;
+  r.source = CostSource::Roofline;
+  if (!(r.flops > 0)) return r;
+  double tiling = 0;
+  for (const GemmTile& t : kGemmTiles) {
+    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+    tiling = std::max(tiling, t.weight * wave_occupancy(tiles, sms_));
+  }
+  const double k_rolloff =
+      std::min(1.0, (k / (k + kGemmHalfK)) / (kGemmRefK / (kGemmRefK + kGemmHalfK)));
+  const double rate = gpu_.gemm_flops * tiling * k_rolloff;
+  const double bytes = 2 * (m * k + k * n + m * n);
+  r.time_s = std::max({r.flops / rate, bytes / gpu_.hbm_Bps, kLaunchFloor_s});
+  return r;
+}
+
+Cost RooflineModel::memory_bound(double bytes) const {
+  Cost r;
+  r.source = CostSource::Roofline;
+  r.time_s = std::max(0.0, bytes) / gpu_.hbm_Bps + kLaunchFloor_s;
+  return r;
+}
+
+Cost RooflineModel::linear_attention(int64_t tokens, int heads, int key_dim, int value_dim,
+                                   int chunk, bool backward) const {
+  Cost r;
+  r.source = CostSource::Roofline;
+  r.flops = linear_attention_flops(tokens, heads, key_dim, value_dim, chunk, backward);
+  if (!(r.flops > 0) || chunk <= 0) return r;
+  const double k = key_dim, v = value_dim;
+  const double fwd_bytes =
+      static_cast<double>(tokens) * heads * (8 * (k + v) + 4 * k * v / chunk);
+  const double bytes = backward ? 3 * fwd_bytes : fwd_bytes;
+  const double eff = backward ? kLinearBwdEfficiency : kLinearFwdEfficiency;
+  const int kernels = backward ? kLinearBwdKernels : kLinearFwdKernels;
+  r.time_s = std::max(
+      {r.flops / (gpu_.peak_flops * eff), bytes / gpu_.hbm_Bps, kernels * kLaunchFloor_s});
+  return r;
+}
+
+std::string RooflineModel::describe() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "roofline for %s (%s, %.0f TFLOP/s BF16 peak, %.0f GEMM, %.2f TB/s HBM, %d SMs): "
+                "attention (%s) tile by tile at %.0f %% of peak for dense d128 forward tiles, "
+                "GEMM at %.0f %% of peak",
+                gpu_.name.c_str(), scenario::arch_name(gpu_.arch), gpu_.peak_flops / 1e12,
+                gpu_.gemm_flops / 1e12, gpu_.hbm_Bps / 1e12, sms_, scenario::impl_name(impl_),
+                100 * 0.67 * impl_scale(impl_, gpu_.arch, false),
+                100 * gpu_.gemm_flops / gpu_.peak_flops);
+  return buf;
+}
+
+}  // namespace cpsim::model

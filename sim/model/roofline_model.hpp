@@ -1,0 +1,30 @@
+#pragma once
+/// Roofline kernel costs (internal to sim/model; callers use CostModel::roofline/make).
+#include <string>
+
+#include "model/cost_model.hpp"
+
+namespace cpsim::model {
+
+/// FLOPs / (peak x efficiency(shape)), bytes / HBM bandwidth, with a per-kernel launch floor.
+class RooflineModel final : public CostModel {
+ public:
+  explicit RooflineModel(const scenario::GpuSpec& gpu,
+                         scenario::AttnImpl impl = scenario::AttnImpl::Auto);
+  Cost attention(const AttentionCall& c) const override;
+  Cost gemm(double m, double n, double k) const override;
+  Cost memory_bound(double bytes) const override;
+  Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
+                        bool backward) const override;
+  std::string describe() const override;
+  const scenario::GpuSpec& gpu() const { return gpu_; }
+  int sms() const { return sms_; }
+  scenario::AttnImpl impl() const { return impl_; }
+
+ private:
+  scenario::GpuSpec gpu_;
+  scenario::AttnImpl impl_;
+  int sms_ = 132;
+};
+
+}  // namespace cpsim::model

@@ -1,0 +1,137 @@
+// Tile-level attention cost (see tile_cost.hpp and docs/cost-model.md).
+#include "model/tile_cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace cpsim::model {
+namespace {
+
+/// Unmasked keys of query row r under a bottom-right causal boundary shifted by `off`:
+/// clamp(r + 1 + off, 0, kv).
+double row_keys(double r, double off, double kv) { return std::clamp(r + 1 + off, 0.0, kv); }
+
+/// Unmasked pairs of q rows: sum over r of row_keys(r, off, kv), in closed form.
+double causal_pairs(double q, double kv, double off) {
+  // Rows r < r0 = -1 - off see nothing; rows r >= r1 = kv - 1 - off see all kv keys.
+  const double r0 = std::clamp(-1 - off, 0.0, q), r1 = std::clamp(kv - 1 - off, 0.0, q);
+  const double ramp = (r1 - r0) * (r0 + r1 - 1) / 2 + (r1 - r0) * (1 + off);  // sum r + 1 + off
+  return std::max(0.0, ramp) + (q - r1) * kv;
+}
+
+/// The shift whose causal boundary leaves `pairs` unmasked pairs (bisection; pairs grows with off).
+double causal_offset(double q, double kv, double pairs) {
+  double lo = -q, hi = kv;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (causal_pairs(q, kv, mid) < pairs ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+/// Tiles of a q x kv causal block with boundary shift `off`, per direction's CTA grouping.
+TileWork causal_tiles(double q, double kv, double off, TileShape t, bool backward) {
+  TileWork w;
+  const double rows = std::ceil(q / t.m), cols = std::ceil(kv / t.n);
+  std::vector<double> col_tiles(backward ? static_cast<size_t>(cols) : 0, 0.0);
+  for (double a = 0; a < rows; ++a) {
+    const double first = a * t.m, last = std::min(q, (a + 1) * t.m) - 1;
+    const double full = std::floor(row_keys(first, off, kv) / t.n);
+    const double visible = std::ceil(row_keys(last, off, kv) / t.n);
+    w.full += full;
+    w.partial += visible - full;
+    if (!backward) {
+      if (visible > 0) w.ctas += 1;
+      w.max_cta = std::max(w.max_cta, visible);
+    } else {
+      for (size_t b = 0; b < static_cast<size_t>(visible); ++b) col_tiles[b] += 1;
+    }
+  }
+  if (backward) {
+    for (double c : col_tiles) {
+      if (c > 0) w.ctas += 1;
+      w.max_cta = std::max(w.max_cta, c);
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+TileShape tile_shape(scenario::AttnImpl impl, int d, bool backward, bool masked) {
+  using scenario::AttnImpl;
+  // FlashAttention-2 (csrc/flash_attn/src/flash_fwd_launch_template.h, run_mha_fwd_hdim*, and
+  // flash_bwd_launch_template.h, run_mha_bwd_hdim*, for sm80 with >= 144 KB shared memory):
+  // forward d64 128 x 128 (128 x 64 causal), d128 128 x 64, d256 128 x 64; backward d64
+  // 128 x 128, d128 and up 64 x 128. FlashAttention-3 (hopper/tile_size.h,
+  // tile_size_fwd_sm90): forward d64 192 x 192 (192 x 128 causal), d128 128 x 176 (128 x 128
+  // causal), d256 128 x 80; backward (hopper/flash_bwd_launch_template.h) d128 64 x 128, d64
+  // 128 x 128, d256 64 x 64. cuDNN and FlexAttention do not publish theirs: FA3's on Hopper-class
+  // cuDNN, FA2's for Flex (Triton's default 128 x 64 blocks).
+  if (impl == AttnImpl::Fa3 || impl == AttnImpl::Cudnn) {
+    if (backward) return d <= 64 ? TileShape{128, 128} : d <= 128 ? TileShape{64, 128} : TileShape{64, 64};
+    if (d <= 64) return {192, masked ? 128 : 192};
+    if (d <= 128) return {128, masked ? 128 : 176};
+    return {128, 80};
+  }
+  if (backward) return d <= 64 ? TileShape{128, 128} : TileShape{64, 128};
+  if (d <= 64) return {128, masked ? 64 : 128};
+  return {128, 64};
+}
+
+TileWork count_tiles(const AttentionCall& c, TileShape t) {
+  const double q = static_cast<double>(c.q_len), kv = static_cast<double>(c.kv_len);
+  const double f = std::clamp(c.unmasked_fraction, 0.0, 1.0);
+  TileWork w;
+  if (q <= 0 || kv <= 0 || f <= 0) return w;
+  if (c.mask == scenario::Mask::Full || f >= 1) {
+    const double rows = std::ceil(q / t.m), cols = std::ceil(kv / t.n);
+    w.full = rows * cols;
+    w.ctas = c.backward ? cols : rows;
+    w.max_cta = c.backward ? rows : cols;
+    return w;
+  }
+  if (c.mask == scenario::Mask::Document) {
+    // Causal blocks of length D along the diagonal: pairs ~ L D / 2, so D = 2 f L.
+    const double l = std::min(q, kv);
+    const double doc = std::clamp(2 * f * l * std::max(q, kv) / l, 1.0, l);
+    const double docs = l / doc;
+    TileWork one = causal_tiles(doc, doc, 0, t, c.backward);
+    w.full = one.full * docs;
+    w.partial = one.partial * docs;
+    w.ctas = one.ctas * docs;
+    w.max_cta = one.max_cta;
+    return w;
+  }
+  const double off = causal_offset(q, kv, f * q * kv);
+  TileWork band = causal_tiles(q, kv, off, t, c.backward);
+  // A sliding-window band has a partially masked tile diagonal on each of its two edges (the
+  // causal one and the window's), where a causal block has one.
+  if (c.mask == scenario::Mask::SlidingWindow) band.partial *= 2;
+  return band;
+}
+
+double tile_equivalents(const AttentionCall& c, TileShape t) {
+  const TileWork w = count_tiles(c, t);
+  const bool masked = w.partial > 0;
+  const double prologue = (c.backward ? kBwdPrologueKeys : kFwdPrologueKeys) / (c.backward ? t.m : t.n);
+  const double work = w.full + w.partial + w.ctas * prologue;
+  return masked ? work / kMaskedKernelEfficiency : work;
+}
+
+double tile_time(const AttentionCall& c, TileShape t, double dense_tile_s, int sms) {
+  const TileWork w = count_tiles(c, t);
+  if (w.ctas <= 0) return 0;
+  const double slices = static_cast<double>(c.batch) * c.heads_q;
+  const double prologue = (c.backward ? kBwdPrologueKeys : kFwdPrologueKeys) / (c.backward ? t.m : t.n);
+  const double eff = w.partial > 0 ? kMaskedKernelEfficiency : 1.0;
+  const double total = slices * (w.full + w.partial + w.ctas * prologue) * dense_tile_s / eff;
+  const double ctas = slices * w.ctas;
+  const double waves = std::ceil(ctas / sms);
+  const double occupancy = ctas / (waves * sms);
+  const double longest = (w.max_cta + prologue) * dense_tile_s / eff;
+  return std::max(total / (sms * occupancy), longest);
+}
+
+}  // namespace cpsim::model

@@ -1,0 +1,52 @@
+#pragma once
+/// Kernel profile CSVs (kernels/profiles/*.csv) read into a plain table. The scenario stage is
+/// the only one that parses text: the cost model (sim/model/profile_model.cpp) only
+/// interpolates between these rows. Errors name file:line:col with the offending line and a
+/// caret, through the same formatter as the YAML loader.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scenario/mask.hpp"
+#include "scenario/specs.hpp"
+
+namespace cpsim::scenario {
+
+/// Where a row's time comes from. Derived rows (computed from other rows, not timed) are kept
+/// apart from published and measured ones and reported as such.
+enum class RowSource : uint8_t { Measured, Published, Derived };
+inline constexpr const char* kRowSourceNames[] = {"measured", "published", "derived"};
+
+struct ProfileRow {
+  std::string gpu;              ///< "H100-SXM"
+  std::string kernel;           ///< implementation: fa2, fa3, cudnn, ...
+  bool backward = false;
+  /// A forward+backward figure (3.5 x the forward FLOPs): kept for validation and for
+  /// `cpsim kernels price --direction fwdbwd`, never used to price a single kernel.
+  bool fwdbwd = false;
+  int64_t q_len = 0, kv_len = 0;
+  Mask mask = Mask::Full;
+  double unmasked_fraction = 1;
+  int heads_q = 0, heads_kv = 0, head_dim = 0;
+  double time_s = 0;
+  RowSource source = RowSource::Published;
+  std::string reference;        ///< the `commit` column: commit measured at, or the citation
+  int line = 0;                 ///< 1-based line in the file
+};
+
+struct ProfileTable {
+  std::string path;
+  std::vector<ProfileRow> rows;
+};
+
+/// Reads and validates a profile CSV. Throws InputError (file:line:col, yaml path
+/// "cost.profile") on any bad cell, a missing column or an empty table.
+ProfileTable read_profile_csv(const std::string& path);
+
+/// The bundled profile for `gpu` and attention implementation `impl` ("" = any) in
+/// data_dir()/kernels/profiles: <key>[-<impl>]-measured.csv whose key the GPU's name contains
+/// (longest key wins), else <key>[-<impl>]-published.csv; a published H100 profile also serves
+/// H800 and H200 (the same SM90 die). Empty if none.
+std::string find_bundled_profile(const GpuSpec& gpu, const std::string& impl);
+
+}  // namespace cpsim::scenario
