@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "app/commands.hpp"
+#include "app/memory_advice.hpp"
 #include "app/simulate.hpp"
 #include "scenario/load.hpp"
 
@@ -74,6 +75,17 @@ void register_run(CLI::App& app, int& rc) {
     try {
       const SimulateOutput out = simulate(sc, opt);
       if (!args->quiet) std::cout << out.summary;
+      // An OOM verdict comes with the cheapest change that fits, re-evaluated by the memory
+      // model (the full list, with step times: `cpsim memory`).
+      if (!args->quiet && !out.result["memory"]["fits"].get<bool>()) {
+        const auto changes = memory_changes(args->scenario, sets, sc);
+        std::cout << "  does not fit; `cpsim memory " << args->scenario << "` lists what does";
+        if (!changes.empty() && changes.front().memory.fits)
+          std::cout << ", e.g. " << changes.front().what << " ("
+                    << static_cast<int>(changes.front().memory.peak_bytes / 1e8) / 10.0 << " GB):\n"
+                    << "    cpsim run " << args->scenario << " " << sets_text(changes.front().sets);
+        std::cout << "\n";
+      }
     } catch (const std::invalid_argument& e) {
       std::cerr << args->scenario << ": error: " << e.what() << "\n";
       rc = 2;

@@ -10,4 +10,6 @@ void register_collective(CLI::App& app, int& rc);
 void register_partition(CLI::App& app, int& rc);
 void register_kernels(CLI::App& app, int& rc);
 void register_sweep(CLI::App& app, int& rc);
+void register_memory(CLI::App& app, int& rc);
+void register_plan(CLI::App& app, int& rc);
 }  // namespace cpsim::app

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   cpsim::app::register_partition(app, rc);
   cpsim::app::register_collective(app, rc);
   cpsim::app::register_sweep(app, rc);
+  cpsim::app::register_memory(app, rc); cpsim::app::register_plan(app, rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

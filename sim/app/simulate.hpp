@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "report/output.hpp"
 #include "scenario/specs.hpp"
@@ -36,6 +37,15 @@ struct SimulateOutput {
 /// std::runtime_error for failures while simulating or writing (exit code 1). With the what-if
 /// or samples, every replay (the main one too) runs in a child process.
 SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt);
+
+/// Builds and replays `sc` in this process with its own engine and returns the step time only
+/// (no analysis). With the SimGrid engine this binds the process's one SimGrid engine: call it
+/// in a child (run_step_times) unless the process replays nothing else.
+double simulate_step_time(const scenario::Scenario& sc);
+
+/// Step time of each scenario, each replayed in its own forked child, `jobs` at once; a
+/// scenario that fails gives -1 instead of an error (the others still count).
+std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, int jobs);
 
 /// Parses "0-3,7" into {0,1,2,3,7}; throws std::invalid_argument.
 std::vector<int> parse_index_list(const std::string& s);
