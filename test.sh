@@ -3,7 +3,7 @@
 # under AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")"
-scripts/install-deps.sh
+scripts/install-deps.sh --tests   # GoogleTest, Slurm and munge as well (setup.sh skips them)
 jobs=$(nproc)
 run_suite() {  # build-dir, extra cmake args...
   local dir=$1; shift

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages cpsim needs, only those missing. Needs root (or sudo).
+#   scripts/install-deps.sh           # what building and running cpsim needs (setup.sh)
+#   scripts/install-deps.sh --tests   # also what test.sh needs: GoogleTest, Slurm and munge
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
-      libsimgrid-dev libboost-graph-dev libyaml-cpp-dev libspdlog-dev libgtest-dev
-      nlohmann-json3-dev libcli11-dev python3 python3-matplotlib
-      slurm-wlm munge)  # slurm-wlm, munge: tests/slurm (a one-node cluster on localhost)
+      libsimgrid-dev libboost-graph-dev libyaml-cpp-dev libspdlog-dev
+      nlohmann-json3-dev libcli11-dev python3 python3-matplotlib)
+case "${1:-}" in
+  "") ;;
+  --tests) pkgs+=(libgtest-dev slurm-wlm munge) ;;  # slurm-wlm, munge: tests/slurm (one-node cluster)
+  *) echo "usage: scripts/install-deps.sh [--tests]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

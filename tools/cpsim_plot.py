@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Plots from cpsim's outputs (JSON and CSV only). Every command writes OUT.png and OUT.svg.
 
+  memory     memory per GPU by term, a stacked bar per configuration  (cpsim memory --json, or a YAML)
+  pareto     throughput against memory of the layouts `cpsim plan` simulated      (cpsim plan --json)
   timeline   a Gantt chart per GPU of one layer's forward and backward  (cpsim run --trace)
   compare    step time as compute / exposed communication / idle, a bar per run
                                                      (cpsim run --json files, or a sweep directory)
@@ -23,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-COMMANDS = ("timeline", "compare", "sweep", "heatmap", "partition", "bench")
+COMMANDS = ("memory", "pareto", "timeline", "compare", "sweep", "heatmap", "partition", "bench")
 
 
 def main(argv=None):
@@ -35,6 +37,12 @@ def main(argv=None):
     if cmd not in COMMANDS:
         print(f"error: unknown command '{cmd}' (one of: {', '.join(COMMANDS)})", file=sys.stderr)
         return 2
+    if cmd == "memory":
+        import plot_memory
+        return plot_memory.main(rest)
+    if cmd == "pareto":
+        import plot_plan
+        return plot_plan.main(rest)
     if cmd == "timeline":
         import plot_timeline
         return plot_timeline.main(rest)

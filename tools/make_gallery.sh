@@ -42,6 +42,30 @@ timed() {  # label, command...: runs it and prints its wall time (a sweep's exit
     'BEGIN { printf "   %s: %.1f s wall (exit %d)\n", l, b - a, rc }'
 }
 
+step "memory: where each GPU's memory goes at 128K tokens (the lesson's first question)"
+# No sharding, the sequence on 1 to 8 GPUs: model states 444.5 GB stay, full-recompute
+# activations fall from 85.9 GB (one GPU) to 10.7 GB (eight).
+$PLOT memory scenarios/anchor-128k-ring-zigzag.yaml --cpsim "$CPSIM" --set parallel.zero_stage=0 \
+  --vary parallel.cp=1,2,4,8 -o "$OUT/memory-128k-cp" \
+  --title "Anchor model at 128K tokens, no ZeRO: memory per GPU as CP splits the sequence"
+$PLOT memory scenarios/anchor-128k-ring-zigzag.yaml --cpsim "$CPSIM" \
+  --config "as bundled (ZeRO 3):" \
+  --config "CP 16, 2 nodes:parallel.cp=16;platform.nodes=2" \
+  --config "ZeRO 0:parallel.zero_stage=0" \
+  --config "no recompute:training.recompute=none" -o "$OUT/memory-128k-changes" \
+  --title "Anchor model at 128K tokens, CP 8 on one DGX H100: memory per GPU, and what changes it"
+
+step "partition: the lesson's pair counts"
+for sn in "16 4" "32 8"; do
+  read -r s n <<<"$sn"
+  files=()
+  for l in contiguous zigzag striped; do
+    "$CPSIM" partition --seq "$s" --cp "$n" --layout "$l" --json "$WORK/part-$s-$n-$l.json" >/dev/null
+    files+=("$WORK/part-$s-$n-$l.json")
+  done
+  $PLOT partition "${files[@]}" -o "$OUT/partition-s$s-n$n"
+done
+
 step "timelines: one attention layer at 32K tokens, 8 GPUs of one DGX H100"
 cut=(--set simulation.scope=attention-layer --set training.seq_len=32K -q)
 for s in ring-contiguous ring-zigzag ulysses; do
@@ -80,16 +104,11 @@ $PLOT heatmap "$WORK/usp-degrees" --x parallel.attention.ulysses_degree --y para
   --note ring_degree --best row -o "$OUT/heatmap-usp-degrees" \
   --title "USP at 128K tokens: attention layer time [ms] (best split per CP degree in red)"
 
-step "partition: the lesson's pair counts"
-for sn in "16 4" "32 8"; do
-  read -r s n <<<"$sn"
-  files=()
-  for l in contiguous zigzag striped; do
-    "$CPSIM" partition --seq "$s" --cp "$n" --layout "$l" --json "$WORK/part-$s-$n-$l.json" >/dev/null
-    files+=("$WORK/part-$s-$n-$l.json")
-  done
-  $PLOT partition "${files[@]}" -o "$OUT/partition-s$s-n$n"
-done
+step "stragglers: one slow GPU in the zig-zag ring"
+"$CPSIM" run scenarios/anchor-128k-ring-zigzag.yaml -q --json "$WORK/strag-base.json" --engine analytic
+"$CPSIM" run scenarios/perturb-slow-gpu.yaml -q --json "$WORK/strag-slow.json" --no-what-if-straggler --engine analytic
+$PLOT compare "$WORK/strag-base.json" "$WORK/strag-slow.json" --labels "all GPUs nominal,one GPU slowed" \
+  -o "$OUT/compare-straggler" --title "One slow GPU sets the pace of the whole CP-8 ring (128K tokens)"
 
 step "bench: cpsim's own wall time and memory (from bench/run.sh's committed CSVs; rerun it to refresh)"
 $PLOT bench bench/results -o "$OUT/bench-scale"

@@ -87,13 +87,23 @@ def main(argv=None):
     ax.bar(x, idle, 0.62, bottom=bottom2, color=COLORS["idle"], hatch="////", edgecolor="white",
            label="idle (waiting on other GPUs, pipeline bubble)")
     top = max(s * scale for s in steps)
+    any_oom = False
     for i, r in enumerate(runs):
         total = steps[i] * scale
         ov = r.get("attention", {}).get("overlap_fraction")
         txt = f"{total:.3g} {unit}"
         if ov is not None and r.get("attention", {}).get("comm_s", 0) > 0:
             txt += f"\nCP comm\n{100 * ov:.0f}% hidden"
-        ax.text(i, total + top * 0.015, txt, ha="center", va="bottom", fontsize=7.5)
+        mem = r.get("memory", {})
+        oom = mem.get("fits") is False
+        if oom:
+            # It could not run as configured: grey it out rather than show it as a result.
+            any_oom = True
+            ax.bar([i], [total], 0.62, color="white", alpha=0.55, hatch="xx", edgecolor=COLORS["failed"],
+                   linewidth=0, zorder=3)
+            txt += f"\nOOM {mem.get('peak_bytes_per_rank', 0) / 1e9:.0f} GB"
+        ax.text(i, total + top * 0.015, txt, ha="center", va="bottom", fontsize=7.5,
+                color=COLORS["critical"] if oom else "black")
     ax.set_xticks(list(x))
     ax.set_xticklabels(labels, fontsize=8, rotation=0 if n <= 8 else 30, ha="center" if n <= 8 else "right")
     scopes = {r.get("scope", "step") for r in runs}
@@ -107,7 +117,12 @@ def main(argv=None):
         s = seqs.pop()
         sub += f", {s // 1024}K tokens" if s % 1024 == 0 else f", {s} tokens"
     ax.set_title(args.title or f"Where the time goes ({sub})")
-    ax.legend(fontsize=8, loc="upper left", ncol=3)
+    handles, names_ = ax.get_legend_handles_labels()
+    if any_oom:
+        import matplotlib.patches as mpatches
+        handles.append(mpatches.Patch(facecolor="white", hatch="xx", edgecolor=COLORS["failed"],
+                                      label="does not fit in memory (OOM): not runnable as configured"))
+    ax.legend(handles=handles, fontsize=8, loc="upper left", ncol=2)
     ax.grid(axis="y", alpha=0.3)
     save(fig, args.out)
     return 0

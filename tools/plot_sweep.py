@@ -62,6 +62,26 @@ def metric_value(sw, row, metric):
     return f if math.isfinite(f) else None
 
 
+def does_not_fit(sw, row):
+    """True when the point ran but its memory does not fit (results.csv `fits`, else the run's
+    /memory/fits). Such points are drawn greyed and hatched and are never "best"."""
+    if row.get("status") != "ok":
+        return False
+    v = row["fits"] if "fits" in row else sw.value(row, "/memory/fits")
+    return str(v).lower() in ("false", "0", "no")
+
+
+def check_unplotted(sw, rows, used):
+    """Refuses a plot that would merge points differing in a swept column it does not show."""
+    for c in sw.swept:
+        if c in used:
+            continue
+        vals = {str(r.get(c, "")) for r in rows}
+        if len(vals) > 1:
+            die(f"swept column '{c}' takes {len(vals)} values ({', '.join(sorted(vals)[:4])}) but is "
+                f"not plotted: pass --series {c}, --facet {c} or --where {c}=VALUE")
+
+
 def default_series(sw, rows, x):
     for cand in ("schedule", "topology"):
         vals = {sw.value(r, cand) for r in rows if r["status"] == "ok"}
@@ -85,9 +105,20 @@ def plot_lines(sw, args):
         facets = order_values([str(sw.value(r, args.facet)) for r in rows])
     metrics = args.y or ["step_time_s"]
     scope = sw.scope()
+    used = {x, series, args.facet} | {k for k, _, _ in (w.partition("=") for w in args.where)}
+    if series in ("schedule", "topology", "platform") or args.facet in ("schedule", "topology", "platform"):
+        # derived columns stand for the swept keys they are made of
+        used |= {c for c in sw.swept if c.startswith("parallel.attention") or c.startswith("platform")}
+    check_unplotted(sw, rows, used)
 
-    ncols = len(facets) * len(metrics)
-    fig, axes = plt.subplots(1, ncols, figsize=(max(6.5, 5.2 * ncols), 4.6), squeeze=False)
+    panels = len(facets) * len(metrics)
+    ncols = min(panels, 3)  # facets wrap into a grid instead of one row thousands of pixels wide
+    nrows = (panels + ncols - 1) // ncols
+    fig, axes_grid = plt.subplots(nrows, ncols, figsize=(max(6.5, 5.2 * ncols), 4.2 * nrows + 0.4),
+                                  squeeze=False)
+    axes = [[a for row in axes_grid for a in row]]
+    for a in axes[0][panels:]:
+        a.set_visible(False)
     all_series = order_values([str(sw.value(r, series)) for r in rows]) if series else ["all"]
     color = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(all_series)}
     # Markers and dashes too, so that lines lying on top of each other stay visible.
@@ -104,6 +135,7 @@ def plot_lines(sw, args):
             ylabel, scale = metric_axis(metric, scope)
             for s in all_series:
                 pts = []
+                oom = []
                 for r in frows:
                     if series and str(sw.value(r, series)) != s:
                         continue
@@ -112,7 +144,14 @@ def plot_lines(sw, args):
                     if v is None:
                         failed_total += mi == 0
                         continue
+                    if does_not_fit(sw, r):
+                        oom.append((xv, v * scale))
                     pts.append((xv, v * scale))
+                if oom:
+                    ox = [parse_number(p[0]) if numeric else xs_all.index(p[0]) for p in oom]
+                    h_oom = ax.scatter(ox, [p[1] for p in oom], s=90, marker="X", color=COLORS["failed"],
+                                       zorder=6, label="does not fit in memory (OOM)")
+                    handles.setdefault("does not fit in memory (OOM)", h_oom)
                 if not pts:
                     continue
                 if numeric:
@@ -148,8 +187,8 @@ def plot_lines(sw, args):
     if failed_total:
         title += f"  ({failed_total} failed point{'s' if failed_total > 1 else ''} not shown)"
     fig.suptitle(title, fontsize=12)
-    if series:
-        fig.legend(list(handles.values()), list(handles.keys()), title=axis_label(series),
+    if series or handles:
+        fig.legend(list(handles.values()), list(handles.keys()), title=axis_label(series) if series else None,
                    loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, title_fontsize=9)
     fig.tight_layout()
     save(fig, args.out)
@@ -174,6 +213,7 @@ def plot_heatmap(sw, args):
     yv = order_values([str(sw.value(r, args.y)) for r in rows])
     grid = np.full((len(yv), len(xv)), np.nan)
     failed = np.zeros((len(yv), len(xv)), dtype=bool)
+    oom = np.zeros((len(yv), len(xv)), dtype=bool)
     present = np.zeros((len(yv), len(xv)), dtype=bool)
     notes = {}
     for r in rows:
@@ -186,37 +226,73 @@ def plot_heatmap(sw, args):
             failed[i, j] = True
         else:
             grid[i, j] = v * scale
+            oom[i, j] = does_not_fit(sw, r)
     if np.all(np.isnan(grid)):
         die("no finished point to plot")
-    fig, ax = plt.subplots(figsize=(1.25 * len(xv) + 3.2, 0.8 * len(yv) + 2.2))
+    # Human units: milliseconds above 1,000 read as seconds.
+    if "[ms]" in label and np.nanmax(grid) >= 1000:
+        grid = grid / 1e3
+        label = label.replace("[ms]", "[s]")
+    unit = label[label.rfind("[") + 1:-1] if label.endswith("]") else ""
+    # OOM points never count as best; colour and ratios relative to each row's (or column's)
+    # best fitting point, so that differences inside a row stay visible when rows differ by 10x.
+    usable = np.where(oom, np.nan, grid)
+    better = np.nanmax if args.higher_is_better else np.nanmin
+    rel = args.color if args.color != "auto" else ("row" if args.best == "row" else
+                                                   "column" if args.best == "column" else "absolute")
+    ref = np.full(grid.shape, np.nan)
+    for i in range(len(yv)):
+        for j in range(len(xv)):
+            if rel == "row" and np.isfinite(usable[i]).any():
+                ref[i, j] = better(usable[i])
+            elif rel == "column" and np.isfinite(usable[:, j]).any():
+                ref[i, j] = better(usable[:, j])
+            elif rel == "absolute" and np.isfinite(usable).any():
+                ref[i, j] = better(usable)
+    ratio = grid / ref if not args.higher_is_better else ref / grid
+    shown = ratio if rel in ("row", "column") else grid
+    fig, ax = plt.subplots(figsize=(1.35 * len(xv) + 3.4, 0.85 * len(yv) + 2.2))
     cmap = plt.get_cmap(args.cmap).copy()
     cmap.set_bad("#eeeeee")
-    finite = grid[np.isfinite(grid)]
-    norm = mcolors.Normalize(vmin=finite.min(), vmax=finite.max())
-    im = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, norm=norm, aspect="auto")
+    finite = shown[np.isfinite(shown)]
+    norm = mcolors.Normalize(vmin=finite.min(), vmax=max(finite.max(), finite.min() * 1.0001))
+    im = ax.imshow(np.ma.masked_invalid(np.where(oom, np.nan, shown)), cmap=cmap, norm=norm, aspect="auto")
     pick = np.nanargmax if args.higher_is_better else np.nanargmin
     best_cells = set()
-    if args.best == "all":
-        best_cells.add(tuple(int(v) for v in np.unravel_index(pick(grid), grid.shape)))
-    elif args.best == "row":
-        for i in range(len(yv)):
-            if np.isfinite(grid[i]).any():
-                best_cells.add((i, int(pick(grid[i]))))
-    elif args.best == "column":
-        for j in range(len(xv)):
-            if np.isfinite(grid[:, j]).any():
-                best_cells.add((int(pick(grid[:, j])), j))
+    if np.isfinite(usable).any():
+        if args.best == "all":
+            best_cells.add(tuple(int(v) for v in np.unravel_index(pick(usable), usable.shape)))
+        elif args.best == "row":
+            for i in range(len(yv)):
+                if np.isfinite(usable[i]).any():
+                    best_cells.add((i, int(pick(usable[i]))))
+        elif args.best == "column":
+            for j in range(len(xv)):
+                if np.isfinite(usable[:, j]).any():
+                    best_cells.add((int(pick(usable[:, j])), j))
+    cells = []
     for i in range(len(yv)):
         for j in range(len(xv)):
             if np.isfinite(grid[i, j]):
-                rgb = cmap(norm(grid[i, j]))[:3]
-                dark = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 0.5
-                txt = f"{grid[i, j]:.3g}"
+                txt = f"{grid[i, j]:.3g} {unit}".strip()
+                if (i, j) not in best_cells and np.isfinite(ratio[i, j]) and not oom[i, j]:
+                    txt += f"\nx{ratio[i, j]:.2f}"
+                if oom[i, j]:
+                    txt += "\nOOM"
+                    ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#dddddd",
+                                               edgecolor=COLORS["failed"], hatch="///", linewidth=0))
+                    color = "black"
+                else:
+                    rgb = cmap(norm(shown[i, j]))[:3]
+                    dark = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] < 0.5
+                    color = "white" if dark else "black"
                 if args.note and notes.get((i, j)) is not None:
                     txt += "\n" + note_text(args.note, notes[(i, j)])
-                ax.text(j, i, txt, ha="center", va="center", fontsize=9,
-                        color="white" if dark else "black",
+                ax.text(j, i, txt, ha="center", va="center", fontsize=8, color=color,
                         weight="bold" if (i, j) in best_cells else "normal")
+                cells.append({"row": yv[i], "column": xv[j], "value": float(grid[i, j]), "unit": unit,
+                              "ratio": float(ratio[i, j]) if np.isfinite(ratio[i, j]) else None,
+                              "oom": bool(oom[i, j]), "best": (i, j) in best_cells})
             elif failed[i, j]:
                 ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, color=COLORS["failed"], alpha=0.35))
                 ax.text(j, i, "failed", ha="center", va="center", fontsize=8, color="black")
@@ -232,12 +308,18 @@ def plot_heatmap(sw, args):
     ax.set_xlabel(axis_label(args.x))
     ax.set_ylabel(axis_label(args.y))
     cb = fig.colorbar(im, ax=ax)
-    cb.set_label(label)
+    cb.set_label(f"ratio to the {rel}'s best" if rel in ("row", "column") else label)
     where = {"all": "", "row": " in each row", "column": " in each column"}.get(args.best)
-    suffix = f" (best{where} outlined in red)" if where is not None else ""
-    ax.set_title(args.title or f"{label.split(' [')[0]}{suffix}", fontsize=11)
+    suffix = f" (best{where} outlined in red; others as x ratio to it)" if where is not None else ""
+    if oom.any():
+        suffix += "; hatched: does not fit in memory"
+    ax.set_title(args.title or f"{label.split(' [')[0]}{suffix}", fontsize=10)
     fig.tight_layout()
     save(fig, args.out)
+    if args.data:
+        import json
+        with open(args.data, "w", encoding="utf-8") as f:
+            json.dump({"label": label, "cells": cells}, f, indent=1)
 
 
 def main(cmd, argv=None):
@@ -263,6 +345,10 @@ def main(cmd, argv=None):
                         "(e.g. ring_degree)")
         ap.add_argument("--best", choices=("all", "row", "column", "none"), default="all",
                         help="outline the best cell overall, per row or per column (default all)")
+        ap.add_argument("--color", choices=("auto", "row", "column", "absolute"), default="auto",
+                        help="colour by ratio to the row's / column's best, or by the value "
+                        "(default: follows --best)")
+        ap.add_argument("--data", help="also write the cells (value, unit, ratio, OOM, best) as JSON")
         ap.add_argument("--higher-is-better", action="store_true",
                         help="outline the largest value instead of the smallest")
     args = ap.parse_args(argv)

@@ -24,6 +24,36 @@ def pick_layer(events):
     return any_layer[0] if any_layer else None
 
 
+# Transfers coloured by the parallelism they serve (the stream's name prefix), each with a
+# legend entry; the same split as the summary's "by kind" line.
+KIND_COLORS = {"cp": COLORS["comm"], "tp": "#9467bd", "dp": "#8c564b", "pp": "#2ca02c", "ep": "#e377c2"}
+KIND_NAMES = {"cp": "CP transfer (K,V / dK,dV)", "tp": "TP all-reduce / gather", "dp": "DP gradient sync",
+              "pp": "PP activations / gradients", "ep": "EP dispatch / combine"}
+
+
+def parse_time_us(text):
+    """'1.5ms', '300us', '2s' or a bare number of microseconds."""
+    t = text.strip()
+    for suffix, mul in (("ms", 1e3), ("us", 1.0), ("µs", 1.0), ("s", 1e6)):
+        if t.endswith(suffix):
+            return float(t[:-len(suffix)]) * mul
+    return float(t)
+
+
+def parse_window(text):
+    a, sep, b = (text or "").partition(":")
+    if not sep:
+        die(f"--window expects T0:T1 (e.g. 0:2ms), got '{text}'")
+    try:
+        t0 = parse_time_us(a) if a else None
+        t1 = parse_time_us(b) if b else None
+    except ValueError:
+        die(f"--window expects times such as 1.5ms or 300us, got '{text}'")
+    if t0 is not None and t1 is not None and t1 <= t0:
+        die(f"--window: the end {b} is not after the start {a}")
+    return t0, t1
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="cpsim_plot.py timeline", description=__doc__.split("\n\n")[0])
     ap.add_argument("trace", help="file written by `cpsim run --trace`")
@@ -32,12 +62,57 @@ def main(argv=None):
     ap.add_argument("--micro-batch", type=int, default=None,
                     help="micro-batch to show (default: the first one in the trace)")
     ap.add_argument("--ranks", help="GPUs to show, e.g. 0-3,7 (default: up to 16)")
+    ap.add_argument("--window", help="time window T0:T1 since the layer's first op, e.g. 0:2ms "
+                    "(either end may be left out)")
+    ap.add_argument("--compare", action="append", default=[],
+                    help="another trace drawn below on the same time axis (repeatable)")
     ap.add_argument("--title", help="plot title (default: from the trace)")
+    ap.add_argument("--data", help="also write what is drawn (per panel: window, ops per colour) as JSON")
     args = ap.parse_args(argv)
+    window = parse_window(args.window) if args.window else (None, None)
+    panels = [prepare(path, args) for path in [args.trace] + args.compare]
+    span = max(p["span_us"] for p in panels)
+    lo = window[0] if window[0] is not None else 0.0
+    hi = window[1] if window[1] is not None else span
+    unit, div = ("ms", 1e3) if hi - lo >= 2000 else ("µs", 1.0)
+    heights = [len(p["rows"]) for p in panels]
+    fig_h = 2.2 + 0.3 * sum(heights) + 0.6 * (len(panels) - 1)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(13, fig_h), sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    data = []
+    kinds_seen = set()
+    for ax, p in zip([a[0] for a in axes], panels):
+        data.append(draw(ax, p, lo, hi, div, kinds_seen))
+    axes[-1][0].set_xlabel(f"time since the layer's first op [{unit}]")
+    if len(panels) > 1 and not args.title:
+        fig.suptitle("Same time axis for every trace", fontsize=11)
+    handles = [mpatches.Patch(color=COLORS["compute"], label="attention kernel"),
+               mpatches.Patch(color=COLORS["compute2"], label="other kernel (merge, accumulate, ...)")]
+    for k in ("cp", "tp", "pp", "dp", "ep", "other"):
+        if k in kinds_seen:
+            handles.append(mpatches.Patch(color=KIND_COLORS.get(k, COLORS["failed"]),
+                                          label=KIND_NAMES.get(k, "other transfer")))
+    handles += [mpatches.Patch(facecolor="white", edgecolor=COLORS["idle"], hatch="////",
+                               label="waiting (compute stream idle)"),
+                mpatches.Patch(facecolor="white", edgecolor=COLORS["critical"], linewidth=1.6,
+                               label="on the critical path")]
+    if any(p["first_bwd"] and p["has_fwd"] for p in panels):
+        handles.append(mlines.Line2D([], [], color="black", linewidth=2.2, label="backward starts (per GPU)"))
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.9 / fig_h + 0.02, 1, 1))
+    save(fig, args.out)
+    if args.data:
+        import json
+        with open(args.data, "w", encoding="utf-8") as f:
+            json.dump({"unit": unit, "window_us": [lo, hi], "panels": data,
+                       "legend": [h.get_label() for h in handles]}, f, indent=1)
+    return 0
 
-    trace = load_json(args.trace)
+
+def prepare(path, args):
+    trace = load_json(path)
     if not isinstance(trace, dict) or "traceEvents" not in trace:
-        die(f"{args.trace}: not a Chrome trace (no traceEvents)")
+        die(f"{path}: not a Chrome trace (no traceEvents)")
     ev = trace["traceEvents"]
     pname, tname = {}, {}
     for e in ev:
@@ -47,18 +122,18 @@ def main(argv=None):
             tname[(e["pid"], e["tid"])] = e["args"]["name"]
     ops = [e for e in ev if e.get("ph") == "X" and "args" in e]
     if not ops:
-        die(f"{args.trace}: no ops in the trace")
+        die(f"{path}: no ops in the trace")
     layer = args.layer if args.layer is not None else pick_layer(ops)
     if layer is not None:
         ops = [e for e in ops if e["args"].get("layer") == layer]
         if not ops:
-            die(f"{args.trace}: no ops of layer {layer}")
+            die(f"{path}: no ops of layer {layer}")
     mbs = sorted({e["args"].get("micro_batch", -1) for e in ops})
     mb = args.micro_batch if args.micro_batch is not None else (mbs[0] if mbs else -1)
     if len(mbs) > 1 or args.micro_batch is not None:
         ops = [e for e in ops if e["args"].get("micro_batch", -1) == mb]
         if not ops:
-            die(f"{args.trace}: no ops of micro-batch {mb} in layer {layer}")
+            die(f"{path}: no ops of micro-batch {mb} in layer {layer}")
 
     def rank_of(e):
         return e["args"].get("rank", e["pid"] - 1)
@@ -79,7 +154,6 @@ def main(argv=None):
     t0 = min(e["ts"] for e in ops)
     t1 = max(e["ts"] + e["dur"] for e in ops)
     span_us = max(t1 - t0, 1e-9)
-    unit, div = ("ms", 1e3) if span_us >= 2000 else ("µs", 1.0)
 
     # Lanes: per GPU, its streams in stream order; the compute stream first.
     lanes = defaultdict(set)
@@ -92,24 +166,56 @@ def main(argv=None):
             rows.append((r, tid, pid_of[r]))
     ypos = {(r, tid): i for i, (r, tid, _) in enumerate(rows)}
 
-    fig_h = 2.2 + 0.3 * len(rows)
-    fig, ax = plt.subplots(figsize=(13, fig_h))
-    h = 0.72
     by_lane = defaultdict(list)
     for e in ops:
         by_lane[(rank_of(e), e["tid"])].append(e)
+    first_bwd = {}
+    for e in ops:
+        if e["args"].get("phase") == "bwd" and "bytes" not in e["args"]:
+            r = rank_of(e)
+            first_bwd[r] = min(first_bwd.get(r, e["ts"]), e["ts"])
+    has_fwd = any(e["args"].get("phase") == "fwd" for e in ops)
+    schemes = Counter(e["args"].get("scheme") for e in ops if e["args"].get("scheme"))
+    scheme = schemes.most_common(1)[0][0] if schemes else ""
+    title = args.title if (args.title and path == args.trace) else (
+        f"{path.split('/')[-1]}: layer {layer} forward + backward on {len(ranks)} GPUs"
+        + (f" ({scheme})" if scheme else "") + (f", micro-batch {mb}" if len(mbs) > 1 else ""))
+    return {"ops": ops, "rows": rows, "ypos": ypos, "by_lane": by_lane, "t0": t0, "t1": t1,
+            "span_us": span_us, "tname": tname, "pname": pname, "ranks": ranks, "rank_of": rank_of,
+            "first_bwd": first_bwd, "has_fwd": has_fwd, "title": title}
+
+
+def transfer_kind(stream_name):
+    k = (stream_name or "").split("-")[0]
+    return k if k in KIND_COLORS else "other"
+
+
+def draw(ax, p, lo, hi, div, kinds_seen):
+    ops, rows, ypos, by_lane, t0, t1 = p["ops"], p["rows"], p["ypos"], p["by_lane"], p["t0"], p["t1"]
+    tname, pname, ranks, rank_of = p["tname"], p["pname"], p["ranks"], p["rank_of"]
+    span_us = max(hi - lo, 1e-9)
+    h = 0.72
+    counts = Counter()
     for key, es in by_lane.items():
         y = ypos[key]
         for e in es:
-            x = (e["ts"] - t0) / div
+            s_rel, f_rel = e["ts"] - t0, e["ts"] - t0 + e["dur"]
+            if f_rel < lo or s_rel > hi:
+                continue
+            x = s_rel / div
             w = max(e["dur"] / div, span_us / div * 1e-4)
             comm = "bytes" in e["args"]
             if comm:
-                color = COLORS["comm"]
+                kind = transfer_kind(tname.get((e["pid"], e["tid"]), ""))
+                kinds_seen.add(kind)
+                color = KIND_COLORS.get(kind, COLORS["failed"])
+                counts[kind] += 1
             elif e.get("cat") == "attention" or "shape" in e["args"]:
                 color = COLORS["compute"]
+                counts["attention"] += 1
             else:
                 color = COLORS["compute2"]
+                counts["other kernel"] += 1
             crit = bool(e["args"].get("critical"))
             ax.barh(y, w, left=x, height=h, color=color,
                     edgecolor=COLORS["critical"] if crit else "white",
@@ -137,12 +243,7 @@ def main(argv=None):
 
     # Forward / backward boundary, per GPU: its first backward kernel (transfers of the
     # backward may start earlier, as soon as their data exist).
-    first_bwd = {}
-    for e in ops:
-        if e["args"].get("phase") == "bwd" and "bytes" not in e["args"]:
-            r = rank_of(e)
-            first_bwd[r] = min(first_bwd.get(r, e["ts"]), e["ts"])
-    has_fwd = any(e["args"].get("phase") == "fwd" for e in ops)
+    first_bwd, has_fwd = p["first_bwd"], p["has_fwd"]
     if first_bwd and has_fwd:
         for r in ranks:
             if r not in first_bwd:
@@ -166,26 +267,7 @@ def main(argv=None):
         if rows[i][0] != rows[i - 1][0]:
             ax.axhline(i - 0.5, color="#999999", linewidth=0.6)
     ax.set_ylim(len(rows) - 0.5, -0.5)
-    ax.set_xlim(0, span_us / div)
-    ax.set_xlabel(f"time since the layer's first op [{unit}]")
-    schemes = Counter(e["args"].get("scheme") for e in ops if e["args"].get("scheme"))
-    scheme = schemes.most_common(1)[0][0] if schemes else ""
-    title = args.title or (f"Layer {layer} forward + backward on {len(ranks)} GPUs"
-                           + (f" ({scheme})" if scheme else "")
-                           + (f", micro-batch {mb}" if len(mbs) > 1 else ""))
-    ax.set_title(title)
+    ax.set_xlim(lo / div, hi / div)
+    ax.set_title(p["title"], fontsize=10)
     ax.grid(axis="x", alpha=0.3)
-    handles = [mpatches.Patch(color=COLORS["compute"], label="attention kernel"),
-               mpatches.Patch(color=COLORS["compute2"], label="other kernel (merge, accumulate, ...)"),
-               mpatches.Patch(color=COLORS["comm"], label="communication (send / receive)"),
-               mpatches.Patch(facecolor="white", edgecolor=COLORS["idle"], hatch="////",
-                              label="waiting (compute stream idle)"),
-               mpatches.Patch(facecolor="white", edgecolor=COLORS["critical"], linewidth=1.6,
-                              label="on the critical path")]
-    if first_bwd and has_fwd:
-        handles.append(mlines.Line2D([], [], color="black", linewidth=2.2,
-                                     label="backward starts (per GPU)"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.5 / (fig_h - 1.2)),
-              ncol=3, fontsize=8, frameon=False)
-    save(fig, args.out)
-    return 0
+    return {"title": p["title"], "ranks": ranks, "span_us": p["span_us"], "ops_drawn": dict(counts)}

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "app/commands.hpp"
+#include "app/memory_advice.hpp"
 #include "app/simulate.hpp"
 #include "app/work_limit.hpp"
 #include "report/safe_write.hpp"
@@ -90,6 +91,17 @@ void register_run(CLI::App& app, int& rc) {
       check_work(sc, limits);
       const SimulateOutput out = simulate(sc, opt);
       if (!args->quiet) std::cout << out.summary;
+      // An OOM verdict comes with the cheapest change that fits, re-evaluated by the memory
+      // model (the full list, with step times: `cpsim memory`).
+      if (!args->quiet && !out.result["memory"]["fits"].get<bool>()) {
+        const auto changes = memory_changes(args->scenario, sets, sc);
+        std::cout << "  does not fit; `cpsim memory " << args->scenario << "` lists what does";
+        if (!changes.empty() && changes.front().memory.fits)
+          std::cout << ", e.g. " << changes.front().what << " ("
+                    << static_cast<int>(changes.front().memory.peak_bytes / 1e8) / 10.0 << " GB):\n"
+                    << "    cpsim run " << args->scenario << " " << sets_text(changes.front().sets);
+        std::cout << "\n";
+      }
     } catch (const scenario::InputError& e) {  // e.g. the cost profile: file:line:col already
       std::cerr << e.what() << "\n";
       rc = 2;

@@ -13,4 +13,6 @@ void register_kernels(CLI::App& app, int& rc);
 void register_kernels_price(CLI::App* kernels, int& rc);
 void register_sweep(CLI::App& app, int& rc);
 void register_import(CLI::App& app, int& rc);
+void register_memory(CLI::App& app, int& rc);
+void register_plan(CLI::App& app, int& rc);
 }  // namespace cpsim::app

@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
   cpsim::app::register_collective(app, rc);
   cpsim::app::register_sweep(app, rc);
   cpsim::app::register_import(app, rc);
+  cpsim::app::register_memory(app, rc);
+  cpsim::app::register_plan(app, rc);
   if (unknown_subcommand(app, argc, argv)) return 2;
   if (argc >= 2) cpsim::app::set_phase(std::string("running `cpsim ") + argv[1] + "`");
   const int code = cpsim::app::run_guarded([&] {

@@ -276,6 +276,21 @@ size_t graph_ops(const scenario::Scenario& sc) {
   return g.ops().size();
 }
 
+double simulate_step_time(const scenario::Scenario& sc) { return step_time(sc); }
+
+std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, int jobs) {
+  std::vector<std::function<double()>> fns;
+  for (const auto& s : scs)
+    fns.push_back([s] {
+      try {
+        return step_time(s);
+      } catch (const std::exception&) {
+        return -1.0;  // the caller reports the configuration as invalid, not the whole batch
+      }
+    });
+  return run_in_children(fns, jobs);
+}
+
 std::vector<int> parse_index_list(const std::string& s) {
   std::vector<int> out;
   size_t pos = 0;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "report/output.hpp"
 #include "scenario/specs.hpp"
@@ -45,6 +46,15 @@ void validate_for_run(const scenario::Scenario& sc);
 /// The number of ops of the scenario's task graph (built as simulate() builds it, not
 /// replayed): the probe of app/work_limit.hpp.
 size_t graph_ops(const scenario::Scenario& sc);
+
+/// Builds and replays `sc` in this process with its own engine and returns the step time only
+/// (no analysis). With the SimGrid engine this binds the process's one SimGrid engine: call it
+/// in a child (run_step_times) unless the process replays nothing else.
+double simulate_step_time(const scenario::Scenario& sc);
+
+/// Step time of each scenario, each replayed in its own forked child, `jobs` at once; a
+/// scenario that fails gives -1 instead of an error (the others still count).
+std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, int jobs);
 
 /// Parses "0-3,7" into {0,1,2,3,7}; throws std::invalid_argument.
 std::vector<int> parse_index_list(const std::string& s);

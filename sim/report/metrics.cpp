@@ -1,5 +1,8 @@
 #include "report/metrics.hpp"
 
+#include "report/comm_split.hpp"
+#include "report/intervals.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -11,51 +14,6 @@ using schedule::OpKind;
 using schedule::TaskGraph;
 
 namespace {
-
-using Intervals = std::vector<std::pair<double, double>>;
-
-Intervals merged(Intervals v) {
-  std::sort(v.begin(), v.end());
-  Intervals out;
-  for (const auto& iv : v) {
-    if (iv.second <= iv.first) continue;
-    if (!out.empty() && iv.first <= out.back().second)
-      out.back().second = std::max(out.back().second, iv.second);
-    else
-      out.push_back(iv);
-  }
-  return out;
-}
-
-double measure(const Intervals& v) {
-  double s = 0;
-  for (const auto& iv : v) s += iv.second - iv.first;
-  return s;
-}
-
-/// |a \ b| for merged interval lists.
-double measure_minus(const Intervals& a, const Intervals& b) {
-  double s = 0;
-  size_t j = 0;
-  for (const auto& iv : a) {
-    double cur = iv.first;
-    while (j < b.size() && b[j].second <= cur) ++j;
-    size_t k = j;
-    while (k < b.size() && b[k].first < iv.second) {
-      if (b[k].first > cur) s += b[k].first - cur;
-      cur = std::max(cur, b[k].second);
-      ++k;
-    }
-    if (cur < iv.second) s += iv.second - cur;
-  }
-  return s;
-}
-
-Intervals unite(const Intervals& a, const Intervals& b) {
-  Intervals v = a;
-  v.insert(v.end(), b.begin(), b.end());
-  return merged(std::move(v));
-}
 
 bool is_cp_stream(uint16_t s) { return schedule::stream::is_cp(s); }
 
@@ -171,7 +129,8 @@ Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::T
   r.bytes_per_link_class = tr.bytes_per_link_class;
   r.pricing = pricer.sources();
   r.extrapolated_ops = pricer.extrapolated();
-  r.memory = model::estimate_memory(sc);
+  r.memory = model::peak_rank_memory(sc);
+  r.communication = communication_by_kind(g, tr);
   r.model_flops = info.model_flops;
 
   const int nr = g.num_ranks();

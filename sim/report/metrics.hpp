@@ -9,7 +9,9 @@
 
 #include "engine/trace.hpp"
 #include "model/topology.hpp"
+#include "model/memory.hpp"
 #include "model/transformer.hpp"
+#include "report/comm_split.hpp"
 #include "scenario/specs.hpp"
 #include "schedule/step.hpp"
 #include "schedule/task_graph.hpp"
@@ -114,7 +116,9 @@ struct Result {
   /// "linear-attention", "other" for embedding, LM head, optimizer)
   std::map<std::string, double> compute_by_layer_kind;
   CriticalPath critical_path;
-  model::MemoryEstimate memory;
+  model::MemoryEstimate memory;  ///< the rank class with the largest peak (model/memory.hpp)
+  /// Total and exposed communication and bytes per parallelism kind (tp, cp, pp, dp, ep).
+  std::map<std::string, CommKind> communication;
   std::map<std::string, std::map<std::string, long>> pricing;  ///< op kind -> source -> ops
   long extrapolated_ops = 0;
   std::vector<std::pair<std::string, double>> bytes_per_link_class;

@@ -213,6 +213,10 @@ json result_json(const Result& r, const scenario::Scenario& sc, const schedule::
   j["memory"] = {{"peak_bytes_per_rank", r.memory.peak_bytes},
                  {"capacity_bytes", r.memory.capacity_bytes}, {"fits", r.memory.fits},
                  {"verdict", r.memory.verdict}, {"terms", terms}};
+  json comm = json::object();
+  for (const auto& [k, c] : r.communication)
+    comm[k] = {{"total_s", c.total_s}, {"exposed_s", c.exposed_s}, {"bytes", c.bytes}};
+  j["communication"] = comm;
   json path = json::array();
   const size_t keep = 200;  // the path's tail is what ends the step; keep it readable
   const size_t first = r.critical_path.ops.size() > keep ? r.critical_path.ops.size() - keep : 0;
@@ -282,7 +286,16 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
     for (const auto& [k, v] : r.compute_by_layer_kind) kinds += (kinds.empty() ? "" : ", ") + k + fmt(" %.3f s", v);
     line("  by layer type", kinds);
   }
-  line("exposed communication", fmt("%.4f s", r.exposed_comm_s));
+  line("exposed communication", fmt("%.4f s", r.exposed_comm_s) + " (all kinds, while no compute runs)");
+  {
+    // Per kind, so a CP line that reads "92 % hidden" does not seem to contradict the total:
+    // the exposed time may be TP or DP traffic. Kinds can be exposed at the same moment.
+    std::string kinds;
+    for (const auto& [k, c] : r.communication)
+      if (c.total_s > 0)
+        kinds += (kinds.empty() ? "" : ", ") + k + fmt(" %.4f", c.total_s) + fmt(" / %.4f s", c.exposed_s);
+    if (!kinds.empty()) line("  by kind (total / exposed)", kinds);
+  }
   line("idle / bubble", fmt("%.4f s", r.idle_s));
   line("attention comm (CP)", fmt("%.4f s", r.attention.comm_s) +
                                   fmt(", exposed %.4f s", r.attention.exposed_comm_s) +

@@ -1,5 +1,5 @@
 #pragma once
-/// Result formats: JSON (the contract in DESIGN.md), the terminal summary, Chrome trace events
+/// Result formats: JSON (the contract in docs/design.md), the terminal summary, Chrome trace events
 /// for Perfetto, and an atomic file writer (temp file + rename) for all of them.
 #include <nlohmann/json.hpp>
 #include <optional>

@@ -10,6 +10,9 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
 
@@ -92,6 +95,72 @@ TEST_F(PlotTest, EveryPlotCommandRunsOnBundledOutputs) {
   plot("heatmap " + p("usp") + " --x parallel.attention.ulysses_degree --y parallel.cp --note ring_degree --best row",
        "heatmap");
   plot("partition " + p("part-c.json") + " " + p("part-z.json"), "partition");
+  // Heatmap data: human units, OOM cells never best, every other cell a ratio >= 1 to its row's best.
+  plot("heatmap " + p("sched") + " --x training.seq_len --y schedule --best row --data " + p("hm.json"), "heatmap-rows");
+  {
+    const auto hm = nlohmann::json::parse(slurp(p("hm.json")));
+    const std::string unit = hm["label"].get<std::string>();
+    double most = 0;
+    for (const auto& c : hm["cells"]) {
+      most = std::max(most, c["value"].get<double>());
+      if (c["oom"].get<bool>()) { EXPECT_FALSE(c["best"].get<bool>()) << c; }
+      if (!c["oom"].get<bool>() && !c["ratio"].is_null()) { EXPECT_GE(c["ratio"].get<double>(), 1.0 - 1e-12) << c; }
+      if (c["best"].get<bool>()) { EXPECT_NEAR(c["ratio"].get<double>(), 1.0, 1e-12); }
+    }
+    // Milliseconds above 1,000 are shown in seconds.
+    if (unit.find("[ms]") != std::string::npos) { EXPECT_LT(most, 1000.0); }
+  }
+  // A sweep plot refuses to merge points that differ in a swept key it does not show.
+  {
+    const Output o = run_in_source(kPlot + " sweep " + p("sched") + " --x training.seq_len --series training.seq_len -o " +
+                                   p("refused"));
+    EXPECT_EQ(o.rc, 2) << o.text;
+    EXPECT_NE(o.text.find("not plotted"), std::string::npos) << o.text;
+  }
+  // Timeline: a window and a second trace on the same axis; every colour drawn has a legend entry.
+  plot("timeline " + p("trace.json") + " --compare " + p("trace.json") + " --window 0:1ms --data " + p("tl.json"),
+       "timeline-window");
+  {
+    const auto tl = nlohmann::json::parse(slurp(p("tl.json")));
+    EXPECT_EQ(tl["panels"].size(), 2u);
+    EXPECT_DOUBLE_EQ(tl["window_us"][1].get<double>(), 1000.0);
+    std::string legend;
+    for (const auto& l : tl["legend"]) legend += l.get<std::string>() + "|";
+    for (const auto& kv : tl["panels"][0]["ops_drawn"].items())
+      if (kv.key() == "cp") { EXPECT_NE(legend.find("CP transfer"), std::string::npos) << legend; }
+  }
+  // Memory: one bar per CP degree; every term scales with the tokens per GPU or not at all.
+  plot("memory scenarios/anchor-128k-ring-zigzag.yaml --cpsim " + kCpsim +
+           " --set parallel.zero_stage=0 --vary parallel.cp=1,8 --data " + p("mem.json"), "memory");
+  {
+    const auto mem = nlohmann::json::parse(slurp(p("mem.json")));
+    ASSERT_EQ(mem.size(), 2u);
+    double act1 = 0, act8 = 0;
+    for (const auto& [k, v] : mem[0]["parts"].items())
+      if (k.rfind("activations", 0) == 0) act1 += v.get<double>();
+    for (const auto& [k, v] : mem[1]["parts"].items())
+      if (k.rfind("activations", 0) == 0) act8 += v.get<double>();
+    EXPECT_NEAR(act1 / act8, 8.0, 1e-6);
+    // The lesson: 2 s b h x 64 layers = 85.9 GB at s = 131,072 on one GPU, plus one layer's
+    // 34 s b h while it is recomputed.
+    EXPECT_NEAR(act1, (2.0 * 64 + 34) * 131072 * 5120 / 1e9, 0.05);
+    EXPECT_FALSE(mem[0]["fits"].get<bool>());
+  }
+  // Pareto front of a plan: never a point both slower and larger than another on the front.
+  {
+    std::ofstream(p("plan.json")) << R"({"gpus": 8, "capacity_bytes": 8e10, "counts": {"ranked": 3, "oom": 5},
+      "candidates": [
+        {"label": "a", "status": "ranked", "peak_bytes": 5e10, "tokens_per_s": 100, "simgrid_step_s": 1.0},
+        {"label": "b", "status": "ranked", "peak_bytes": 6e10, "tokens_per_s": 90, "simgrid_step_s": null},
+        {"label": "c", "status": "ranked", "peak_bytes": 7e10, "tokens_per_s": 120, "simgrid_step_s": null},
+        {"label": "d", "status": "oom", "peak_bytes": 9e10, "tokens_per_s": null}]})";
+    plot("pareto " + p("plan.json") + " --data " + p("front.json"), "pareto");
+    const auto fr = nlohmann::json::parse(slurp(p("front.json")));
+    std::vector<std::string> labels;
+    for (const auto& q : fr["front"]) labels.push_back(q["label"].get<std::string>());
+    EXPECT_EQ(labels, (std::vector<std::string>{"a", "c"}));
+    EXPECT_EQ(fr["points"].size(), 3u);
+  }
   plot("bench bench/results", "bench");  // the CSVs bench/run.sh wrote, committed
 }
 

@@ -1,0 +1,220 @@
+// `cpsim memory`: where the memory of each GPU goes, term by term and rank class by rank class,
+// whether it fits, and the changes that make it fit (each re-evaluated, the fitting ones
+// simulated with the analytic engine so that "cheapest" means the shortest step).
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.hpp"
+#include "app/memory_advice.hpp"
+#include "app/simulate.hpp"
+#include "model/memory.hpp"
+#include "report/output.hpp"
+#include "scenario/load.hpp"
+#include "schedule/attention.hpp"
+
+namespace cpsim::app {
+
+namespace {
+
+struct MemoryArgs {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::string json;
+  int top = 5;
+  int jobs = 1;
+  bool no_simulate = false;
+};
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string pad(std::string s, size_t w) {
+  if (s.size() < w) s += std::string(w - s.size(), ' ');
+  return s;
+}
+
+const char* recompute_name(scenario::Recompute r) {
+  switch (r) {
+    case scenario::Recompute::None: return "none";
+    case scenario::Recompute::Selective: return "selective";
+    case scenario::Recompute::Full: return "full";
+  }
+  return "?";
+}
+
+nlohmann::json estimate_json(const model::MemoryEstimate& m) {
+  nlohmann::json terms = nlohmann::json::array();
+  for (const auto& t : m.terms) terms.push_back({{"name", t.name}, {"bytes", t.bytes}});
+  return {{"terms", terms}, {"peak_bytes", m.peak_bytes}, {"capacity_bytes", m.capacity_bytes},
+          {"fits", m.fits}, {"verdict", m.verdict}};
+}
+
+/// The table: one row per term (in the order of the first class that has it), one column per
+/// rank class, GB.
+std::string table(const std::vector<model::RankClassMemory>& classes) {
+  std::vector<std::string> names;
+  for (const auto& c : classes)
+    for (const auto& t : c.memory.terms)
+      if (std::find(names.begin(), names.end(), t.name) == names.end()) names.push_back(t.name);
+  size_t w = 12;
+  for (const auto& n : names) w = std::max(w, n.size() + 2);
+  std::string os = "  " + pad("per GPU, GB", w);
+  for (const auto& c : classes) os += "  " + pad(c.name, std::max<size_t>(10, c.name.size()));
+  os += "\n";
+  auto row = [&](const std::string& name, auto value) {
+    os += "  " + pad(name, w);
+    for (const auto& c : classes) {
+      const std::string v = value(c);
+      const size_t cw = std::max<size_t>(10, c.name.size());
+      os += "  " + std::string(cw > v.size() ? cw - v.size() : 0, ' ') + v;
+    }
+    os += "\n";
+  };
+  for (const auto& n : names)
+    row(n, [&](const model::RankClassMemory& c) {
+      for (const auto& t : c.memory.terms)
+        if (t.name == n) return fmt("%.2f", t.bytes / 1e9);
+      return std::string("-");
+    });
+  row("total", [](const model::RankClassMemory& c) { return fmt("%.2f", c.memory.peak_bytes / 1e9); });
+  row("capacity", [](const model::RankClassMemory& c) { return fmt("%.2f", c.memory.capacity_bytes / 1e9); });
+  row("fits", [](const model::RankClassMemory& c) { return std::string(c.memory.fits ? "yes" : "NO"); });
+  return os;
+}
+
+}  // namespace
+
+void register_memory(CLI::App& app, int& rc) {
+  auto args = std::make_shared<MemoryArgs>();
+  auto* cmd = app.add_subcommand(
+      "memory", "per-GPU memory by term and rank class, the verdict, and the changes that make it fit");
+  cmd->add_option("scenario", args->scenario, "scenario YAML file")->required();
+  cmd->add_option("--set", args->sets, "override a scenario key: key.path=value (repeatable)");
+  cmd->add_option("--json", args->json, "write the table, verdict and changes as JSON");
+  cmd->add_option("--top", args->top, "changes to list (default 5)")->check(CLI::Range(0, 1000));
+  cmd->add_option("-j,--jobs", args->jobs, "child processes at once for the step-time runs (default 1)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--no-simulate", args->no_simulate,
+                "do not simulate the fitting changes (memory model only)");
+  cmd->callback([args, &rc] {
+    scenario::Scenario sc;
+    try {
+      sc = scenario::load_scenario(args->scenario, args->sets);
+    } catch (const scenario::InputError& e) {
+      std::cerr << e.what() << "\n";
+      rc = 2;
+      return;
+    }
+    const auto classes = model::memory_by_rank_class(sc);
+    const model::MemoryEstimate peak = model::peak_rank_memory(sc);
+    std::vector<MemoryChange> changes;
+    if (!peak.fits || !args->json.empty()) changes = memory_changes(args->scenario, args->sets, sc);
+    if (static_cast<int>(changes.size()) > args->top) changes.resize(static_cast<size_t>(args->top));
+
+    // Step times with the analytic engine, the scenario itself first, so a change's cost reads
+    // as a slowdown. Each in its own child (the SimGrid engine must stay unbound).
+    double base_step = -1;
+    if (!args->no_simulate && !peak.fits) {
+      std::vector<scenario::Scenario> runs;
+      std::vector<size_t> which;
+      scenario::Scenario b = sc;
+      b.simulation.engine = scenario::EngineKind::Analytic;
+      runs.push_back(b);
+      for (size_t i = 0; i < changes.size(); ++i) {
+        if (!changes[i].memory.fits) continue;
+        auto sets = args->sets;
+        sets.insert(sets.end(), changes[i].sets.begin(), changes[i].sets.end());
+        sets.push_back("simulation.engine=analytic");
+        try {
+          runs.push_back(scenario::load_scenario(args->scenario, sets));
+          which.push_back(i);
+        } catch (const std::exception&) {
+        }
+      }
+      try {
+        const auto t = run_step_times(runs, args->jobs);
+        base_step = t[0];
+        for (size_t k = 0; k < which.size(); ++k) changes[which[k]].step_time_s = t[k + 1];
+      } catch (const std::exception& e) {
+        std::cerr << "warning: step-time runs failed: " << e.what() << "\n";
+      }
+    }
+
+    const auto& p = sc.parallel;
+    const double base_seqs = static_cast<double>(p.dp) * sc.training.micro_batch * sc.training.micro_batches;
+    std::cout << "cpsim memory: " << sc.name << "  (" << sc.model.name << ", " << sc.training.seq_len
+              << " tokens, " << sc.platform.name << " x" << sc.platform.nodes << ", tp" << p.tp << " cp"
+              << p.cp << " pp" << p.pp << " dp" << p.dp << ", " << schedule::scheme_name(p.attention)
+              << ", ZeRO " << p.zero_stage << ", recompute " << recompute_name(sc.training.recompute)
+              << ", micro-batch " << sc.training.micro_batch << ")\n";
+    std::cout << table(classes);
+    std::cout << "verdict: " << peak.verdict << "\n";
+    if (!peak.fits) {
+      std::cout << "changes that make it fit (each re-evaluated by the memory model"
+                << (args->no_simulate ? "" : "; step time from the analytic engine") << "):\n";
+      if (base_step > 0) std::cout << "  as given (OOM)" << fmt("  step %.3f s\n", base_step);
+      bool any = false;
+      for (const auto& c : changes) {
+        if (!c.memory.fits) continue;
+        any = true;
+        std::cout << "  " << pad(c.what, 44) << fmt(" %6.1f GB", c.memory.peak_bytes / 1e9) << "  "
+                  << c.gpus << " GPUs";
+        if (c.step_time_s > 0) {
+          // Changes such as PP bring more micro-batches: compare time per sequence.
+          const double per_seq = c.step_time_s / c.sequences_per_step;
+          std::cout << fmt("  step %.3f s", c.step_time_s);
+          if (c.sequences_per_step != base_seqs) std::cout << fmt(" for %.0f sequences", c.sequences_per_step);
+          if (base_step > 0) std::cout << fmt(" (x%.2f time per sequence)", per_seq / (base_step / base_seqs));
+        }
+        std::cout << "\n      cpsim run " << args->scenario << " " << sets_text(c.sets) << "\n";
+      }
+      if (!any) {
+        std::cout << "  none of the single or paired changes fits; closest:\n";
+        for (const auto& c : changes)
+          std::cout << "  " << pad(c.what, 44) << fmt(" %6.1f GB", c.memory.peak_bytes / 1e9) << "\n";
+      }
+    }
+    if (!args->json.empty()) {
+      nlohmann::json j;
+      j["name"] = sc.name;
+      j["scenario"] = args->scenario;
+      j["parallel"] = {{"tp", p.tp}, {"cp", p.cp}, {"pp", p.pp}, {"dp", p.dp}, {"zero_stage", p.zero_stage},
+                       {"scheme", schedule::scheme_name(p.attention)}};
+      j["training"] = {{"seq_len", sc.training.seq_len}, {"recompute", recompute_name(sc.training.recompute)},
+                       {"micro_batch", sc.training.micro_batch}};
+      j["platform"] = {{"name", sc.platform.name}, {"nodes", sc.platform.nodes}};
+      nlohmann::json cl = nlohmann::json::array();
+      for (const auto& c : classes) {
+        auto e = estimate_json(c.memory);
+        e["name"] = c.name;
+        e["first_stage"] = c.first_stage;
+        e["last_stage"] = c.last_stage;
+        cl.push_back(e);
+      }
+      j["classes"] = cl;
+      j["peak"] = estimate_json(peak);
+      if (base_step > 0) j["step_time_s"] = base_step;
+      nlohmann::json ch = nlohmann::json::array();
+      for (const auto& c : changes)
+        ch.push_back({{"what", c.what}, {"sets", c.sets}, {"peak_bytes", c.memory.peak_bytes},
+                      {"fits", c.memory.fits}, {"gpus", c.gpus}, {"sequences_per_step", c.sequences_per_step},
+                      {"step_time_s", c.step_time_s > 0 ? nlohmann::json(c.step_time_s) : nlohmann::json()}});
+      j["changes"] = ch;
+      try {
+        report::write_atomic(args->json, j.dump(2) + "\n");
+      } catch (const std::exception& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        rc = 1;
+      }
+    }
+  });
+}
+
+}  // namespace cpsim::app

@@ -1,0 +1,161 @@
+// `cpsim plan`: the fastest layout that fits on N GPUs. The search is plan_search.cpp; this file
+// parses options, prints the ranked table and why the others lost, and writes the JSON.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "app/commands.hpp"
+#include "app/memory_advice.hpp"
+#include "app/plan_search.hpp"
+#include "report/output.hpp"
+#include "scenario/load.hpp"
+
+namespace cpsim::app {
+
+namespace {
+
+struct PlanArgs {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::string json;
+  std::string memory_budget;
+  plan::Options opt;
+  int top = 10;
+};
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+nlohmann::json candidate_json(const plan::Candidate& c) {
+  auto num = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); };
+  return {{"label", c.label}, {"status", c.status}, {"why", c.why}, {"sets", c.sets},
+          {"tp", c.tp}, {"cp", c.cp}, {"pp", c.pp}, {"dp", c.dp}, {"virtual_stages", c.vstages},
+          {"micro_batches", c.micro_batches}, {"zero_stage", c.zero_stage},
+          {"peak_bytes", c.peak_bytes}, {"attention_layer_s", num(c.attention_layer_s)},
+          {"analytic_step_s", num(c.analytic_s)}, {"simgrid_step_s", num(c.simgrid_s)},
+          {"tokens_per_step", c.tokens_per_step}, {"tokens_per_s", num(c.tokens_per_s())}};
+}
+
+}  // namespace
+
+void register_plan(CLI::App& app, int& rc) {
+  auto args = std::make_shared<PlanArgs>();
+  auto* cmd = app.add_subcommand(
+      "plan", "search TP/CP/PP/DP, virtual stages, scheme, layout, recompute and ZeRO for the fastest layout that fits");
+  cmd->add_option("scenario", args->scenario, "scenario YAML file (model, sequence length, platform)")->required();
+  cmd->add_option("--set", args->sets, "override a scenario key: key.path=value (repeatable)");
+  cmd->add_option("--gpus", args->opt.gpus, "GPUs to fill (tp*cp*pp*dp = N; nodes follow)")
+      ->required()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--budget", args->opt.budget,
+                  "whole-step simulations at most, best FLOP estimate first (default 48)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--memory-budget", args->memory_budget,
+                  "per-GPU memory a layout may use, e.g. 70GB (default: the GPU's capacity)");
+  cmd->add_option("--verify", args->opt.verify, "best layouts re-simulated with SimGrid (default 3)")
+      ->check(CLI::Range(0, 1000));
+  cmd->add_option("--global-batch", args->opt.global_batch,
+                  "sequences per step held fixed (default: free, 4 x pp micro-batches per replica)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-j,--jobs", args->opt.jobs, "child processes at once (default 2)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--top", args->top, "layouts in the table (default 10)")->check(CLI::Range(1, 100000));
+  cmd->add_option("--json", args->json, "write every candidate, its status and why it lost, as JSON");
+  cmd->callback([args, &rc] {
+    const auto t0 = std::chrono::steady_clock::now();
+    plan::Options opt = args->opt;
+    plan::Result res;
+    try {
+      if (!args->memory_budget.empty()) opt.memory_budget_bytes = scenario::parse_bytes(args->memory_budget);
+    } catch (const std::exception& e) {
+      std::cerr << "error: --memory-budget: " << e.what() << "\n";
+      rc = 2;
+      return;
+    }
+    scenario::Scenario sc;
+    try {
+      sc = scenario::load_scenario(args->scenario, args->sets);
+      res = plan::search(args->scenario, args->sets, opt);
+    } catch (const scenario::InputError& e) {
+      std::cerr << e.what() << "\n";
+      rc = 2;
+      return;
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "error: " << e.what() << "\n";
+      rc = 2;
+      return;
+    } catch (const std::exception& e) {
+      std::cerr << "plan failed: " << e.what() << "\n";
+      rc = 1;
+      return;
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::map<std::string, int> counts;
+    for (const auto& c : res.all) counts[c.status]++;
+    std::cout << "cpsim plan: " << sc.model.name << ", " << sc.training.seq_len << " tokens, " << opt.gpus
+              << " GPUs (" << sc.platform.name << ", " << res.nodes << " node" << (res.nodes > 1 ? "s" : "")
+              << "): " << res.all.size() << " candidates from " << res.structures << " layouts\n";
+    std::cout << "  invalid " << counts["invalid"] << ", out of memory " << counts["oom"]
+              << ", dominated (fit with less recompute/sharding) " << counts["dominated"]
+              << ", scheme screened out " << counts["screened"] << ", over budget " << counts["budget"]
+              << ", failed " << counts["failed"] << ", ranked " << counts["ranked"] << "\n";
+    std::cout << "  runs: " << res.attention_runs << " attention layers and " << res.step_runs
+              << " steps (analytic), " << res.simgrid_runs << " steps (SimGrid); " << fmt("%.1f s wall\n", wall);
+    const double peak = sc.platform.gpu.peak_flops;
+    std::printf("%-4s %-48s %8s %10s %10s %11s %6s\n", "rank", "layout", "mem GB", "analytic s", "SimGrid s",
+                "tokens/s", "MFU");
+    for (size_t k = 0; k < res.ranked.size() && static_cast<int>(k) < args->top; ++k) {
+      const auto& c = res.all[res.ranked[k]];
+      const double mfu = c.step_s() > 0 ? c.model_flops / (c.step_s() * opt.gpus * peak) : 0;
+      std::printf("%-4zu %-48s %8.1f %10.3f %10s %11.0f %5.1f%%\n", k + 1, c.label.c_str(), c.peak_bytes / 1e9,
+                  c.analytic_s, c.simgrid_s > 0 ? fmt("%.3f", c.simgrid_s).c_str() : "-", c.tokens_per_s(),
+                  100 * mfu);
+    }
+    std::cout.flush();
+    if (!res.ranked.empty()) {
+      const auto& best = res.all[res.ranked.front()];
+      std::cout << "best: cpsim run " << args->scenario << " " << sets_text(best.sets) << "\n";
+    } else {
+      std::cout << "no layout fits and runs; see the reasons below\n";
+    }
+    // Why the others lost: the first few of each kind, in enumeration order.
+    std::cout << "why the others lost (first 3 of each kind; --json lists all):\n";
+    for (const char* st : {"oom", "invalid", "dominated", "screened", "budget", "failed", "ranked"}) {
+      int shown = 0;
+      for (size_t k = 0; k < res.all.size() && shown < 3; ++k) {
+        const auto& c = res.all[k];
+        if (c.status != st || c.why.empty()) continue;
+        if (res.ranked.size() > 0 && &c == &res.all[res.ranked.front()]) continue;
+        std::cout << "  " << st << ": " << c.label << ": " << c.why << "\n";
+        shown++;
+      }
+    }
+    if (!args->json.empty()) {
+      nlohmann::json j;
+      j["scenario"] = args->scenario;
+      j["gpus"] = opt.gpus;
+      j["nodes"] = res.nodes;
+      j["wall_s"] = wall;
+      j["counts"] = counts;
+      j["capacity_bytes"] = sc.platform.gpu.memory_bytes;
+      nlohmann::json ranked = nlohmann::json::array(), all = nlohmann::json::array();
+      for (size_t i : res.ranked) ranked.push_back(candidate_json(res.all[i]));
+      for (const auto& c : res.all) all.push_back(candidate_json(c));
+      j["ranked"] = ranked;
+      j["candidates"] = all;
+      try {
+        report::write_atomic(args->json, j.dump(1) + "\n");
+      } catch (const std::exception& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        rc = 1;
+      }
+    }
+  });
+}
+
+}  // namespace cpsim::app

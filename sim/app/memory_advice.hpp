@@ -1,0 +1,36 @@
+#pragma once
+/// The changes that make an out-of-memory scenario fit: candidate edits written as the `--set`
+/// overrides a user would type, each applied by re-loading the scenario (so the loader validates
+/// it like any input) and re-evaluating the memory model (model/memory.hpp). Shared by
+/// `cpsim memory` and the OOM hint of `cpsim run`.
+#include <string>
+#include <vector>
+
+#include "model/memory.hpp"
+#include "scenario/specs.hpp"
+
+namespace cpsim::app {
+
+struct MemoryChange {
+  std::string what;                  ///< "ZeRO stage 3", "CP 8 -> 16 (2 nodes)"
+  std::vector<std::string> sets;     ///< the overrides, "parallel.zero_stage=3"
+  model::MemoryEstimate memory;      ///< peak rank class with the change applied
+  int gpus = 0;                      ///< GPUs the changed scenario uses (tp*cp*pp*dp)
+  double step_time_s = -1;           ///< filled by the caller when it simulates (-1 = not run)
+  double sequences_per_step = 1;     ///< dp x micro_batch x micro_batches of the changed scenario
+};
+
+/// Candidate single changes for `sc` (those that can lower a term): higher ZeRO stages, full
+/// recomputation, sequence parallelism, micro-batch 1, chunked loss (kept only if the loader
+/// knows the key), doubling CP, TP or PP (with the nodes that needs). When `combine` and no
+/// single change fits, also every pair of them. Each is re-loaded from `path` with `base_sets`
+/// plus its own; ones the loader rejects are dropped. Returned fitting ones first, then by GPUs,
+/// then by peak memory; deterministic.
+std::vector<MemoryChange> memory_changes(const std::string& path,
+                                         const std::vector<std::string>& base_sets,
+                                         const scenario::Scenario& sc, bool combine = true);
+
+/// "--set a=1 --set b=2"
+std::string sets_text(const std::vector<std::string>& sets);
+
+}  // namespace cpsim::app

@@ -1,0 +1,373 @@
+#include "app/plan_search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+#include "app/simulate.hpp"
+#include "model/memory.hpp"
+#include "model/transformer.hpp"
+#include "scenario/load.hpp"
+#include "schedule/attention.hpp"
+
+namespace cpsim::app::plan {
+
+namespace {
+
+using scenario::AttentionScheme;
+using scenario::Layout;
+using scenario::Recompute;
+
+std::string str(int v) { return std::to_string(v); }
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+const char* layout_key(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::ZigZag: return "zigzag";
+    case Layout::Striped: return "striped";
+  }
+  return "?";
+}
+
+const char* scheme_key(AttentionScheme s) {
+  switch (s) {
+    case AttentionScheme::Ring: return "ring";
+    case AttentionScheme::AllGather: return "allgather";
+    case AttentionScheme::Ulysses: return "ulysses";
+    case AttentionScheme::Usp: return "usp";
+    case AttentionScheme::DoubleRing: return "double-ring";
+  }
+  return "?";
+}
+
+const char* recompute_key(Recompute r) {
+  switch (r) {
+    case Recompute::None: return "none";
+    case Recompute::Selective: return "selective";
+    case Recompute::Full: return "full";
+  }
+  return "?";
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+/// Attention variants for a CP degree: ring in every layout, all-gather in the two balanced
+/// ones, Ulysses, USP at every proper Ulysses degree, the double ring at every proper inner size
+/// when the CP group leaves the node (inside one node it is the plain ring).
+std::vector<Candidate> attention_variants(int tp, int cp, int gpus_per_node) {
+  std::vector<Candidate> v;
+  auto add = [&](AttentionScheme s, Layout l, int u, int inner) {
+    Candidate c;
+    c.scheme = s;
+    c.layout = l;
+    c.ulysses_degree = u;
+    c.inner_ring = inner;
+    v.push_back(c);
+  };
+  if (cp == 1) {
+    add(AttentionScheme::Ring, Layout::ZigZag, 0, 0);
+    return v;
+  }
+  for (Layout l : {Layout::ZigZag, Layout::Contiguous, Layout::Striped}) add(AttentionScheme::Ring, l, 0, 0);
+  for (Layout l : {Layout::ZigZag, Layout::Contiguous}) add(AttentionScheme::AllGather, l, 0, 0);
+  add(AttentionScheme::Ulysses, Layout::ZigZag, 0, 0);
+  for (int u : divisors(cp))
+    if (u > 1 && u < cp) add(AttentionScheme::Usp, Layout::ZigZag, u, 0);
+  if (static_cast<int64_t>(tp) * cp > gpus_per_node)
+    for (int i : divisors(cp))
+      if (i > 1 && i < cp) add(AttentionScheme::DoubleRing, Layout::ZigZag, 0, i);
+  return v;
+}
+
+std::string scheme_label(const Candidate& c) {
+  std::string s = scheme_key(c.scheme);
+  if (c.scheme == AttentionScheme::Usp) s += "-u" + str(c.ulysses_degree);
+  if (c.scheme == AttentionScheme::DoubleRing) s += "-i" + str(c.inner_ring);
+  if (c.scheme == AttentionScheme::Ring || c.scheme == AttentionScheme::AllGather ||
+      c.scheme == AttentionScheme::DoubleRing)
+    s += std::string("-") + layout_key(c.layout);
+  return s;
+}
+
+void finish_label(Candidate& c) {
+  c.label = "tp" + str(c.tp) + " cp" + str(c.cp) + " pp" + str(c.pp) + " dp" + str(c.dp) + " v" +
+            str(c.vstages) + " m" + str(c.micro_batches) + " " + (c.cp > 1 ? scheme_label(c) : "-") +
+            " rc=" + recompute_key(c.recompute) + " z" + str(c.zero_stage);
+}
+
+/// Overrides for the structure (without recompute and ZeRO).
+std::vector<std::string> structure_sets(const Candidate& c, int nodes) {
+  std::vector<std::string> s = {
+      "platform.nodes=" + str(nodes),
+      "parallel.tp=" + str(c.tp),
+      "parallel.cp=" + str(c.cp),
+      "parallel.pp=" + str(c.pp),
+      "parallel.dp=" + str(c.dp),
+      "parallel.virtual_stages=" + str(c.vstages),
+      "training.micro_batches=" + str(c.micro_batches),
+      std::string("parallel.attention.scheme=") + scheme_key(c.scheme),
+      std::string("parallel.attention.layout=") + layout_key(c.layout),
+  };
+  if (c.scheme == AttentionScheme::Usp) s.push_back("parallel.attention.ulysses_degree=" + str(c.ulysses_degree));
+  if (c.scheme == AttentionScheme::DoubleRing) s.push_back("parallel.attention.inner_ring=" + str(c.inner_ring));
+  return s;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+/// Model FLOPs per step and the recomputation's extra FLOPs as a factor: full recomputation
+/// repeats the forward (4/3 of forward + backward); selective repeats the attention core only
+/// (Korthikanti et al. 2022), 4 x pairs x H_q x d per full-attention layer.
+void flops(const scenario::Scenario& sc, Candidate& c, double& factor) {
+  const auto& m = sc.model;
+  const double s = static_cast<double>(sc.training.seq_len);
+  const double pairs = s * (s + 1) / 2;
+  const double seqs = static_cast<double>(c.dp) * sc.training.micro_batch * c.micro_batches;
+  c.model_flops = model::model_flops_per_step(m, sc.training.seq_len, seqs, pairs);
+  c.tokens_per_step = s * seqs;
+  const double attn = 4.0 * pairs * seqs * m.heads_q * m.head_dim *
+                      model::count_layers(m, scenario::LayerKind::FullAttention);
+  factor = c.recompute == Recompute::Full        ? 4.0 / 3.0
+           : c.recompute == Recompute::Selective ? (c.model_flops + attn) / c.model_flops
+                                                 : 1.0;
+}
+
+}  // namespace
+
+double Candidate::tokens_per_s() const {
+  const double t = step_s();
+  return t > 0 ? tokens_per_step / t : 0;
+}
+
+Result search(const std::string& path, const std::vector<std::string>& sets, const Options& opt) {
+  Result res;
+  const scenario::Scenario given = scenario::load_scenario(path, sets);
+  const int gpn = std::max(1, given.platform.gpus_per_node);
+  if (opt.gpus < 1) throw std::invalid_argument("--gpus must be at least 1");
+  res.nodes = (opt.gpus + gpn - 1) / gpn;
+  const int layers = given.model.layers;
+
+  // Stage 1: structures through the loader.
+  std::vector<Candidate> structures;
+  std::vector<scenario::Scenario> loaded;
+  for (int tp : divisors(opt.gpus)) {
+    if (tp > gpn) continue;  // TP stays inside a node: its all-reduces sit on the critical path
+    for (int cp : divisors(opt.gpus / tp))
+      for (int pp : divisors(opt.gpus / tp / cp)) {
+        const int dp = opt.gpus / tp / cp / pp;
+        if (pp > layers) continue;
+        int m = pp > 1 ? 4 * pp : std::max(1, given.training.micro_batches);
+        if (opt.global_batch > 0) {
+          const int per = dp * given.training.micro_batch;
+          if (opt.global_batch % per != 0) continue;
+          m = opt.global_batch / per;
+        }
+        for (int v : {1, 2}) {
+          if (v > 1 && (pp == 1 || m % pp != 0)) continue;
+          for (Candidate c : attention_variants(tp, cp, gpn)) {
+            c.tp = tp;
+            c.cp = cp;
+            c.pp = pp;
+            c.dp = dp;
+            c.vstages = v;
+            c.micro_batches = m;
+            c.recompute = given.training.recompute;
+            c.zero_stage = given.parallel.zero_stage;
+            auto all_sets = sets;
+            const auto ss = structure_sets(c, res.nodes);
+            all_sets.insert(all_sets.end(), ss.begin(), ss.end());
+            all_sets.push_back("simulation.scope=step");
+            all_sets.push_back("simulation.engine=analytic");
+            c.sets = ss;
+            res.structures++;
+            try {
+              loaded.push_back(scenario::load_scenario(path, all_sets));
+              structures.push_back(c);
+            } catch (const scenario::InputError& e) {
+              c.status = "invalid";
+              c.why = e.reason().empty() ? first_line(e.what()) : e.reason();
+              finish_label(c);
+              res.all.push_back(c);
+            }
+          }
+        }
+      }
+  }
+
+  // Stage 2: memory for each (recompute, ZeRO); keep the minimal fitting pairs.
+  std::vector<size_t> alive;
+  std::vector<size_t> scenario_of;  // index into loaded for each entry of res.all (or npos)
+  scenario_of.assign(res.all.size(), SIZE_MAX);
+  const double budget_bytes =
+      opt.memory_budget_bytes > 0 ? opt.memory_budget_bytes : given.platform.gpu.memory_bytes;
+  for (size_t si = 0; si < structures.size(); ++si) {
+    std::vector<size_t> mine;
+    for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full})
+      for (int z = 0; z <= 3; ++z) {
+        Candidate c = structures[si];
+        c.recompute = rc;
+        c.zero_stage = z;
+        c.sets.push_back(std::string("training.recompute=") + recompute_key(rc));
+        c.sets.push_back("parallel.zero_stage=" + str(z));
+        scenario::Scenario s = loaded[si];
+        s.training.recompute = rc;
+        s.parallel.zero_stage = z;
+        const auto mem = model::peak_rank_memory(s);
+        c.peak_bytes = mem.peak_bytes;
+        finish_label(c);
+        if (mem.peak_bytes > budget_bytes) {
+          c.status = "oom";
+          c.why = fmt("%.1f GB", mem.peak_bytes / 1e9) + fmt(" > %.1f GB", budget_bytes / 1e9);
+        }
+        res.all.push_back(c);
+        scenario_of.push_back(si);
+        mine.push_back(res.all.size() - 1);
+      }
+    for (size_t i : mine) {
+      auto& c = res.all[i];
+      if (!c.status.empty()) continue;
+      for (size_t j : mine) {
+        const auto& d = res.all[j];
+        if (j == i || (!d.status.empty() && d.status != "dominated")) continue;
+        if (d.peak_bytes > budget_bytes) continue;
+        const bool le = static_cast<int>(d.recompute) <= static_cast<int>(c.recompute) && d.zero_stage <= c.zero_stage;
+        if (le && (d.recompute != c.recompute || d.zero_stage != c.zero_stage)) {
+          c.status = "dominated";
+          c.why = std::string("fits with less recomputation or sharding: rc=") + recompute_key(d.recompute) +
+                  " z" + str(d.zero_stage);
+          break;
+        }
+      }
+      if (c.status.empty()) alive.push_back(i);
+    }
+  }
+
+  // Stage 3: one attention layer per (TP, CP, scheme) that has survivors.
+  std::map<std::string, std::vector<size_t>> by_scheme;  // "tp cp scheme" -> candidates
+  std::vector<std::string> keys;
+  std::vector<scenario::Scenario> runs;
+  for (size_t i : alive) {
+    const auto& c = res.all[i];
+    if (c.cp == 1) continue;
+    const std::string key = "tp" + str(c.tp) + " cp" + str(c.cp) + " " + scheme_label(c);
+    if (!by_scheme.count(key)) {
+      keys.push_back(key);
+      scenario::Scenario s = loaded[scenario_of[i]];
+      s.simulation.scope = scenario::Scope::AttentionLayer;
+      s.simulation.engine = scenario::EngineKind::Analytic;
+      runs.push_back(s);
+    }
+    by_scheme[key].push_back(i);
+  }
+  const std::vector<double> attn = run_step_times(runs, opt.jobs);
+  res.attention_runs = static_cast<int>(runs.size());
+  std::map<std::string, std::vector<std::pair<double, std::string>>> per_group;  // "tp cp" -> (t, key)
+  for (size_t k = 0; k < keys.size(); ++k) {
+    for (size_t i : by_scheme[keys[k]]) res.all[i].attention_layer_s = attn[k];
+    const auto& c = res.all[by_scheme[keys[k]].front()];
+    per_group["tp" + str(c.tp) + " cp" + str(c.cp)].push_back({attn[k] > 0 ? attn[k] : 1e300, keys[k]});
+  }
+  for (auto& [g, v] : per_group) {
+    std::sort(v.begin(), v.end());
+    for (size_t r = static_cast<size_t>(std::max(1, opt.schemes_kept)); r < v.size(); ++r)
+      for (size_t i : by_scheme[v[r].second]) {
+        auto& c = res.all[i];
+        c.status = v[r].first >= 1e300 ? "failed" : "screened";
+        c.why = v[r].first >= 1e300 ? "attention layer failed to build or replay"
+                                    : fmt("attention layer %.2f ms", 1e3 * v[r].first) +
+                                          fmt(" vs %.2f ms for ", 1e3 * v[0].first) +
+                                          v[0].second.substr(v[0].second.rfind(' ') + 1);
+      }
+  }
+
+  // Stage 4: whole steps, analytic, best estimate first.
+  std::vector<size_t> step;
+  for (size_t i : alive)
+    if (res.all[i].status.empty()) {
+      auto& c = res.all[i];
+      double rf = 1;
+      flops(loaded[scenario_of[i]], c, rf);
+      const double bubble = c.pp > 1 ? (c.pp - 1.0) / (c.vstages * c.micro_batches) : 0.0;
+      c.estimate_s = c.model_flops * rf / (opt.gpus * given.platform.gpu.peak_flops) * (1 + bubble);
+      step.push_back(i);
+    }
+  std::stable_sort(step.begin(), step.end(), [&](size_t a, size_t b) {
+    const double ea = res.all[a].estimate_s / res.all[a].tokens_per_step;
+    const double eb = res.all[b].estimate_s / res.all[b].tokens_per_step;
+    return ea != eb ? ea < eb : res.all[a].label < res.all[b].label;
+  });
+  std::vector<size_t> simulated;
+  runs.clear();
+  for (size_t k = 0; k < step.size(); ++k) {
+    auto& c = res.all[step[k]];
+    if (static_cast<int>(k) >= opt.budget) {
+      c.status = "budget";
+      c.why = "not simulated: --budget " + str(opt.budget) + " whole-step runs spent on layouts with a better FLOP estimate";
+      continue;
+    }
+    scenario::Scenario s = loaded[scenario_of[step[k]]];
+    s.training.recompute = c.recompute;
+    s.parallel.zero_stage = c.zero_stage;
+    runs.push_back(s);
+    simulated.push_back(step[k]);
+  }
+  const std::vector<double> st = run_step_times(runs, opt.jobs);
+  res.step_runs = static_cast<int>(runs.size());
+  std::vector<size_t> ok;
+  for (size_t k = 0; k < simulated.size(); ++k) {
+    auto& c = res.all[simulated[k]];
+    c.analytic_s = st[k];
+    if (st[k] <= 0) {
+      c.status = "failed";
+      c.why = "the schedule could not be built or replayed";
+    } else {
+      c.status = "ranked";
+      ok.push_back(simulated[k]);
+    }
+  }
+  auto by_tps = [&](size_t a, size_t b) {
+    const double ta = res.all[a].tokens_per_s(), tb = res.all[b].tokens_per_s();
+    return ta != tb ? ta > tb : res.all[a].label < res.all[b].label;
+  };
+  std::stable_sort(ok.begin(), ok.end(), by_tps);
+
+  // Stage 5: SimGrid for the best few.
+  const size_t nv = std::min(ok.size(), static_cast<size_t>(std::max(0, opt.verify)));
+  runs.clear();
+  for (size_t k = 0; k < nv; ++k) {
+    scenario::Scenario s = loaded[scenario_of[ok[k]]];
+    s.training.recompute = res.all[ok[k]].recompute;
+    s.parallel.zero_stage = res.all[ok[k]].zero_stage;
+    s.simulation.engine = scenario::EngineKind::SimGrid;
+    runs.push_back(s);
+  }
+  const std::vector<double> sg = run_step_times(runs, opt.jobs);
+  res.simgrid_runs = static_cast<int>(runs.size());
+  for (size_t k = 0; k < nv; ++k) res.all[ok[k]].simgrid_s = sg[k];
+  std::stable_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(nv), by_tps);
+  res.ranked = ok;
+  if (!ok.empty()) {
+    const double best = res.all[ok.front()].tokens_per_s();
+    for (size_t k = 1; k < ok.size(); ++k) {
+      auto& c = res.all[ok[k]];
+      c.why = fmt("slower: %.0f tokens/s", c.tokens_per_s()) + fmt(" vs %.0f", best) +
+              (k < nv ? " (SimGrid)" : c.simgrid_s > 0 ? "" : " (analytic)");
+    }
+  }
+  return res;
+}
+
+}  // namespace cpsim::app::plan

@@ -1,0 +1,71 @@
+#pragma once
+/// `cpsim plan`'s search: which TP x CP x PP x DP layout, virtual stages, attention scheme (with
+/// its USP degree or double-ring inner size), token layout, recomputation and ZeRO stage trains
+/// fastest on N GPUs. The command (cmd_plan.cpp) only prints; the enumeration and the pruning
+/// live here, cheapest first:
+///   1. divisibility: every structure is loaded through the scenario loader with its --set
+///      overrides (so "invalid" means what `cpsim run` would reject);
+///   2. memory: model/memory.hpp per (recompute, ZeRO) pair; of the fitting pairs only the
+///      minimal ones survive (less recomputation and less sharding are never slower);
+///   3. attention scheme: one attention layer per (TP, CP, scheme, layout) with the analytic
+///      engine; the best two per (TP, CP) survive (the scheme changes only attention layers);
+///   4. step: the survivors' whole steps with the analytic engine, in child processes (-j),
+///      in the order of a FLOP-based estimate, at most `budget` of them;
+///   5. the best `verify` re-simulated with SimGrid (contention), which ranks them.
+/// Throughput (tokens/s) ranks the layouts, since DP and micro-batches change the tokens per
+/// step. Deterministic: fixed enumeration order, ties broken by the label.
+#include <string>
+#include <vector>
+
+#include "scenario/specs.hpp"
+
+namespace cpsim::app::plan {
+
+struct Candidate {
+  int tp = 1, cp = 1, pp = 1, dp = 1, vstages = 1, micro_batches = 1;
+  scenario::AttentionScheme scheme = scenario::AttentionScheme::Ring;
+  scenario::Layout layout = scenario::Layout::ZigZag;
+  int ulysses_degree = 0, inner_ring = 0;
+  scenario::Recompute recompute = scenario::Recompute::Full;
+  int zero_stage = 1;
+  std::vector<std::string> sets;  ///< overrides that reproduce it with `cpsim run`
+  std::string label;              ///< "tp1 cp8 pp2 dp1 v1 m8 ring-zigzag rc=full z3"
+  /// "ranked", "invalid", "oom", "dominated", "screened", "budget", "failed"
+  std::string status;
+  std::string why;                ///< one line: why it lost
+  double peak_bytes = 0;
+  double attention_layer_s = -1;  ///< stage 3
+  double estimate_s = 0;          ///< stage 4's order: FLOPs / peak x (1 + bubble) x recompute
+  double analytic_s = -1;         ///< stage 4
+  double simgrid_s = -1;          ///< stage 5
+  double tokens_per_step = 0;
+  double model_flops = 0;         ///< per step
+  double tokens_per_s() const;    ///< from the SimGrid time when run, else the analytic one
+  double step_s() const { return simgrid_s > 0 ? simgrid_s : analytic_s; }
+};
+
+struct Options {
+  int gpus = 0;          ///< GPUs to fill exactly (tp*cp*pp*dp)
+  int jobs = 2;          ///< child processes at once
+  int budget = 48;       ///< whole-step analytic simulations at most
+  int verify = 3;        ///< best ones re-simulated with SimGrid (0 = none)
+  int schemes_kept = 2;  ///< schemes per (TP, CP) after the attention-layer screen
+  /// > 0: sequences per step held fixed (dp x micro_batch x micro_batches); 0: micro-batches
+  /// 4 x pp per DP replica (1 without PP), and throughput decides.
+  int global_batch = 0;
+  double memory_budget_bytes = 0;  ///< 0 = the GPU's capacity
+};
+
+struct Result {
+  std::vector<Candidate> all;      ///< every candidate, enumeration order
+  std::vector<size_t> ranked;      ///< indices into all: verified (by SimGrid) first, then analytic
+  int nodes = 0;                   ///< the platform nodes the search used
+  int structures = 0;              ///< layouts loaded through the loader
+  int attention_runs = 0, step_runs = 0, simgrid_runs = 0;
+};
+
+/// Throws std::invalid_argument for impossible options (gpus not a multiple that the platform
+/// can hold, ...) and scenario::InputError when the scenario itself does not load.
+Result search(const std::string& path, const std::vector<std::string>& sets, const Options& opt);
+
+}  // namespace cpsim::app::plan

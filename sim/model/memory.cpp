@@ -1,0 +1,118 @@
+#include "model/memory.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace cpsim::model {
+
+namespace {
+
+std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
+  return buf;
+}
+
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+/// Layers [begin, end) of stage k: stages hold ceil(layers / pp) layers each, as
+/// estimate_memory assumes, the last one the remainder.
+std::pair<int, int> stage_layers(const scenario::Scenario& sc, int k) {
+  const int per = (sc.model.layers + sc.parallel.pp - 1) / sc.parallel.pp;
+  const int b = std::min(sc.model.layers, k * per);
+  return {b, std::min(sc.model.layers, b + per)};
+}
+
+/// Activation bytes of stage k relative to the formula estimate_memory applies to every rank
+/// (stage 0's micro-batches in flight, ceil(layers / pp) layers). Without recomputation each
+/// live micro-batch keeps every layer's activations; with full recomputation each keeps the
+/// layer inputs, plus one layer's full activations while it is recomputed.
+double activation_share(const scenario::Scenario& sc, int k) {
+  const auto& p = sc.parallel;
+  const auto& tr = sc.training;
+  const int per = (sc.model.layers + p.pp - 1) / p.pp;
+  const auto [b, e] = stage_layers(sc, k);
+  auto bytes = [&](int layers, int in_flight) {
+    // Per-layer figures as estimate_memory uses them, for one token and hidden unit: 34 without
+    // recomputation, 2 (the layer input) with full recomputation (Korthikanti et al. 2022).
+    if (tr.recompute == scenario::Recompute::Full) return 2.0 * layers * in_flight + 34.0;
+    return 34.0 * layers * in_flight;
+  };
+  const double ref = bytes(per, std::min(p.pp, tr.micro_batches));
+  const double mine = bytes(e - b, std::min(p.pp - k, tr.micro_batches));
+  return ref > 0 ? mine / ref : 1.0;
+}
+
+MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& base, int k) {
+  const auto& p = sc.parallel;
+  MemoryEstimate est;
+  const auto [b, e] = stage_layers(sc, k);
+  int full = 0, linear = 0;
+  for (int i = b; i < e; ++i)
+    (layer_kind(sc.model, i) == scenario::LayerKind::FullAttention ? full : linear)++;
+  for (const auto& t : base.terms) {
+    if (starts_with(t.name, "activations")) {
+      const double act = t.bytes * activation_share(sc, k);
+      // The per-layer activation formula does not depend on the token mixer (34 s b h covers
+      // the projections, MLP and norms; FlashAttention and the chunked delta rule keep no
+      // s x s scores), so a stage's activations split by its layer counts.
+      const double n = std::max(1, full + linear);
+      const std::string suffix = t.name.size() > 11 ? t.name.substr(11) : "";
+      if (full > 0)
+        est.terms.push_back({"activations: full-attention layers (" + std::to_string(full) + ")" + suffix,
+                             act * full / n});
+      if (linear > 0)
+        est.terms.push_back({"activations: linear-attention layers (" + std::to_string(linear) + ")" + suffix,
+                             act * linear / n});
+      if (full + linear == 0) est.terms.push_back({t.name, act});
+      continue;
+    }
+    // Only the last stage computes the LM head and the loss.
+    const bool last_only = t.name.find("logits") != std::string::npos;
+    if (last_only && k != p.pp - 1) continue;
+    est.terms.push_back(t);
+  }
+  for (const auto& t : est.terms) est.peak_bytes += t.bytes;
+  est.capacity_bytes = base.capacity_bytes;
+  est.fits = est.peak_bytes <= est.capacity_bytes;
+  auto sorted = est.terms;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const MemoryTerm& a, const MemoryTerm& c) { return a.bytes > c.bytes; });
+  est.verdict = (est.fits ? "fits: " : "OOM: ") + gb(est.peak_bytes) + " of " +
+                gb(est.capacity_bytes) + " per GPU";
+  if (!sorted.empty()) est.verdict += "; largest: " + sorted[0].name + " " + gb(sorted[0].bytes);
+  if (sorted.size() > 1) est.verdict += ", " + sorted[1].name + " " + gb(sorted[1].bytes);
+  return est;
+}
+
+}  // namespace
+
+std::vector<RankClassMemory> memory_by_rank_class(const scenario::Scenario& sc) {
+  const MemoryEstimate base = estimate_memory(sc);
+  const int pp = std::max(1, sc.parallel.pp);
+  std::vector<RankClassMemory> out;
+  if (pp == 1) {
+    out.push_back({"every rank", 0, 0, for_stages(sc, base, 0)});
+    return out;
+  }
+  out.push_back({"first stage (pp 0)", 0, 0, for_stages(sc, base, 0)});
+  // Middle stages differ only in micro-batches in flight; the second stage holds the most.
+  if (pp > 2)
+    out.push_back({"middle stages (pp 1-" + std::to_string(pp - 2) + ")", 1, pp - 2,
+                   for_stages(sc, base, 1)});
+  out.push_back({"last stage (pp " + std::to_string(pp - 1) + ")", pp - 1, pp - 1,
+                 for_stages(sc, base, pp - 1)});
+  return out;
+}
+
+MemoryEstimate peak_rank_memory(const scenario::Scenario& sc) {
+  const auto classes = memory_by_rank_class(sc);
+  const RankClassMemory* best = &classes.front();
+  for (const auto& c : classes)
+    if (c.memory.peak_bytes > best->memory.peak_bytes) best = &c;
+  MemoryEstimate m = best->memory;
+  if (classes.size() > 1) m.verdict += " (" + best->name + ")";
+  return m;
+}
+
+}  // namespace cpsim::model

@@ -1,0 +1,30 @@
+#pragma once
+/// Communication split by parallelism kind, so that a summary's "exposed communication" can be
+/// read next to "CP comm 92 % hidden": TP, CP, PP, DP and EP traffic each with its own total and
+/// exposed time. Transfers are classified by the stream the schedule put them on.
+#include <map>
+#include <string>
+
+#include "engine/trace.hpp"
+#include "schedule/task_graph.hpp"
+
+namespace cpsim::report {
+
+struct CommKind {
+  double total_s = 0;    ///< mean over computing ranks of the union of this kind's transfers
+  double exposed_s = 0;  ///< ... of that union minus the rank's compute
+  double bytes = 0;      ///< mean over computing ranks of the bytes the rank sends of this kind
+};
+
+/// "tp", "cp", "pp", "dp", "ep" or "other" for a transfer stream: CP per schedule::stream::is_cp,
+/// TP 3/4, DP 5/6, PP 7-10, EP 17/18.
+const char* comm_kind(uint16_t stream);
+
+/// Every kind that has transfers, plus tp, cp, pp and dp always (zero when absent). Means over
+/// the ranks that compute (ranks that only mirror a replica in DP collectives do not count), as
+/// the other per-rank means of Result. Kinds overlap in time, so their exposed times can add up
+/// to more than the total exposed communication.
+std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph& g,
+                                                      const engine::Trace& tr);
+
+}  // namespace cpsim::report

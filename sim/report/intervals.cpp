@@ -1,0 +1,50 @@
+#include "report/intervals.hpp"
+
+#include <algorithm>
+
+namespace cpsim::report {
+
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+
+double measure(const Intervals& v) {
+  double s = 0;
+  for (const auto& iv : v) s += iv.second - iv.first;
+  return s;
+}
+
+/// |a \ b| for merged interval lists.
+double measure_minus(const Intervals& a, const Intervals& b) {
+  double s = 0;
+  size_t j = 0;
+  for (const auto& iv : a) {
+    double cur = iv.first;
+    while (j < b.size() && b[j].second <= cur) ++j;
+    size_t k = j;
+    while (k < b.size() && b[k].first < iv.second) {
+      if (b[k].first > cur) s += b[k].first - cur;
+      cur = std::max(cur, b[k].second);
+      ++k;
+    }
+    if (cur < iv.second) s += iv.second - cur;
+  }
+  return s;
+}
+
+Intervals unite(const Intervals& a, const Intervals& b) {
+  Intervals v = a;
+  v.insert(v.end(), b.begin(), b.end());
+  return merged(std::move(v));
+}
+
+}  // namespace cpsim::report

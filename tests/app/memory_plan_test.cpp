@@ -1,0 +1,123 @@
+// `cpsim memory` (terms, verdict, changes that fit, each verified by a run), `cpsim plan`
+// (a deterministic ranked search) and the result JSON's communication split by kind.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "support/cli.hpp"
+
+namespace fs = std::filesystem;
+using namespace cpsim::cli;
+using nlohmann::json;
+
+namespace {
+
+const std::string kSource = CPSIM_SOURCE_DIR;
+Output in_source(const std::string& cmd) { return run("cd " + kSource + " && " + cmd); }
+
+class MemoryPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(kCpsim)) << kCpsim;
+    dir_ = fs::temp_directory_path() / ("cpsim-memplan-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  std::string p(const std::string& n) const { return (dir_ / n).string(); }
+  json load(const std::string& n) const { return json::parse(slurp(dir_ / n)); }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(MemoryPlanTest, AnchorAt128kIsOomAndEveryListedFixFitsWhenRun) {
+  const Output o = in_source(kCpsim + " memory scenarios/anchor-128k-ring-zigzag.yaml --no-simulate --json " + p("m.json"));
+  ASSERT_EQ(o.rc, 0) << o.text;
+  for (const char* s : {"weights (bf16)", "optimizer states", "activations: full-attention layers (16)",
+                        "activations: linear-attention layers (48)", "logits", "context-parallel buffers",
+                        "verdict: OOM", "changes that make it fit"})
+    EXPECT_NE(o.text.find(s), std::string::npos) << s << "\n" << o.text;
+  const json j = load("m.json");
+  EXPECT_FALSE(j["peak"]["fits"].get<bool>());
+  double sum = 0;
+  for (const auto& t : j["classes"][0]["terms"]) sum += t["bytes"].get<double>();
+  EXPECT_NEAR(sum, j["peak"]["peak_bytes"].get<double>(), 1.0);
+  // Every change said to fit does fit when `cpsim run` evaluates the changed scenario.
+  int fitting = 0;
+  for (const auto& c : j["changes"]) {
+    if (!c["fits"].get<bool>()) continue;
+    std::string sets;
+    for (const auto& s : c["sets"]) sets += " --set " + s.get<std::string>();
+    const std::string out = p("fix" + std::to_string(fitting) + ".json");
+    const Output r = in_source(kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml" + sets +
+                               " --set simulation.scope=attention-layer --engine analytic -q --json " + out);
+    ASSERT_EQ(r.rc, 0) << sets << "\n" << r.text;
+    const json res = json::parse(slurp(out));
+    EXPECT_TRUE(res["memory"]["fits"].get<bool>()) << sets;
+    EXPECT_NEAR(res["memory"]["peak_bytes_per_rank"].get<double>(), c["peak_bytes"].get<double>(), 1.0);
+    ++fitting;
+  }
+  EXPECT_GE(fitting, 1) << o.text;
+}
+
+TEST_F(MemoryPlanTest, MemoryRejectsBadInput) {
+  EXPECT_EQ(in_source(kCpsim + " memory scenarios/anchor-128k-ring-zigzag.yaml --set parallel.cp=x").rc, 2);
+  EXPECT_EQ(in_source(kCpsim + " memory no-such.yaml").rc, 2);
+}
+
+TEST_F(MemoryPlanTest, PlanIsDeterministicAndRanksOnlyLayoutsThatFit) {
+  const std::string cmd = kCpsim + " plan scenarios/anchor-128k-ring-zigzag.yaml --set training.seq_len=16K --gpus 8" +
+                          " --budget 6 --verify 1 -j 2 --json ";
+  const Output a = in_source(cmd + p("a.json"));
+  ASSERT_EQ(a.rc, 0) << a.text;
+  const Output b = in_source(cmd + p("b.json"));
+  ASSERT_EQ(b.rc, 0) << b.text;
+  json ja = load("a.json"), jb = load("b.json");
+  ASSERT_FALSE(ja["ranked"].empty()) << a.text;
+  EXPECT_EQ(ja["candidates"], jb["candidates"]);
+  EXPECT_EQ(ja["counts"]["ranked"].get<int>(), 6);
+  const double cap = ja["capacity_bytes"].get<double>();
+  double prev = 1e300;
+  for (size_t k = 0; k < ja["ranked"].size(); ++k) {
+    const auto& c = ja["ranked"][k];
+    EXPECT_LE(c["peak_bytes"].get<double>(), cap);
+    EXPECT_EQ(c["tp"].get<int>() * c["cp"].get<int>() * c["pp"].get<int>() * c["dp"].get<int>(), 8);
+    if (k >= 1) {  // after the SimGrid-verified one, by analytic throughput
+      EXPECT_LE(c["tokens_per_s"].get<double>(), prev * (1 + 1e-12));
+      prev = c["tokens_per_s"].get<double>();
+    }
+  }
+  EXPECT_FALSE(ja["ranked"][0]["simgrid_step_s"].is_null());
+  // Every loser says why.
+  for (const auto& c : ja["candidates"])
+    if (c["status"] != "ranked") { EXPECT_FALSE(c["why"].get<std::string>().empty()) << c["label"]; }
+  EXPECT_GT(ja["counts"]["oom"].get<int>(), 0);
+  EXPECT_NE(a.text.find("best: cpsim run"), std::string::npos);
+  EXPECT_EQ(in_source(kCpsim + " plan scenarios/anchor-128k-ring-zigzag.yaml --gpus 0").rc, 2);
+}
+
+TEST_F(MemoryPlanTest, CommunicationSplitsByKind) {
+  const std::string base = kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml --set training.seq_len=16K" +
+                           " --set simulation.scope=layer --engine analytic -q";
+  ASSERT_EQ(in_source(base + " --json " + p("cp.json")).rc, 0);
+  ASSERT_EQ(in_source(base + " --set parallel.tp=2 --set parallel.cp=4 --json " + p("tp.json")).rc, 0);
+  const json cp = load("cp.json"), tp = load("tp.json");
+  for (const auto* j : {&cp, &tp})
+    for (const char* k : {"tp", "cp", "pp", "dp"}) {
+      ASSERT_TRUE((*j)["communication"].contains(k)) << k;
+      const auto& c = (*j)["communication"][k];
+      EXPECT_LE(c["exposed_s"].get<double>(), c["total_s"].get<double>() + 1e-12) << k;
+    }
+  // The CP kind is what the attention section reports.
+  EXPECT_NEAR(cp["communication"]["cp"]["total_s"].get<double>(), cp["attention"]["comm_s"].get<double>(), 1e-9);
+  EXPECT_NEAR(cp["communication"]["cp"]["bytes"].get<double>(),
+              cp["attention"]["bytes_sent_per_rank"].get<double>(), 1.0);
+  EXPECT_EQ(cp["communication"]["tp"]["total_s"].get<double>(), 0.0);
+  EXPECT_GT(tp["communication"]["tp"]["total_s"].get<double>(), 0.0);
+  EXPECT_GT(tp["communication"]["tp"]["bytes"].get<double>(), 0.0);
+}
