@@ -1,10 +1,12 @@
 #pragma once
 /// Engines replay a finalized TaskGraph on a Topology and return per-op start/end times.
-#include "engine/trace.hpp"
 #include "model/topology.hpp"
 #include "schedule/task_graph.hpp"
+#include "schedule/trace.hpp"
 
 namespace cpsim::engine {
+
+using schedule::Trace;
 
 struct ReplayOptions {
   /// Compute ops run this much slower (0.2 = 20 %) while a transfer of the same GPU is in

@@ -291,8 +291,6 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
                              (stuck < n ? g.describe(stuck) : std::string("?")));
   }
   for (double e : tr.end_s) tr.makespan_s = std::max(tr.makespan_s, e);
-  detail::RouteCache routes(topo);
-  tr.bytes_per_link_class = detail::bytes_per_link_class(g, routes);
   tr.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return tr;
 }

@@ -45,37 +45,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-/// The ops on the critical path: walk back from the op that ends last, each time to the
-/// predecessor (explicit edge or stream order) that finished last. The same rule as the
-/// critical path of report::analyze, recomputed here because chrome_trace has no Result.
-std::vector<char> critical_ops(const schedule::TaskGraph& g, const engine::Trace& tr) {
-  std::vector<char> on(g.size(), 0);
-  if (g.size() == 0 || tr.end_s.size() != g.size()) return on;
-  schedule::OpId cur = 0;
-  for (schedule::OpId id = 0; id < g.size(); ++id)
-    if (tr.end_s[id] > tr.end_s[cur]) cur = id;
-  while (cur != schedule::kNoOp && !on[cur]) {
-    on[cur] = 1;
-    schedule::OpId best = schedule::kNoOp;
-    double best_end = -1;
-    auto consider = [&](schedule::OpId p) {
-      if (tr.end_s[p] > best_end || (tr.end_s[p] == best_end && p > best)) {
-        best_end = tr.end_s[p];
-        best = p;
-      }
-    };
-    auto [b, e] = g.preds(cur);
-    for (const schedule::OpId* it = b; it != e; ++it) consider(*it);
-    for (const auto* slots : {&g.queue_of(), &g.peer_queue_of()}) {
-      const auto& qs = (*slots)[cur];
-      if (qs.queue == UINT32_MAX || qs.pos == 0) continue;
-      consider(g.queues()[qs.queue].ops[qs.pos - 1]);
-    }
-    cur = best;
-  }
-  return on;
-}
-
 }  // namespace
 
 json scenario_json(const scenario::Scenario& sc) {
@@ -297,7 +266,8 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
   return os.str();
 }
 
-json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const TraceFilter& f) {
+json chrome_trace(const schedule::TaskGraph& g, const schedule::Trace& tr,
+                  const std::vector<schedule::OpId>& critical_path, const TraceFilter& f) {
   auto keep_rank = [&](int r) {
     return f.ranks.empty() || std::find(f.ranks.begin(), f.ranks.end(), r) != f.ranks.end();
   };
@@ -308,7 +278,8 @@ json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const T
   // stream s is thread s + 1; the names and the "rank" argument carry the real numbers.
   auto pid_of = [](int rank) { return rank + 1; };
   auto tid_of = [](int stream) { return stream + 1; };
-  const std::vector<char> critical = critical_ops(g, tr);
+  std::vector<char> critical(g.size(), 0);
+  for (schedule::OpId id : critical_path) critical[id] = 1;
   json ev = json::array();
   std::vector<char> named(static_cast<size_t>(g.num_ranks()), 0);
   std::map<std::pair<int, int>, bool> threads;

@@ -24,8 +24,10 @@ struct TraceFilter {
   std::vector<int> layers;   ///< empty = all (ops without a layer are always kept)
 };
 /// Chrome trace-event JSON: a process per GPU, a thread per stream, an "X" event per op with
-/// its label and arguments, flow arrows from each send to its receive.
-nlohmann::json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr,
+/// its label and arguments (ops on `critical_path`, report::Result's, marked), flow arrows
+/// from each send to its receive.
+nlohmann::json chrome_trace(const schedule::TaskGraph& g, const schedule::Trace& tr,
+                            const std::vector<schedule::OpId>& critical_path,
                             const TraceFilter& filter = {});
 
 /// Writes `text` to `path` atomically: a reader sees the old file or the whole new one.
