@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "app/commands.hpp"
+#include "app/progress.hpp"
 #include "app/simulate.hpp"
 #include "scenario/load.hpp"
 
@@ -63,6 +64,7 @@ void register_run(CLI::App& app, int& rc) {
     opt.what_if_candidates = args->candidates;
     opt.samples = args->samples;
     opt.jobs = args->jobs;
+    opt.progress = progress_wanted(args->quiet);
     try {
       if (!args->trace_ranks.empty()) opt.trace_filter.ranks = parse_index_list(args->trace_ranks);
       if (!args->trace_layers.empty()) opt.trace_filter.layers = parse_index_list(args->trace_layers);

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "app/progress.hpp"
 #include "engine/replay.hpp"
 #include "model/cost_model.hpp"
 #include "model/topology.hpp"
@@ -204,27 +205,45 @@ report::Samples run_samples(const scenario::Scenario& sc, const SimulateOptions&
 }  // namespace
 
 SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt) {
+  Progress progress(opt.progress);
+  progress.phase("build graph");
   const model::Topology topo(sc.platform, sc.perturb);
   const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
   const schedule::Plan p = schedule::plan(sc, topo, *cost);
-  const engine::ReplayOptions ro = replay_options(sc);
+  progress.phase("replay");
+  engine::ReplayOptions ro = replay_options(sc);
+  // In a child replay the callback draws from the child (same terminal, same line).
+  ro.progress = [&progress](double sim_s, size_t done, size_t total) {
+    progress.replay(sim_s, done, total);
+  };
   // With child runs to come, this process must not hold SimGrid's one engine: replay in a
   // child too (the trace comes back whole).
   const bool what_if = opt.what_if_straggler.value_or(sc.perturb.any());
   const bool children = what_if || opt.samples > 0;
   const schedule::Trace tr = children ? engine::replay_in_child(p.graph, topo, sc.simulation.engine, ro)
                                       : engine::replay(p.graph, topo, sc.simulation.engine, ro);
+  progress.phase("report");
   report::Result r = report::analyze(p, tr, topo, model::estimate_memory(sc));
-  if (what_if) r.straggler = straggler_what_if(p.scenario, r, p.rank_factor, opt);
-  if (opt.samples > 0) r.samples = run_samples(sc, opt);
+  if (what_if) {
+    progress.phase("straggler what-if (child replays)");
+    r.straggler = straggler_what_if(p.scenario, r, p.rank_factor, opt);
+  }
+  if (opt.samples > 0) {
+    progress.phase("samples: " + std::to_string(opt.samples) + " seeds (child replays)");
+    r.samples = run_samples(sc, opt);
+  }
+  progress.phase("write outputs");
   SimulateOutput out;
   out.result = report::result_json(r, sc, p.graph);
   out.result["cost_model"] = cost->describe();
   out.summary = report::summary_table(r, sc);
   if (!opt.json_path.empty()) report::write_atomic(opt.json_path, out.result.dump(2) + "\n");
   if (!opt.trace_path.empty())
-    report::write_atomic(opt.trace_path,
-                         report::chrome_trace(p.graph, tr, r.critical_path.ops, opt.trace_filter).dump() + "\n");
+    report::write_atomic(opt.trace_path, [&](std::ostream& os) {
+      report::write_chrome_trace(os, p.graph, tr, r.critical_path.ops, opt.trace_filter);
+      os << "\n";
+    });
+  progress.finish();
   return out;
 }
 

@@ -104,6 +104,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     const auto& op = g.op(id);
     tr.end_s[id] = ev.t;
     ++done;
+    if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(ev.t, done, n);
     if (interfere) {
       if (op.kind == OpKind::Compute) {
         auto& r = running[op.rank];

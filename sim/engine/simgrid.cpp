@@ -175,6 +175,8 @@ struct Replay {
     const auto& op = g.op(id);
     tr.end_s[id] = sg4::Engine::get_clock();
     ++done;
+    if (opt.progress && done % ReplayOptions::kProgressEvery == 0)
+      opt.progress(tr.end_s[id], done, g.size());
     if (op.kind == OpKind::Transfer) {
       comm_delta(op.rank, -1);
       if (op.peer != op.rank) comm_delta(op.peer, -1);
