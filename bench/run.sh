@@ -44,6 +44,41 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 printf "%-48s %10.1f\n" "1,000-scenario sweep, -j 2" "$(python3 -c "print($end-$start)")" | tee -a "$OUT/targets.txt"
 
+echo "== issue 20 targets: whole process, wall / user / sys seconds and peak RSS"
+# Each row runs once (the big ones take minutes); a row over ROW_LIMIT_S seconds is cut and
+# printed as a timeout. ROW_LIMIT_S=0 skips the rows slower than a minute today.
+ROW_LIMIT_S=${ROW_LIMIT_S:-900}
+printf "%-64s %9s %9s %9s %9s\n" workload wall_s user_s sys_s peak_MB | tee "$OUT/issue20.txt"
+row() {  # row NAME CMD... -> one line of the table
+  local name=$1; shift
+  local rc=0
+  timeout "$ROW_LIMIT_S" /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" "$@" > /dev/null 2> "$tmp/err" || rc=$?
+  if [ "$rc" = 124 ]; then
+    printf "%-64s %9s\n" "$name" "timeout>${ROW_LIMIT_S}s" | tee -a "$OUT/issue20.txt"
+  elif [ "$rc" != 0 ]; then
+    printf "%-64s %9s (%s)\n" "$name" "failed" "$(tail -1 "$tmp/err")" | tee -a "$OUT/issue20.txt"
+  else
+    read -r wall user sys kb < "$tmp/time"
+    printf "%-64s %9s %9s %9s %9s\n" "$name" "$wall" "$user" "$sys" "$((kb / 1024))" | tee -a "$OUT/issue20.txt"
+  fi
+}
+noise=(--set simulation.symmetry=off --set perturb.jitter_cv=0.02 --set perturb.gpu_variation_cv=0.03)
+row "anchor step, 8 GPUs, whole process" "$CPSIM" run scenarios/anchor-128k-ring-zigzag.yaml -q
+row "Llama-3 70B, 1,024 H100, full replay (symmetry off)" \
+    "$CPSIM" run scenarios/llama3-70b-128k-1024-h100.yaml --set simulation.symmetry=off -q
+row "--trace of the 1,024-GPU scenario (streamed)" \
+    "$CPSIM" run scenarios/llama3-70b-128k-1024-h100.yaml -q --trace "$tmp/t.json"
+if [ "$ROW_LIMIT_S" != 0 ]; then
+  row "Llama 3 405B, 16,384 H100, full replay + jitter/variation, 3 samples" \
+      "$CPSIM" run scenarios/llama3-405b-16k-gpus.yaml "${noise[@]}" --samples 3 -q
+  row "405B-class step on 131,072 GPUs (symmetry allowed)" \
+      "$CPSIM" run scenarios/llama3-405b-16k-gpus.yaml --set platform.nodes=16384 --set parallel.dp=64 -q
+fi
+if "$CPSIM" plan --help > /dev/null 2>&1; then  # `cpsim plan` (issue 17) where it exists
+  row "cpsim plan, 405B on 16,384 GPUs, -j 2" \
+      "$CPSIM" plan scenarios/llama3-405b-16k-gpus.yaml --gpus 16384 -j 2
+fi
+
 echo "== growth with GPUs (llama3-70b, 128K, TP 8, CP <= 16, rest DP; SimGrid)"
 echo "gpus,wall_s,peak_MB,ops" > "$OUT/scale_gpus.csv"
 for n in 8 64 128 1024 4096 16384; do

@@ -26,12 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto cost = model::CostModel::from_profile(path, h100());
     for (const int64_t len : {512, 4096, 32768, 262144})
       for (const int head_dim : {64, 128, 256})
-        for (const uint8_t mask : {0, 1, 2, 3})
+        for (const uint8_t mask : {0, 1, 2, 3, 4})
           for (const bool bwd : {false, true}) {
             model::AttentionCall c;
             c.q_len = len;
             c.kv_len = mask == 3 ? 2 * len : len;
-            c.mask = mask;
+            c.mask = static_cast<scenario::Mask>(mask);
             c.unmasked_fraction = mask == 0 ? 1.0 : 0.5;
             c.heads_q = 32;
             c.heads_kv = 8;

@@ -24,7 +24,7 @@ void exercise_model(const scenario::Scenario& sc) {
     model::AttentionCall call;
     call.q_len = local;
     call.kv_len = local;
-    call.mask = 1;
+    call.mask = scenario::Mask::Causal;
     call.unmasked_fraction = 0.5;
     call.heads_q = std::max(1, m.heads_q / p.tp);
     call.heads_kv = std::max(1, m.heads_kv / p.tp);

@@ -4,6 +4,7 @@
 
 #include "app/commands.hpp"
 #include "app/memory_advice.hpp"
+#include "app/progress.hpp"
 #include "app/simulate.hpp"
 #include "app/work_limit.hpp"
 #include "report/safe_write.hpp"
@@ -79,6 +80,7 @@ void register_run(CLI::App& app, int& rc) {
     opt.what_if_candidates = args->candidates;
     opt.samples = args->samples;
     opt.jobs = args->jobs;
+    opt.progress = progress_wanted(args->quiet);
     try {
       if (!args->trace_ranks.empty()) opt.trace_filter.ranks = parse_index_list(args->trace_ranks);
       if (!args->trace_layers.empty()) opt.trace_filter.layers = parse_index_list(args->trace_layers);

@@ -15,32 +15,17 @@
 #include "app/boundary.hpp"
 #include "app/result_check.hpp"
 #include "app/work_limit.hpp"
+#include "app/progress.hpp"
 #include "engine/replay.hpp"
 #include "model/cost_model.hpp"
 #include "model/topology.hpp"
-#include "schedule/step.hpp"
+#include "model/memory.hpp"
+#include "model/transformer.hpp"
+#include "schedule/plan.hpp"
 
 namespace cpsim::app {
 
 namespace {
-
-/// The scenario the builders and the Pricer see: slow_nodes folded into slow_gpus (the Pricer
-/// reads only those) and factors of 1 dropped (they change nothing, and the builder takes any
-/// slow GPU as a reason to simulate every data-parallel replica); no replica standing for all
-/// when links or rails are perturbed (replicas then differ; the builder checks only per-GPU
-/// perturbations).
-scenario::Scenario priced_scenario(const scenario::Scenario& sc) {
-  scenario::Scenario s = sc;
-  s.perturb.gpu_slowdown.clear();
-  for (const auto& [rank, f] : sc.perturb.gpu_factors(sc.platform.gpus_per_node))
-    if (f != 1) s.perturb.gpu_slowdown[rank] = f;
-  s.perturb.node_slowdown.clear();
-  scenario::PerturbSpec net;
-  net.links = sc.perturb.links;
-  net.rails_down = sc.perturb.rails_down;
-  if (net.any()) s.simulation.symmetry = scenario::Symmetry::Off;
-  return s;
-}
 
 engine::ReplayOptions replay_options(const scenario::Scenario& sc) {
   engine::ReplayOptions ro;
@@ -52,15 +37,11 @@ engine::ReplayOptions replay_options(const scenario::Scenario& sc) {
 /// Builds and replays `sc` in this process (which then holds SimGrid's one engine); returns
 /// the step time. For child processes.
 double step_time(const scenario::Scenario& sc) {
-  const scenario::Scenario priced = priced_scenario(sc);
   const model::Topology topo(sc.platform, sc.perturb);
   const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
-  schedule::TaskGraph g;
-  schedule::Pricer pricer(*cost, priced, topo.gpus());
-  schedule::build_scenario(priced, topo, pricer, g);
-  g.finalize();
-  const engine::Trace tr = engine::replay(g, topo, sc.simulation.engine, replay_options(sc));
-  check_finite(g, tr);
+  const schedule::Plan p = schedule::plan(sc, topo, *cost);
+  const schedule::Trace tr = engine::replay(p.graph, topo, sc.simulation.engine, replay_options(sc));
+  check_finite(p.graph, tr);
   return tr.makespan_s;
 }
 
@@ -169,15 +150,16 @@ std::vector<double> run_in_children(const std::vector<std::function<double()>>& 
 /// and the critical path's straggler), the step with that rank made neutral (perturb.neutral_rank:
 /// no slowdown, variation or jitter; the other ranks' draws are untouched).
 report::StragglerWhatIf straggler_what_if(const scenario::Scenario& priced, const report::Result& r,
-                                          const schedule::Pricer& pricer, const SimulateOptions& opt) {
+                                          const std::vector<double>& rank_factor,
+                                          const SimulateOptions& opt) {
   report::StragglerWhatIf w;
   w.step_with_s = r.step_time_s;
   w.step_without_s = r.step_time_s;
   w.removed = "the rank's slowdown (slow_gpus, slow_nodes), static variation and jitter";
   std::vector<std::pair<double, int>> slowed;  // (factor, rank) of ranks that compute
   for (const auto& m : r.ranks)
-    if (m.compute_s > 0 && pricer.rank_factor(m.rank) > 1)
-      slowed.push_back({pricer.rank_factor(m.rank), m.rank});
+    if (m.compute_s > 0 && rank_factor[static_cast<size_t>(m.rank)] > 1)
+      slowed.push_back({rank_factor[static_cast<size_t>(m.rank)], m.rank});
   std::sort(slowed.begin(), slowed.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
@@ -199,7 +181,7 @@ report::StragglerWhatIf straggler_what_if(const scenario::Scenario& priced, cons
   const std::vector<double> steps = run_in_children(jobs, opt.jobs);
   double best = -1;
   for (size_t i = 0; i < cand.size(); ++i) {
-    const double factor = pricer.rank_factor(cand[i]);
+    const double factor = rank_factor[static_cast<size_t>(cand[i])];
     w.tried.push_back({cand[i], factor, steps[i]});
     if (r.step_time_s - steps[i] > best) {
       best = r.step_time_s - steps[i];
@@ -229,35 +211,49 @@ report::Samples run_samples(const scenario::Scenario& sc, const SimulateOptions&
 }  // namespace
 
 SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt) {
-  const scenario::Scenario priced = priced_scenario(sc);
+  Progress progress(opt.progress);
+  progress.phase("build graph");
   const model::Topology topo(sc.platform, sc.perturb);
   const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
-  schedule::TaskGraph g;
-  schedule::Pricer pricer(*cost, priced, topo.gpus());
   set_phase("building the task graph of " + sc.name);
-  const schedule::BuildInfo info = schedule::build_scenario(priced, topo, pricer, g);
-  g.finalize();
-  const engine::ReplayOptions ro = replay_options(sc);
-  set_phase("replaying " + std::to_string(g.ops().size()) + " ops of " + sc.name);
+  const schedule::Plan p = schedule::plan(sc, topo, *cost);
+  progress.phase("replay");
+  set_phase("replaying " + std::to_string(p.graph.ops().size()) + " ops of " + sc.name);
+  engine::ReplayOptions ro = replay_options(sc);
+  // In a child replay the callback draws from the child (same terminal, same line).
+  ro.progress = [&progress](double sim_s, size_t done, size_t total) {
+    progress.replay(sim_s, done, total);
+  };
   // With child runs to come, this process must not hold SimGrid's one engine: replay in a
   // child too (the trace comes back whole).
   const bool what_if = opt.what_if_straggler.value_or(sc.perturb.any());
   const bool children = what_if || opt.samples > 0;
-  const engine::Trace tr = children ? engine::replay_in_child(g, topo, sc.simulation.engine, ro)
-                                    : engine::replay(g, topo, sc.simulation.engine, ro);
-  check_finite(g, tr);
+  const schedule::Trace tr = children ? engine::replay_in_child(p.graph, topo, sc.simulation.engine, ro)
+                                      : engine::replay(p.graph, topo, sc.simulation.engine, ro);
+  check_finite(p.graph, tr);
+  progress.phase("report");
   set_phase("reporting " + sc.name);
-  report::Result r = report::analyze(sc, g, tr, info, pricer);
-  r.links = report::link_loads(g, topo, r.step_time_s);
-  if (what_if) r.straggler = straggler_what_if(priced, r, pricer, opt);
-  if (opt.samples > 0) r.samples = run_samples(sc, opt);
+  report::Result r = report::analyze(p, tr, topo, model::peak_rank_memory(sc));
+  if (what_if) {
+    progress.phase("straggler what-if (child replays)");
+    r.straggler = straggler_what_if(p.scenario, r, p.rank_factor, opt);
+  }
+  if (opt.samples > 0) {
+    progress.phase("samples: " + std::to_string(opt.samples) + " seeds (child replays)");
+    r.samples = run_samples(sc, opt);
+  }
+  progress.phase("write outputs");
   SimulateOutput out;
-  out.result = report::result_json(r, sc, g);
+  out.result = report::result_json(r, sc, p.graph);
   out.result["cost_model"] = cost->describe();
   out.summary = report::summary_table(r, sc);
   if (!opt.json_path.empty()) report::write_atomic(opt.json_path, out.result.dump(2) + "\n");
   if (!opt.trace_path.empty())
-    report::write_atomic(opt.trace_path, report::chrome_trace(g, tr, opt.trace_filter).dump() + "\n");
+    report::write_atomic(opt.trace_path, [&](std::ostream& os) {
+      report::write_chrome_trace(os, p.graph, tr, r.critical_path.ops, opt.trace_filter);
+      os << "\n";
+    });
+  progress.finish();
   return out;
 }
 
@@ -267,13 +263,9 @@ void validate_for_run(const scenario::Scenario& sc) {
 }
 
 size_t graph_ops(const scenario::Scenario& sc) {
-  const scenario::Scenario priced = priced_scenario(sc);
   const model::Topology topo(sc.platform, sc.perturb);
-  const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
-  schedule::TaskGraph g;
-  schedule::Pricer pricer(*cost, priced, topo.gpus());
-  schedule::build_scenario(priced, topo, pricer, g);
-  return g.ops().size();
+  const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
+  return schedule::plan(sc, topo, *cost).graph.ops().size();
 }
 
 double simulate_step_time(const scenario::Scenario& sc) { return step_time(sc); }

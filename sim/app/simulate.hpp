@@ -26,6 +26,9 @@ struct SimulateOptions {
   /// Child processes at once for the what-if and the samples (each replays in its own child:
   /// SimGrid allows one engine per process).
   int jobs = 1;
+  /// Draw a progress line on stderr (phase, simulated time, ops done) once the run passes a
+  /// second; `run` sets it unless -q or stderr is not a terminal (progress_wanted).
+  bool progress = false;
 };
 
 struct SimulateOutput {

@@ -104,6 +104,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     const auto& op = g.op(id);
     tr.end_s[id] = ev.t;
     ++done;
+    if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(ev.t, done, n);
     if (interfere) {
       if (op.kind == OpKind::Compute) {
         auto& r = running[op.rank];
@@ -125,7 +126,6 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
   if (done != n) throw std::logic_error("analytic replay: ops left unreplayed (graph deadlock)");
 
   for (double e : tr.end_s) tr.makespan_s = std::max(tr.makespan_s, e);
-  tr.bytes_per_link_class = detail::bytes_per_link_class(g, routes);
   tr.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return tr;
 }

@@ -102,11 +102,6 @@ Trace replay_in_child(const schedule::TaskGraph& g, const model::Topology& topo,
       w.f64(t.makespan_s);
       w.str(t.engine);
       w.f64(t.wall_s);
-      w.u64(t.bytes_per_link_class.size());
-      for (const auto& [cls, bytes] : t.bytes_per_link_class) {
-        w.str(cls);
-        w.f64(bytes);
-      }
     } catch (const std::exception& e) {
       w.buf.clear();
       w.u64(1);
@@ -141,10 +136,6 @@ Trace replay_in_child(const schedule::TaskGraph& g, const model::Topology& topo,
   t.makespan_s = r.f64();
   t.engine = r.str();
   t.wall_s = r.f64();
-  for (uint64_t i = 0, k = r.u64(); i < k; ++i) {
-    std::string cls = r.str();
-    t.bytes_per_link_class.emplace_back(std::move(cls), r.f64());
-  }
   return t;
 }
 

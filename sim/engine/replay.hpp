@@ -1,16 +1,25 @@
 #pragma once
 /// Engines replay a finalized TaskGraph on a Topology and return per-op start/end times.
-#include "engine/trace.hpp"
+#include <cstddef>
+#include <functional>
+
 #include "model/topology.hpp"
 #include "schedule/task_graph.hpp"
+#include "schedule/trace.hpp"
 
 namespace cpsim::engine {
+
+using schedule::Trace;
 
 struct ReplayOptions {
   /// Compute ops run this much slower (0.2 = 20 %) while a transfer of the same GPU is in
   /// flight (SM and HBM contention with NCCL kernels). 0 = ideal overlap.
   double interference = 0;
   bool verbose = false;          ///< let SimGrid log
+  /// Called every kProgressEvery completed ops with the simulated time reached, the ops done and
+  /// the ops in all (for a progress line). Empty: never.
+  std::function<void(double sim_s, size_t done, size_t total)> progress;
+  static constexpr size_t kProgressEvery = 1 << 14;
 };
 
 /// Contention-free: each transfer takes extra_latency + route latency + bytes / min(route bw,

@@ -1,6 +1,6 @@
 #pragma once
 /// What both engines share, so they can only differ by contention: readiness (explicit
-/// predecessors plus stream order), contention-free transfer time, bytes per link class.
+/// predecessors plus stream order), contention-free transfer time.
 /// Internal to the engine stage.
 #include <algorithm>
 #include <cstdint>
@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "engine/trace.hpp"
 #include "model/topology.hpp"
 #include "schedule/task_graph.hpp"
 
@@ -94,22 +93,6 @@ inline double transfer_time_s(const schedule::Op& op, const RouteInfo& ri) {
   const double bw = transfer_rate_Bps(op, ri) / std::max<double>(1.0, op.sharers);
   const double ser = op.bytes > 0 ? op.bytes / bw : 0.0;  // bw is inf for a GPU to itself
   return op.extra_latency_s + ri.latency_s + ser;
-}
-
-/// Bytes carried by each link class, counting every link a transfer crosses (its load).
-inline std::vector<std::pair<std::string, double>> bytes_per_link_class(
-    const schedule::TaskGraph& g, RouteCache& routes) {
-  double by[kLinkClasses] = {};
-  for (const auto& op : g.ops()) {
-    if (op.kind != schedule::OpKind::Transfer || op.bytes <= 0 || op.rank == op.peer) continue;
-    const RouteInfo& ri = routes.get(op.rank, op.peer);
-    for (int c = 0; c < kLinkClasses; ++c) by[c] += op.bytes * ri.links_of_class[c];
-  }
-  std::vector<std::pair<std::string, double>> out;
-  for (int c = 0; c < kLinkClasses; ++c)
-    if (by[c] > 0)
-      out.emplace_back(model::link_class_name(static_cast<model::LinkClass>(c)), by[c]);
-  return out;
 }
 
 }  // namespace cpsim::engine::detail

@@ -175,6 +175,8 @@ struct Replay {
     const auto& op = g.op(id);
     tr.end_s[id] = sg4::Engine::get_clock();
     ++done;
+    if (opt.progress && done % ReplayOptions::kProgressEvery == 0)
+      opt.progress(tr.end_s[id], done, g.size());
     if (op.kind == OpKind::Transfer) {
       comm_delta(op.rank, -1);
       if (op.peer != op.rank) comm_delta(op.peer, -1);
@@ -291,8 +293,6 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
                              (stuck < n ? g.describe(stuck) : std::string("?")));
   }
   for (double e : tr.end_s) tr.makespan_s = std::max(tr.makespan_s, e);
-  detail::RouteCache routes(topo);
-  tr.bytes_per_link_class = detail::bytes_per_link_class(g, routes);
   tr.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return tr;
 }

@@ -17,7 +17,7 @@ const char* comm_kind(uint16_t s) {
 }
 
 std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph& g,
-                                                      const engine::Trace& tr) {
+                                                      const schedule::Trace& tr) {
   const int nr = g.num_ranks();
   std::vector<Intervals> comp(static_cast<size_t>(nr));
   std::map<std::string, std::vector<Intervals>> comm;

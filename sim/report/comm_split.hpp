@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "engine/trace.hpp"
+#include "schedule/trace.hpp"
 #include "schedule/task_graph.hpp"
 
 namespace cpsim::report {
@@ -25,6 +25,6 @@ const char* comm_kind(uint16_t stream);
 /// the other per-rank means of Result. Kinds overlap in time, so their exposed times can add up
 /// to more than the total exposed communication.
 std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph& g,
-                                                      const engine::Trace& tr);
+                                                      const schedule::Trace& tr);
 
 }  // namespace cpsim::report

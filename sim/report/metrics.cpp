@@ -19,7 +19,7 @@ bool is_cp_stream(uint16_t s) { return schedule::stream::is_cp(s); }
 
 /// The predecessor whose completion released op `id` (explicit edges and stream order), or
 /// kNoOp if it started unblocked at time 0.
-OpId releaser(const TaskGraph& g, const engine::Trace& tr, OpId id) {
+OpId releaser(const TaskGraph& g, const schedule::Trace& tr, OpId id) {
   OpId best = schedule::kNoOp;
   double best_end = -1;
   auto consider = [&](OpId p) {
@@ -59,19 +59,35 @@ std::string describe_kind(const TaskGraph& g, const ReleaserKind& k) {
   return s;
 }
 
-}  // namespace
-
-std::vector<LinkLoad> link_loads(const TaskGraph& g, const model::Topology& topo, double step_time_s,
-                                 size_t top) {
+/// Bytes and busy time of every link the graph's transfers cross, the `top` most utilised
+/// first (ties by name), and the bytes per link class (each transfer counted once per link of
+/// the class its route crosses: its load), summed in op order.
+void link_loads(const TaskGraph& g, const model::Topology& topo, size_t top, Result& r) {
+  constexpr int kClasses = 5;  // model::LinkClass values
+  struct Route {
+    std::vector<uint32_t> links;
+    uint8_t of_class[kClasses] = {};
+  };
   std::vector<double> bytes(topo.links().size(), 0.0);
-  std::unordered_map<uint64_t, std::vector<uint32_t>> routes;
+  double by_class[kClasses] = {};
+  std::unordered_map<uint64_t, Route> routes;
   for (const auto& op : g.ops()) {
     if (op.kind != OpKind::Transfer || op.bytes <= 0 || op.rank == op.peer) continue;
     const uint64_t key = (static_cast<uint64_t>(op.rank) << 32) | static_cast<uint32_t>(op.peer);
     auto it = routes.find(key);
-    if (it == routes.end()) it = routes.emplace(key, topo.route(op.rank, op.peer)).first;
-    for (uint32_t l : it->second) bytes[l] += op.bytes;
+    if (it == routes.end()) {
+      Route rt;
+      rt.links = topo.route(op.rank, op.peer);
+      for (uint32_t l : rt.links) rt.of_class[static_cast<int>(topo.links()[l].cls)]++;
+      it = routes.emplace(key, std::move(rt)).first;
+    }
+    for (uint32_t l : it->second.links) bytes[l] += op.bytes;
+    for (int c = 0; c < kClasses; ++c) by_class[c] += op.bytes * it->second.of_class[c];
   }
+  for (int c = 0; c < kClasses; ++c)
+    if (by_class[c] > 0)
+      r.bytes_per_link_class.emplace_back(model::link_class_name(static_cast<model::LinkClass>(c)),
+                                          by_class[c]);
   std::vector<LinkLoad> out;
   for (size_t l = 0; l < bytes.size(); ++l) {
     if (bytes[l] <= 0) continue;
@@ -82,15 +98,17 @@ std::vector<LinkLoad> link_loads(const TaskGraph& g, const model::Topology& topo
     ll.bytes = bytes[l];
     ll.bw_Bps = link.bw_Bps;
     ll.busy_s = bytes[l] / link.bw_Bps;
-    ll.utilisation = step_time_s > 0 ? ll.busy_s / step_time_s : 0;
+    ll.utilisation = r.step_time_s > 0 ? ll.busy_s / r.step_time_s : 0;
     out.push_back(std::move(ll));
   }
   std::sort(out.begin(), out.end(), [](const LinkLoad& a, const LinkLoad& b) {
     return a.busy_s != b.busy_s ? a.busy_s > b.busy_s : a.name < b.name;
   });
   if (out.size() > top) out.resize(top);
-  return out;
+  r.links = std::move(out);
 }
+
+}  // namespace
 
 void sample_stats(Samples& s) {
   std::vector<double> v = s.step_time_s;
@@ -116,8 +134,11 @@ void sample_stats(Samples& s) {
   s.p99_s = pct(99);
 }
 
-Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::Trace& tr,
-               const schedule::BuildInfo& info, const schedule::Pricer& pricer) {
+Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const model::Topology& topo,
+               const model::MemoryEstimate& memory, size_t top_links) {
+  const scenario::Scenario& sc = plan.scenario;
+  const TaskGraph& g = plan.graph;
+  const schedule::BuildInfo& info = plan.info;
   Result r;
   r.name = sc.name;
   r.engine = tr.engine;
@@ -126,10 +147,9 @@ Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::T
   r.ops = g.size();
   r.sim_wall_s = tr.wall_s;
   r.symmetry = info.symmetry;
-  r.bytes_per_link_class = tr.bytes_per_link_class;
-  r.pricing = pricer.sources();
-  r.extrapolated_ops = pricer.extrapolated();
-  r.memory = model::peak_rank_memory(sc);
+  r.pricing = plan.pricing;
+  r.extrapolated_ops = plan.extrapolated_ops;
+  r.memory = memory;
   r.communication = communication_by_kind(g, tr);
   r.model_flops = info.model_flops;
 
@@ -293,6 +313,7 @@ Result analyze(const scenario::Scenario& sc, const TaskGraph& g, const engine::T
         r.straggler_rank = rank;
       }
   }
+  link_loads(g, topo, top_links, r);
   return r;
 }
 

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "engine/trace.hpp"
 #include "model/topology.hpp"
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
 #include "report/comm_split.hpp"
 #include "scenario/specs.hpp"
-#include "schedule/step.hpp"
+#include "schedule/plan.hpp"
 #include "schedule/task_graph.hpp"
+#include "schedule/trace.hpp"
 
 namespace cpsim::report {
 
@@ -131,13 +131,12 @@ struct Result {
   std::optional<Samples> samples;            ///< when several seeds ran
 };
 
-Result analyze(const scenario::Scenario& sc, const schedule::TaskGraph& g,
-               const engine::Trace& trace, const schedule::BuildInfo& info,
-               const schedule::Pricer& pricer);
-
-/// Bytes and busy time of every link the graph's transfers cross (routes from `topo`), the
-/// `top` most utilised first (ties by name). Utilisation is relative to `step_time_s`.
-std::vector<LinkLoad> link_loads(const schedule::TaskGraph& g, const model::Topology& topo,
-                                 double step_time_s, size_t top = 16);
+/// Every figure of a replayed plan, from the products only: the plan (graph, build info,
+/// pricing), the engine's trace, the topology (routes, for link loads) and the memory estimate.
+/// The critical path and the link loads (the `top_links` most utilised, and the bytes per link
+/// class) are computed here, once.
+Result analyze(const schedule::Plan& plan, const schedule::Trace& trace,
+               const model::Topology& topo, const model::MemoryEstimate& memory,
+               size_t top_links = 16);
 
 }  // namespace cpsim::report

@@ -47,37 +47,6 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-/// The ops on the critical path: walk back from the op that ends last, each time to the
-/// predecessor (explicit edge or stream order) that finished last. The same rule as the
-/// critical path of report::analyze, recomputed here because chrome_trace has no Result.
-std::vector<char> critical_ops(const schedule::TaskGraph& g, const engine::Trace& tr) {
-  std::vector<char> on(g.size(), 0);
-  if (g.size() == 0 || tr.end_s.size() != g.size()) return on;
-  schedule::OpId cur = 0;
-  for (schedule::OpId id = 0; id < g.size(); ++id)
-    if (tr.end_s[id] > tr.end_s[cur]) cur = id;
-  while (cur != schedule::kNoOp && !on[cur]) {
-    on[cur] = 1;
-    schedule::OpId best = schedule::kNoOp;
-    double best_end = -1;
-    auto consider = [&](schedule::OpId p) {
-      if (tr.end_s[p] > best_end || (tr.end_s[p] == best_end && p > best)) {
-        best_end = tr.end_s[p];
-        best = p;
-      }
-    };
-    auto [b, e] = g.preds(cur);
-    for (const schedule::OpId* it = b; it != e; ++it) consider(*it);
-    for (const auto* slots : {&g.queue_of(), &g.peer_queue_of()}) {
-      const auto& qs = (*slots)[cur];
-      if (qs.queue == UINT32_MAX || qs.pos == 0) continue;
-      consider(g.queues()[qs.queue].ops[qs.pos - 1]);
-    }
-    cur = best;
-  }
-  return on;
-}
-
 }  // namespace
 
 json scenario_json(const scenario::Scenario& sc) {
@@ -336,7 +305,8 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
   return os.str();
 }
 
-json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const TraceFilter& f) {
+void write_chrome_trace(std::ostream& os, const schedule::TaskGraph& g, const schedule::Trace& tr,
+                        const std::vector<schedule::OpId>& critical_path, const TraceFilter& f) {
   auto keep_rank = [&](int r) {
     return f.ranks.empty() || std::find(f.ranks.begin(), f.ranks.end(), r) != f.ranks.end();
   };
@@ -347,21 +317,32 @@ json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const T
   // stream s is thread s + 1; the names and the "rank" argument carry the real numbers.
   auto pid_of = [](int rank) { return rank + 1; };
   auto tid_of = [](int stream) { return stream + 1; };
-  const std::vector<char> critical = critical_ops(g, tr);
-  json ev = json::array();
+  std::vector<char> critical(g.size(), 0);
+  for (schedule::OpId id : critical_path) critical[id] = 1;
+  // Streamed: each event is serialised and written on its own, never the whole array (a JSON
+  // document of millions of events took ~17x the trace's size in RAM: 8+ GB for the 1,024-GPU
+  // scenario). The bytes are those json{{"traceEvents", [...]}, ...}.dump() gives: keys in
+  // order, events joined by commas.
+  os << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  bool first = true;
+  auto emit = [&](const json& e) {
+    if (!first) os << ',';
+    first = false;
+    os << e.dump();
+  };
   std::vector<char> named(static_cast<size_t>(g.num_ranks()), 0);
   std::map<std::pair<int, int>, bool> threads;
   auto meta = [&](int rank, int stream) {
     if (!named[rank]) {
       named[rank] = 1;
-      ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid_of(rank)}, {"args", {{"name", "GPU " + std::to_string(rank)}}}});
-      ev.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid_of(rank)}, {"args", {{"sort_index", rank}}}});
+      emit({{"ph", "M"}, {"name", "process_name"}, {"pid", pid_of(rank)}, {"args", {{"name", "GPU " + std::to_string(rank)}}}});
+      emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid_of(rank)}, {"args", {{"sort_index", rank}}}});
     }
     if (!threads[{rank, stream}]) {
       threads[{rank, stream}] = true;
-      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid_of(rank)}, {"tid", tid_of(stream)},
+      emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid_of(rank)}, {"tid", tid_of(stream)},
                     {"args", {{"name", schedule::stream::name(static_cast<uint16_t>(stream))}}}});
-      ev.push_back({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid_of(rank)}, {"tid", tid_of(stream)},
+      emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid_of(rank)}, {"tid", tid_of(stream)},
                     {"args", {{"sort_index", stream}}}});
     }
   };
@@ -386,7 +367,7 @@ json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const T
       if (!keep_rank(op.rank)) continue;
       meta(op.rank, op.stream);
       args["rank"] = op.rank;
-      ev.push_back({{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid_of(op.rank)}, {"tid", tid_of(op.stream)},
+      emit({{"ph", "X"}, {"name", name}, {"cat", cat}, {"pid", pid_of(op.rank)}, {"tid", tid_of(op.stream)},
                     {"ts", ts}, {"dur", dur}, {"args", args}});
       continue;
     }
@@ -397,30 +378,32 @@ json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr, const T
     if (ks) {
       meta(op.rank, op.stream);
       args["rank"] = op.rank;
-      ev.push_back({{"ph", "X"}, {"name", name + " send"}, {"cat", cat}, {"pid", pid_of(op.rank)},
+      emit({{"ph", "X"}, {"name", name + " send"}, {"cat", cat}, {"pid", pid_of(op.rank)},
                     {"tid", tid_of(op.stream)}, {"ts", ts}, {"dur", dur}, {"args", args}});
     }
     if (kr) {
       meta(op.peer, op.peer_stream);
       args["rank"] = op.peer;
-      ev.push_back({{"ph", "X"}, {"name", name + " recv"}, {"cat", cat}, {"pid", pid_of(op.peer)},
+      emit({{"ph", "X"}, {"name", name + " recv"}, {"cat", cat}, {"pid", pid_of(op.peer)},
                     {"tid", tid_of(op.peer_stream)}, {"ts", ts}, {"dur", dur}, {"args", args}});
     }
     if (ks && kr) {
       // Both ends bind to the slice enclosing their timestamp: the middle of each slice is
       // inside it (a slice's end is not: viewers close it there).
       const double mid = ts + dur / 2;
-      ev.push_back({{"ph", "s"}, {"id", id}, {"name", name}, {"cat", "flow"}, {"pid", pid_of(op.rank)},
+      emit({{"ph", "s"}, {"id", id}, {"name", name}, {"cat", "flow"}, {"pid", pid_of(op.rank)},
                     {"tid", tid_of(op.stream)}, {"ts", mid}});
-      ev.push_back({{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", name}, {"cat", "flow"},
+      emit({{"ph", "f"}, {"bp", "e"}, {"id", id}, {"name", name}, {"cat", "flow"},
                     {"pid", pid_of(op.peer)}, {"tid", tid_of(op.peer_stream)}, {"ts", mid}});
     }
   }
-  return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
+  os << "]}";
 }
 
-void write_atomic(const std::string& path, const std::string& text) {
-  write_file_atomic(path, text);  // report/safe_write.hpp: checked target, private temporary
+void write_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  write_file_atomic(path, write);  // report/safe_write.hpp: checked target, private temporary, streamed
 }
+
+void write_atomic(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
 }  // namespace cpsim::report

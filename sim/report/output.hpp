@@ -1,7 +1,9 @@
 #pragma once
 /// Result formats: JSON (the contract in docs/design.md), the terminal summary, Chrome trace events
 /// for Perfetto, and an atomic file writer (temp file + rename) for all of them.
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,12 +26,17 @@ struct TraceFilter {
   std::vector<int> layers;   ///< empty = all (ops without a layer are always kept)
 };
 /// Chrome trace-event JSON: a process per GPU, a thread per stream, an "X" event per op with
-/// its label and arguments, flow arrows from each send to its receive.
-nlohmann::json chrome_trace(const schedule::TaskGraph& g, const engine::Trace& tr,
-                            const TraceFilter& filter = {});
+/// its label and arguments (ops on `critical_path`, report::Result's, marked), flow arrows
+/// from each send to its receive. Written event by event: memory stays bounded by one event
+/// whatever the trace's size.
+void write_chrome_trace(std::ostream& out, const schedule::TaskGraph& g, const schedule::Trace& tr,
+                        const std::vector<schedule::OpId>& critical_path,
+                        const TraceFilter& filter = {});
 
 /// Writes `text` to `path` atomically: a reader sees the old file or the whole new one.
 /// Throws std::runtime_error naming the path on failure.
 void write_atomic(const std::string& path, const std::string& text);
+/// The same, with the content written by `write` (for outputs too large to hold in memory).
+void write_atomic(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 }  // namespace cpsim::report

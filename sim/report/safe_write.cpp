@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <ostream>
+#include <streambuf>
 
 namespace cpsim::report {
 
@@ -82,7 +85,49 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
 
 std::string temp_prefix(const std::string& file_name) { return "." + file_name + ".tmp."; }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
+namespace {
+
+/// A std::streambuf over a file descriptor we created (O_EXCL|O_NOFOLLOW), so a streamed
+/// writer (the Chrome trace: millions of events) never holds the whole file in memory.
+class FdBuf final : public std::streambuf {
+ public:
+  explicit FdBuf(int fd) : fd_(fd) { setp(buf_, buf_ + sizeof buf_); }
+  int error() const { return error_; }
+  int sync() override { return flush() ? 0 : -1; }
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (!flush()) return traits_type::eof();
+    if (ch != traits_type::eof()) {
+      *pptr() = static_cast<char>(ch);
+      pbump(1);
+    }
+    return traits_type::not_eof(ch);
+  }
+
+ private:
+  bool flush() {
+    const char* p = pbase();
+    while (p < pptr()) {
+      const ssize_t w = ::write(fd_, p, static_cast<size_t>(pptr() - p));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        error_ = errno == 0 ? EIO : errno;
+        return false;
+      }
+      p += w;
+    }
+    setp(buf_, buf_ + sizeof buf_);
+    return true;
+  }
+  int fd_;
+  int error_ = 0;
+  char buf_[1 << 16];
+};
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
   if (const std::string why = refusal(path); !why.empty())
     throw OutputError("cannot write " + path + ": " + why);
   const fs::path target = write_target(path);
@@ -97,17 +142,23 @@ void write_file_atomic(const std::string& path, const std::string& text) {
                                ": " + std::strerror(errno));
   }
   if (fd < 0) throw std::runtime_error("cannot write " + path + ": no free temporary name in " + dir.string());
-  size_t off = 0;
-  while (off < text.size()) {
-    const ssize_t w = ::write(fd, text.data() + off, text.size() - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      const int err = errno;
+  auto fail = [&](int err) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+  };
+  {
+    FdBuf buf(fd);
+    std::ostream out(&buf);
+    try {
+      write(out);
+    } catch (...) {
       ::close(fd);
       ::unlink(tmp.c_str());
-      throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+      throw;
     }
-    off += static_cast<size_t>(w);
+    out.flush();
+    if (!out || buf.error() != 0) fail(buf.error() != 0 ? buf.error() : EIO);
   }
   if (::close(fd) != 0) {
     const int err = errno;
@@ -119,6 +170,10 @@ void write_file_atomic(const std::string& path, const std::string& text) {
     ::unlink(tmp.c_str());
     throw std::runtime_error("cannot write " + path + ": rename: " + std::strerror(err));
   }
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  write_file_atomic(path, [&text](std::ostream& out) { out.write(text.data(), static_cast<std::streamsize>(text.size())); });
 }
 
 std::string path_component(const std::string& name) {

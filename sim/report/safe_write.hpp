@@ -4,6 +4,8 @@
 /// command, not a device node, FIFO, socket or directory), and written to a temporary file with
 /// an unpredictable name, created with O_EXCL|O_NOFOLLOW in the target's directory (so a
 /// planted symlink is never followed), then renamed over the target.
+#include <functional>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -35,6 +37,10 @@ std::string write_target(const std::string& path);
 /// Writes `text` to `path` atomically (see above). Throws std::runtime_error on failure, and
 /// OutputError for a target check_outputs refuses.
 void write_file_atomic(const std::string& path, const std::string& text);
+/// The same, streamed: `write` fills the private temporary through a buffered stream, so a
+/// large output (the Chrome trace) is never held in memory; the target is replaced only when
+/// `write` returned and every byte reached the file.
+void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 /// Prefix of the temporary files write_file_atomic leaves when killed mid-write: in the
 /// target's directory, "." + file name + ".tmp." + 16 random hex digits.

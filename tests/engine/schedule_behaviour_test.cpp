@@ -112,12 +112,10 @@ TEST(Pipeline, OneFOneBBubbleEmergesFromReplay) {
   sc.platform = fixtures::nvswitch_node(8, 1e18, 0.0);
   fixtures::PerPairCost cost(kPairSeconds);
   model::Topology topo(sc.platform);
-  schedule::Pricer pricer(cost, sc, 8);
-  schedule::TaskGraph g;
-  const auto info = schedule::build_scenario(sc, topo, pricer, g);
-  g.finalize();
+  const auto p = schedule::plan(sc, topo, cost);
+  const auto& g = p.graph;
   const auto tr = engine::replay_analytic(g, topo);
-  const auto r = report::analyze(sc, g, tr, info, pricer);
+  const auto r = report::analyze(p, tr, topo, model::estimate_memory(sc));
   EXPECT_NEAR(r.bubble_ratio, 7.0 / 32.0, 1e-9);
   EXPECT_NEAR(100 * r.bubble_ratio, 21.9, 0.05);
 }
@@ -135,11 +133,9 @@ TEST(Pipeline, InterleavedScheduleDividesTheBubbleByVirtualStages) {
   sc.platform = fixtures::nvswitch_node(4, 1e18, 0.0);
   fixtures::PerPairCost cost(kPairSeconds);
   model::Topology topo(sc.platform);
-  schedule::Pricer pricer(cost, sc, 4);
-  schedule::TaskGraph g;
-  const auto info = schedule::build_scenario(sc, topo, pricer, g);
-  g.finalize();
-  const auto r = report::analyze(sc, g, engine::replay_analytic(g, topo), info, pricer);
+  const auto p = schedule::plan(sc, topo, cost);
+  const auto& g = p.graph;
+  const auto r = report::analyze(p, engine::replay_analytic(g, topo), topo, model::estimate_memory(sc));
   EXPECT_NEAR(r.bubble_ratio, 3.0 / 16.0, 1e-9);
 }
 
@@ -158,11 +154,9 @@ TEST(Breakdown, ComputeByLayerTypeAddsUpToCompute) {
   sc.platform = fixtures::nvswitch_node(2, 1e11, 1e-6);
   auto cost = model::CostModel::roofline(sc.platform.gpu);
   model::Topology topo(sc.platform);
-  schedule::Pricer pricer(*cost, sc, 2);
-  schedule::TaskGraph g;
-  const auto info = schedule::build_scenario(sc, topo, pricer, g);
-  g.finalize();
-  const auto r = report::analyze(sc, g, engine::replay_analytic(g, topo), info, pricer);
+  const auto p = schedule::plan(sc, topo, *cost);
+  const auto& g = p.graph;
+  const auto r = report::analyze(p, engine::replay_analytic(g, topo), topo, model::estimate_memory(sc));
   double sum = 0;
   for (const auto& [k, v] : r.compute_by_layer_kind) sum += v;
   EXPECT_GT(r.compute_by_layer_kind.at("full-attention"), 0);
@@ -189,18 +183,16 @@ scenario::Scenario attention_layer(scenario::AttentionScheme scheme, int nodes, 
 }
 
 struct Replayed {
-  schedule::TaskGraph g;
+  schedule::Plan p;
   report::Result r;
 };
 
 void run(Replayed& out, const scenario::Scenario& sc, scenario::EngineKind engine) {
   fixtures::PerPairCost cost(kPairSeconds);
   model::Topology topo(sc.platform);
-  schedule::Pricer pricer(cost, sc, topo.gpus());
-  const auto info = schedule::build_scenario(sc, topo, pricer, out.g);
-  out.g.finalize();
-  const auto tr = engine::replay_in_child(out.g, topo, engine);
-  out.r = report::analyze(sc, out.g, tr, info, pricer);
+  out.p = schedule::plan(sc, topo, cost);
+  const auto tr = engine::replay_in_child(out.p.graph, topo, engine);
+  out.r = report::analyze(out.p, tr, topo, model::estimate_memory(sc));
 }
 
 }  // namespace
@@ -212,23 +204,23 @@ TEST(DoubleRing, OneInnerRingOfAllRanksIsThePlainRing) {
   Replayed a, b;
   run(a, ring, scenario::EngineKind::Analytic);
   run(b, dring, scenario::EngineKind::Analytic);
-  ASSERT_EQ(a.g.size(), b.g.size());
-  for (schedule::OpId id = 0; id < a.g.size(); ++id) {
-    const auto& x = a.g.op(id);
-    const auto& y = b.g.op(id);
-    SCOPED_TRACE(a.g.describe(id));
+  ASSERT_EQ(a.p.graph.size(), b.p.graph.size());
+  for (schedule::OpId id = 0; id < a.p.graph.size(); ++id) {
+    const auto& x = a.p.graph.op(id);
+    const auto& y = b.p.graph.op(id);
+    SCOPED_TRACE(a.p.graph.describe(id));
     EXPECT_EQ(x.kind, y.kind);
     EXPECT_EQ(x.rank, y.rank);
     EXPECT_EQ(x.peer, y.peer);
     EXPECT_EQ(x.stream, y.stream);
-    EXPECT_EQ(a.g.str(x.label.name), b.g.str(y.label.name));
+    EXPECT_EQ(a.p.graph.str(x.label.name), b.p.graph.str(y.label.name));
     EXPECT_EQ(x.label.step, y.label.step);
     EXPECT_EQ(x.label.chunk_q, y.label.chunk_q);
     EXPECT_EQ(x.label.chunk_kv, y.label.chunk_kv);
     EXPECT_EQ(x.duration_s, y.duration_s);
     EXPECT_EQ(x.bytes, y.bytes);
   }
-  EXPECT_EQ(a.g.num_edges(), b.g.num_edges());
+  EXPECT_EQ(a.p.graph.num_edges(), b.p.graph.num_edges());
   EXPECT_DOUBLE_EQ(a.r.step_time_s, b.r.step_time_s);
   EXPECT_DOUBLE_EQ(a.r.attention.exposed_comm_s, b.r.attention.exposed_comm_s);
 }
@@ -239,7 +231,7 @@ TEST(DoubleRing, OnOneNodeTheDefaultInnerRingIsThePlainRing) {
       scenario::EngineKind::Analytic);
   run(b, attention_layer(scenario::AttentionScheme::DoubleRing, 1, 8, 256, 5e6),
       scenario::EngineKind::Analytic);
-  EXPECT_EQ(a.g.size(), b.g.size());
+  EXPECT_EQ(a.p.graph.size(), b.p.graph.size());
   EXPECT_DOUBLE_EQ(a.r.step_time_s, b.r.step_time_s);
 }
 

@@ -48,15 +48,11 @@ struct Outcome {
 Outcome run(const scenario::Scenario& sc, bool in_child = false) {
   fixtures::PerPairCost cost(kPairSeconds);
   model::Topology topo(sc.platform, sc.perturb);
-  schedule::Pricer pricer(cost, sc, topo.gpus());
-  schedule::TaskGraph g;
-  const auto info = schedule::build_scenario(sc, topo, pricer, g);
-  g.finalize();
+  const auto p = schedule::plan(sc, topo, cost);
   Outcome r;
-  r.trace = in_child ? engine::replay_in_child(g, topo, sc.simulation.engine)
-                     : engine::replay(g, topo, sc.simulation.engine);
-  r.result = report::analyze(sc, g, r.trace, info, pricer);
-  r.result.links = report::link_loads(g, topo, r.result.step_time_s);
+  r.trace = in_child ? engine::replay_in_child(p.graph, topo, sc.simulation.engine)
+                     : engine::replay(p.graph, topo, sc.simulation.engine);
+  r.result = report::analyze(p, r.trace, topo, model::estimate_memory(sc));
   return r;
 }
 

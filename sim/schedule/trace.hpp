@@ -1,9 +1,11 @@
 #pragma once
-/// What an engine returns: when every op of a TaskGraph started and ended.
+/// What an engine returns and the report reads: when every op of a TaskGraph started and ended.
+/// A product of the pipeline, beside the graph it times, so that the report stage reads it
+/// without linking an engine (and SimGrid).
 #include <string>
 #include <vector>
 
-namespace cpsim::engine {
+namespace cpsim::schedule {
 
 struct Trace {
   std::vector<double> start_s;   ///< per op, simulated seconds
@@ -11,8 +13,6 @@ struct Trace {
   double makespan_s = 0;
   std::string engine;            ///< "simgrid" or "analytic"
   double wall_s = 0;             ///< host wall time the replay took
-  /// bytes carried per link class name (transfers x route), for reports
-  std::vector<std::pair<std::string, double>> bytes_per_link_class;
 };
 
-}  // namespace cpsim::engine
+}  // namespace cpsim::schedule

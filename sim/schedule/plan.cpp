@@ -1,0 +1,33 @@
+#include "schedule/plan.hpp"
+
+#include "schedule/attention.hpp"
+
+namespace cpsim::schedule {
+
+scenario::Scenario priced_scenario(const scenario::Scenario& sc) {
+  scenario::Scenario s = sc;
+  s.perturb.gpu_slowdown.clear();
+  for (const auto& [rank, f] : sc.perturb.gpu_factors(sc.platform.gpus_per_node))
+    if (f != 1) s.perturb.gpu_slowdown[rank] = f;
+  s.perturb.node_slowdown.clear();
+  scenario::PerturbSpec net;
+  net.links = sc.perturb.links;
+  net.rails_down = sc.perturb.rails_down;
+  if (net.any()) s.simulation.symmetry = scenario::Symmetry::Off;
+  return s;
+}
+
+Plan plan(const scenario::Scenario& sc, const model::Topology& topo, const model::CostModel& cost) {
+  Plan p;
+  p.scenario = priced_scenario(sc);
+  Pricer pricer(cost, p.scenario, topo.gpus());
+  p.info = build_scenario(p.scenario, topo, pricer, p.graph);
+  p.graph.finalize();
+  p.pricing = pricer.sources();
+  p.extrapolated_ops = pricer.extrapolated();
+  p.rank_factor.resize(static_cast<size_t>(topo.gpus()));
+  for (int k = 0; k < topo.gpus(); ++k) p.rank_factor[static_cast<size_t>(k)] = pricer.rank_factor(k);
+  return p;
+}
+
+}  // namespace cpsim::schedule
