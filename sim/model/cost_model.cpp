@@ -215,6 +215,26 @@ class RooflineModel final : public CostModel {
     return r;
   }
 
+  // FP8: the same tiling and k roll-off over the measured FP8 plateau (fp8_gemm_flops), 1 B
+  // inputs and a 2 B output. TE's per-tensor scaling (amax, cast) is a memory op of its own
+  // that fuses into the neighbouring norm / activation kernels, so it is not priced here.
+  Cost gemm_fp8(double m, double n, double k) const override {
+    if (!(gpu_.fp8_gemm_flops > 0)) return gemm(m, n, k);
+    Cost r = gemm(m, n, k);
+    if (!(r.flops > 0)) return r;
+    double tiling = 0;
+    for (const GemmTile& t : kGemmTiles) {
+      const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+      tiling = std::max(tiling, t.weight * wave_occupancy(tiles, sms_));
+    }
+    const double k_rolloff =
+        std::min(1.0, (k / (k + kGemmHalfK)) / (kGemmRefK / (kGemmRefK + kGemmHalfK)));
+    const double rate = gpu_.fp8_gemm_flops * tiling * k_rolloff;
+    const double bytes = m * k + k * n + 2 * m * n;
+    r.time_s = std::max({r.flops / rate, bytes / gpu_.hbm_Bps, kLaunchFloor_s});
+    return r;
+  }
+
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override {
     Cost r;
@@ -315,6 +335,7 @@ class ProfileModel final : public CostModel {
   }
 
   Cost gemm(double m, double n, double k) const override { return fallback_.gemm(m, n, k); }
+  Cost gemm_fp8(double m, double n, double k) const override { return fallback_.gemm_fp8(m, n, k); }
   Cost memory_bound(double bytes) const override { return fallback_.memory_bound(bytes); }
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override {

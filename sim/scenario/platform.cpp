@@ -16,7 +16,8 @@ constexpr int64_t kMaxGpus = 1'000'000;
 constexpr double kMaxLinks = 16'000'000;
 
 GpuSpec read_gpu_fields(const Node& n, const std::string& default_name) {
-  MapReader r(n, {"name", "description", "peak_flops", "gemm_flops", "hbm_bw", "memory"});
+  MapReader r(n, {"name", "description", "peak_flops", "gemm_flops", "hbm_bw", "memory",
+                  "fp8_peak_flops", "fp8_gemm_flops"});
   GpuSpec g;
   g.name = r.get("name") ? as_string(*r.get("name")) : default_name;
   if (r.get("description")) as_string(*r.get("description"));
@@ -36,6 +37,17 @@ GpuSpec read_gpu_fields(const Node& n, const std::string& default_name) {
   const Node& mem = r.require("memory");
   g.memory_bytes = as_bytes(mem);
   check_min(mem, g.memory_bytes, 0, false);
+  // FP8 tensor cores (Hopper and later); 0 / absent = none, and training.precision fp8 is refused.
+  if (const Node* v = r.get("fp8_peak_flops")) {
+    g.fp8_peak_flops = as_flops(*v);
+    check_min(*v, g.fp8_peak_flops, 0, true);
+  }
+  if (const Node* v = r.get("fp8_gemm_flops")) {
+    g.fp8_gemm_flops = as_flops(*v);
+    check_min(*v, g.fp8_gemm_flops, 0, true);
+    if (g.fp8_gemm_flops > g.fp8_peak_flops)
+      fail_at(*v, "fp8_gemm_flops exceeds fp8_peak_flops (give fp8_peak_flops too)");
+  }
   return g;
 }
 

@@ -16,6 +16,8 @@ struct GpuSpec {
   double gemm_flops = 0;            ///< best measured BF16 GEMM, FLOP/s (roofline plateau)
   double hbm_Bps = 0;               ///< measured HBM bandwidth, bytes/s
   double memory_bytes = 0;          ///< HBM capacity, bytes
+  double fp8_peak_flops = 0;        ///< dense FP8 peak, FLOP/s (0 = no FP8 tensor cores)
+  double fp8_gemm_flops = 0;        ///< best measured FP8 GEMM, FLOP/s (0 = no FP8)
 };
 
 /// Per-direction link class (every link is modelled split-duplex: one link per direction).
@@ -81,6 +83,27 @@ struct PlatformSpec {
 /// A transformer layer kind.
 enum class LayerKind { FullAttention, LinearAttention };
 
+/// Mixture-of-experts MLP (model YAML `moe:`); experts == 0 = dense model.
+struct MoeSpec {
+  int experts = 0;                 ///< routed experts per MoE layer
+  int top_k = 0;                   ///< experts each token is routed to
+  int expert_ffn_hidden = 0;       ///< SwiGLU intermediate size of one routed expert
+  int shared_experts = 0;          ///< always-active experts (a dense MLP of their combined width)
+  int shared_expert_ffn_hidden = 0;///< intermediate size of one shared expert (0 = expert_ffn_hidden)
+  int first_dense_layers = 0;      ///< leading layers with a dense MLP of ffn_hidden
+  double capacity_factor = 0;      ///< tokens an expert takes = cf x uniform share; 0 = dropless
+  double router_skew = 0;          ///< 0 = uniform routing; > 0: seeded imbalanced routing
+};
+
+/// Multi-head latent attention (DeepSeek-V2/V3; model YAML `mla:`).
+struct MlaSpec {
+  int q_lora_rank = 0;             ///< 0 = no query compression (a plain hidden -> heads projection)
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+};
+
 /// A model (scenarios/models/*.yaml).
 struct ModelSpec {
   std::string name;
@@ -104,6 +127,11 @@ struct ModelSpec {
   int linear_conv_width = 4;
   /// total parameter count for memory accounting when the text stack is not all; 0 = computed
   double total_params = 0;
+  MoeSpec moe;                   ///< experts == 0: every MLP is dense
+  /// attention_type: mla. The attention kernel then sees heads_kv = heads_q and head_dim =
+  /// (qk_nope + qk_rope + v) / 2, which gives MLA's exact FLOPs and K,V bytes (moe.hpp).
+  bool mla = false;
+  MlaSpec mla_dims;
 };
 
 enum class AttentionScheme { Ring, AllGather, Ulysses, Usp, DoubleRing };
@@ -134,6 +162,13 @@ struct ParallelSpec {
   double dp_bucket_bytes = 25e6;
   AttentionSpec attention;
   LinearScheme linear = LinearScheme::StateAllGather;
+  /// Expert parallelism (Megatron): EP groups are carved out of the DP x CP ranks (x TP when
+  /// expert_tp = 1) of one pipeline stage; expert data-parallel = tp*cp*dp / (ep * expert_tp).
+  int ep = 1;
+  int expert_tp = 1;             ///< 1, or tp (experts split over the TP group like dense MLPs)
+  /// Overlap the sequence-parallel TP all-gather / reduce-scatter with the GEMMs they feed
+  /// in tp chunks (Megatron --tp-comm-overlap, TransformerEngine userbuffers).
+  bool tp_comm_overlap = false;
 };
 
 struct TrainingSpec {
@@ -147,6 +182,9 @@ struct TrainingSpec {
   std::string doc_distribution;
   int64_t doc_mean_tokens = 0;
   uint64_t doc_seed = 1;
+  /// GEMM precision: false = BF16; true = FP8 (TransformerEngine delayed/current scaling).
+  bool fp8 = false;
+  bool fp8_attention = false;    ///< attention kernels in FP8 too (only with fp8)
 };
 
 /// Which link of a GPU a link perturbation degrades.
