@@ -79,7 +79,12 @@ void read_moe_model(const MapReader& r, ModelSpec& m) {
 void read_moe_parallel(const MapReader& r, ParallelSpec& p) {
   if (const Node* v = r.get("ep")) p.ep = static_cast<int>(as_int(*v, 1, 1'000'000));
   if (const Node* v = r.get("expert_tp")) p.expert_tp = static_cast<int>(as_int(*v, 1, 1'000'000));
-  if (const Node* v = r.get("tp_comm_overlap")) p.tp_comm_overlap = as_bool(*v);
+  if (const Node* v = r.get("tp_comm_overlap")) {
+    p.tp_comm_overlap = as_bool(*v);
+    if (p.tp_comm_overlap)
+      fail_at(*v, "tp_comm_overlap: true is not modelled yet (TP all-gather / reduce-scatter stay "
+                  "serial with their GEMMs); leave it false");
+  }
 }
 
 void read_precision(const MapReader& r, TrainingSpec& t) {
