@@ -52,6 +52,9 @@ class CostModel {
   virtual Cost attention(const AttentionCall& call) const = 0;
   /// BF16 GEMM [m x k] * [k x n].
   virtual Cost gemm(double m, double n, double k) const = 0;
+  /// FP8 GEMM (TransformerEngine: FP8 inputs, BF16 output) at the GPU's best measured FP8 GEMM
+  /// rate; the BF16 GEMM on a GPU without FP8 (fp8_gemm_flops 0; the scenario refuses that).
+  virtual Cost gemm_fp8(double m, double n, double k) const { return gemm(m, n, k); }
   /// A memory-bound op that reads + writes `bytes` in total (norms, merges, elementwise).
   virtual Cost memory_bound(double bytes) const = 0;
   /// Chunked linear-attention (Gated DeltaNet) forward or backward over `tokens` tokens with

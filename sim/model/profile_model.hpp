@@ -20,6 +20,7 @@ class ProfileModel final : public CostModel {
                scenario::AttnImpl impl = scenario::AttnImpl::Auto);
   Cost attention(const AttentionCall& c) const override;
   Cost gemm(double m, double n, double k) const override { return fallback_.gemm(m, n, k); }
+  Cost gemm_fp8(double m, double n, double k) const override { return fallback_.gemm_fp8(m, n, k); }
   Cost memory_bound(double bytes) const override { return fallback_.memory_bound(bytes); }
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override {

@@ -155,6 +155,25 @@ Cost RooflineModel::gemm(double m, double n, double k) const {
   return r;
 }
 
+// FP8: the same tiling and k roll-off over the measured FP8 plateau (fp8_gemm_flops), 1 B
+// inputs and a 2 B output. TE's per-tensor scaling (amax, cast) is a memory op of its own that
+// fuses into the neighbouring norm / activation kernels, so it is not priced here.
+Cost RooflineModel::gemm_fp8(double m, double n, double k) const {
+  Cost r = gemm(m, n, k);
+  if (!(gpu_.fp8_gemm_flops > 0) || !(r.flops > 0)) return r;
+  double tiling = 0;
+  for (const GemmTile& t : kGemmTiles) {
+    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
+    tiling = std::max(tiling, t.weight * wave_occupancy(tiles, sms_));
+  }
+  const double k_rolloff =
+      std::min(1.0, (k / (k + kGemmHalfK)) / (kGemmRefK / (kGemmRefK + kGemmHalfK)));
+  const double rate = gpu_.fp8_gemm_flops * tiling * k_rolloff;
+  const double bytes = m * k + k * n + 2 * m * n;
+  r.time_s = std::max({r.flops / rate, bytes / gpu_.hbm_Bps, kLaunchFloor_s});
+  return r;
+}
+
 Cost RooflineModel::memory_bound(double bytes) const {
   Cost r;
   r.source = CostSource::Roofline;

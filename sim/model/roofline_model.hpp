@@ -13,6 +13,7 @@ class RooflineModel final : public CostModel {
                          scenario::AttnImpl impl = scenario::AttnImpl::Auto);
   Cost attention(const AttentionCall& c) const override;
   Cost gemm(double m, double n, double k) const override;
+  Cost gemm_fp8(double m, double n, double k) const override;
   Cost memory_bound(double bytes) const override;
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override;

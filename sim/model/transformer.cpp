@@ -3,17 +3,16 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "model/moe.hpp"
+
 namespace cpsim::model {
 
 using scenario::LayerKind;
 using scenario::ModelSpec;
 
 double full_attention_layer_params(const ModelSpec& m) {
-  const double h = m.hidden, d = m.head_dim;
-  const double q_out = m.heads_q * d * (m.attention_output_gate ? 2.0 : 1.0);
-  const double qkv = h * (q_out + 2.0 * m.heads_kv * d);
-  const double o = m.heads_q * d * h;
-  return qkv + o + 2.0 * h;  // + two RMSNorm weights (attention, MLP)
+  // GQA or MLA projections (moe.cpp) + two RMSNorm weights (attention, MLP)
+  return attention_in_proj_params(m) + attention_out_proj_params(m) + 2.0 * m.hidden;
 }
 
 double linear_attention_layer_params(const ModelSpec& m) {
@@ -49,7 +48,7 @@ int count_layers(const ModelSpec& m, LayerKind kind) {
 double text_stack_params(const ModelSpec& m) {
   double p = embedding_params(m) + m.hidden;  // + final norm
   for (int i = 0; i < m.layers; ++i) {
-    p += mlp_params(m);
+    p += layer_ffn_params(m, i);  // dense MLP, or router + shared + all routed experts
     p += layer_kind(m, i) == LayerKind::FullAttention ? full_attention_layer_params(m)
                                                        : linear_attention_layer_params(m);
   }
@@ -119,11 +118,12 @@ double tp_bytes_per_gpu(const ModelSpec& m, int64_t tokens, int t) {
 double model_flops_per_step(const ModelSpec& m, int64_t seq_len, double sequences,
                             double pairs_per_seq) {
   // Matmul FLOPs: 2 per parameter per token in the layers and the LM head (the input embedding
-  // is a lookup); attention: 4 x pairs x H_q x d per full-attention layer; linear attention:
+  // is a lookup; a MoE layer counts the parameters a token uses: router, shared, top_k experts);
+  // attention (MLA: head_dim is (qk + v) / 2, see specs.hpp): 4 x pairs x H_q x d per full-attention layer; linear attention:
   // the chunked delta rule's state products, ~ 4 x H_v x d_k x d_v per token (read and update).
   double matmul_params = 0;
   for (int i = 0; i < m.layers; ++i)
-    matmul_params += mlp_params(m) + (layer_kind(m, i) == LayerKind::FullAttention
+    matmul_params += layer_ffn_active_params(m, i) + (layer_kind(m, i) == LayerKind::FullAttention
                                           ? full_attention_layer_params(m)
                                           : linear_attention_layer_params(m));
   matmul_params += static_cast<double>(m.vocab) * m.hidden;
@@ -149,26 +149,48 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   const auto& p = sc.parallel;
   const auto& tr = sc.training;
   MemoryEstimate est;
-  const double params_rank = total_params(m) / (p.tp * p.pp);
+  // Routed experts are sharded over EP x expert_tp and replicated over expert DP (Megatron);
+  // everything else over TP and replicated over DP x CP.
+  double expert_total = 0;
+  for (int i = 0; i < m.layers; ++i) expert_total += layer_expert_params(m, i);
+  const double params_rank = (total_params(m) - expert_total) / (p.tp * p.pp);
+  const double expert_rank = expert_total / (static_cast<double>(p.ep) * p.expert_tp * p.pp);
   // ZeRO: stage 1 shards optimizer states (12 B), stage 2 also gradients (2 B), stage 3 also
   // weights (2 B) over the data-parallel group. CP ranks hold replicas of the same weights, so
-  // Megatron's distributed optimizer shards over DP x CP.
-  const double dp = static_cast<double>(p.dp) * p.cp;
-  double w = 2, g = 2, o = 12;
-  if (p.zero_stage >= 1) o /= dp;
-  if (p.zero_stage >= 2) g /= dp;
-  if (p.zero_stage >= 3) w /= dp;
-  est.terms.push_back({"weights (bf16)", w * params_rank});
-  est.terms.push_back({"gradients (bf16)", g * params_rank});
-  est.terms.push_back({"optimizer states (fp32 master + Adam)", o * params_rank});
+  // Megatron's distributed optimizer shards over DP x CP; expert states over expert DP.
+  auto states = [&](double dp, double params, double* w, double* g, double* o) {
+    double ww = 2, gg = 2, oo = 12;
+    if (p.zero_stage >= 1) oo /= dp;
+    if (p.zero_stage >= 2) gg /= dp;
+    if (p.zero_stage >= 3) ww /= dp;
+    *w += ww * params;
+    *g += gg * params;
+    *o += oo * params;
+  };
+  double w = 0, g = 0, o = 0;
+  states(static_cast<double>(p.dp) * p.cp, params_rank, &w, &g, &o);
+  states(expert_dp(p), expert_rank, &w, &g, &o);
+  est.terms.push_back({"weights (bf16)", w});
+  est.terms.push_back({"gradients (bf16)", g});
+  est.terms.push_back({"optimizer states (fp32 master + Adam)", o});
+  if (tr.fp8) {
+    // TransformerEngine keeps an FP8 copy of every GEMM weight, row- and column-wise on Hopper
+    // (the wgrad / dgrad GEMMs need the transpose): 2 B per parameter beside the BF16 weight
+    // (gathered per layer under ZeRO-3, so sharded like the weights).
+    const double copies = 2 * (params_rank + expert_rank) / (p.zero_stage >= 3 ? static_cast<double>(p.dp) * p.cp : 1.0);
+    est.terms.push_back({"fp8 weight copies (row + column-wise)", copies});
+  }
 
   // Activations per micro-batch on one rank: tokens split by CP, and by TP under SP.
   const int64_t s_local = tr.seq_len / p.cp;
   const double sp_div = p.sequence_parallel ? p.tp : 1.0;
   const int layers_stage = (m.layers + p.pp - 1) / p.pp;
   const int in_flight = std::min(p.pp, tr.micro_batches);  // 1F1B: stage 0 holds pp micro-batches
+  // FP8: TE saves the inputs of the QKV, output, FC1 and FC2 GEMMs for the backward in FP8:
+  // 2 + 2 + 2 + 8 of Korthikanti's 34 s b h bytes halve (34 -> 27).
+  const double fp8_act = tr.fp8 ? 27.0 / 34.0 : 1.0;
   const double full_layer =
-      activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div;
+      activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
   double act = 0;
   if (tr.recompute == scenario::Recompute::Full) {
     act = full_recompute_bytes(s_local, tr.micro_batch, m.hidden, layers_stage) / sp_div *

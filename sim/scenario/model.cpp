@@ -3,6 +3,7 @@
 
 #include "scenario/builders.hpp"
 #include "scenario/load.hpp"
+#include "scenario/moe_keys.hpp"
 
 namespace cpsim::scenario {
 namespace detail {
@@ -10,7 +11,7 @@ namespace detail {
 ModelSpec build_model(const Node& tree, const std::string& default_name) {
   MapReader r(tree, {"name", "description", "layers", "hidden", "heads_q", "heads_kv", "head_dim",
                      "ffn_hidden", "vocab", "tied_embeddings", "pattern", "linear_attention",
-                     "total_params", "attention"});
+                     "total_params", "attention", "attention_type", "mla", "moe"});
   if (tree.is_null()) fail_at(tree, "expected a model mapping, got nothing");
   ModelSpec m;
   m.name = r.get("name") ? as_string(*r.get("name")) : default_name;
@@ -95,6 +96,7 @@ ModelSpec build_model(const Node& tree, const std::string& default_name) {
     check_min(*tp, m.total_params, 0, true);
     check_max(*tp, m.total_params, 1e16, true);
   }
+  read_moe_model(r, m);
   return m;
 }
 

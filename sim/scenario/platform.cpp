@@ -16,7 +16,8 @@ constexpr int64_t kMaxGpus = 1'000'000;
 constexpr double kMaxLinks = 16'000'000;
 
 GpuSpec read_gpu_fields(const Node& n, const std::string& default_name) {
-  MapReader r(n, {"name", "description", "peak_flops", "gemm_flops", "hbm_bw", "memory", "sm_count", "arch"});
+  MapReader r(n, {"name", "description", "peak_flops", "gemm_flops", "hbm_bw", "memory", "sm_count", "arch",
+                  "fp8_peak_flops", "fp8_gemm_flops"});
   GpuSpec g;
   g.name = r.get("name") ? as_string(*r.get("name")) : default_name;
   if (r.get("description")) as_string(*r.get("description"));
@@ -43,6 +44,17 @@ GpuSpec read_gpu_fields(const Node& n, const std::string& default_name) {
     const auto arch = parse_enum<GpuArch>(as_string(*a), kGpuArchNames);
     if (!arch) fail_at(*a, "expected " + enum_choices(kGpuArchNames) + ", got " + a->describe());
     g.arch = *arch;
+  }
+  // FP8 tensor cores (Hopper and later); 0 / absent = none, and training.precision fp8 is refused.
+  if (const Node* v = r.get("fp8_peak_flops")) {
+    g.fp8_peak_flops = as_flops(*v);
+    check_min(*v, g.fp8_peak_flops, 0, true);
+  }
+  if (const Node* v = r.get("fp8_gemm_flops")) {
+    g.fp8_gemm_flops = as_flops(*v);
+    check_min(*v, g.fp8_gemm_flops, 0, true);
+    if (g.fp8_gemm_flops > g.fp8_peak_flops)
+      fail_at(*v, "fp8_gemm_flops exceeds fp8_peak_flops (give fp8_peak_flops too)");
   }
   return g;
 }

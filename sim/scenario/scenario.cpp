@@ -6,6 +6,7 @@
 
 #include "scenario/builders.hpp"
 #include "scenario/load.hpp"
+#include "scenario/moe_keys.hpp"
 
 namespace cpsim::scenario {
 namespace detail {
@@ -33,14 +34,17 @@ std::string fmt_pairs(double v) {
 const Node& where(const Node* key, const Node& parent) { return key ? *key : parent; }
 
 struct TrainingNodes {
+  const Node* root = nullptr;
   const Node* seq_len = nullptr;
   const Node* documents = nullptr;
   const Node* doc_mean = nullptr;
 };
 
 TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
-  MapReader r(n, {"seq_len", "micro_batch", "micro_batches", "recompute", "documents", "loss"});
+  MapReader r(n, {"seq_len", "micro_batch", "micro_batches", "recompute", "documents", "loss",
+                  "precision", "fp8_attention"});
   TrainingSpec t;
+  nodes.root = &n;
   const Node& sl = r.require("seq_len");
   nodes.seq_len = &sl;
   t.seq_len = as_tokens(sl);
@@ -78,6 +82,7 @@ TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
                   "{distribution: uniform|lognormal, mean, seed}, got " + d->describe());
     }
   }
+  read_precision(r, t);
   return t;
 }
 
@@ -120,7 +125,7 @@ std::vector<std::string> read_order(const Node& n) {
 
 ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
   MapReader r(n, {"tp", "cp", "pp", "dp", "sequence_parallel", "order", "virtual_stages", "zero_stage",
-                  "dp_bucket", "attention", "linear_attention"});
+                  "dp_bucket", "attention", "linear_attention", "ep", "expert_tp", "tp_comm_overlap"});
   ParallelSpec p;
   nodes.root = &n;
   nodes.tp = r.get("tp");
@@ -142,6 +147,7 @@ ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
     p.dp_bucket_bytes = as_bytes(*v);
     check_min(*v, p.dp_bucket_bytes, 0, false);
   }
+  read_moe_parallel(r, p);
 
   const Node* att = r.get("attention");
   nodes.attention = att;
@@ -468,6 +474,8 @@ void cross_check(const Scenario& s, const Node& root, const ParallelNodes& pn, c
                     " causal pairs, more than the 2^63 - 1 the simulator counts (at most 4294967295 tokens); "
                     "pack shorter documents with training.documents");
   }
+
+  check_moe(s, par, or_empty(tn.root));
 
   for (const Node* k : rank_keys) {
     const int rank = std::stoi(k->key);

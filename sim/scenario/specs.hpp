@@ -22,6 +22,8 @@ struct GpuSpec {
   int sm_count = 132;
   /// Architecture: picks the attention kernel `cost.attention_kernel: auto` means.
   GpuArch arch = GpuArch::Hopper;
+  double fp8_peak_flops = 0;        ///< dense FP8 peak, FLOP/s (0 = no FP8 tensor cores)
+  double fp8_gemm_flops = 0;        ///< best measured FP8 GEMM, FLOP/s (0 = no FP8)
 };
 
 /// Per-direction link class (every link is modelled split-duplex: one link per direction).
@@ -124,6 +126,27 @@ enum class Mode { Train, Prefill };
 /// (Liger's fused linear cross-entropy, Megatron's fused CE).
 enum class Loss { Materialized, Chunked };
 
+/// Mixture-of-experts MLP (model YAML `moe:`); experts == 0 = dense model.
+struct MoeSpec {
+  int experts = 0;                 ///< routed experts per MoE layer
+  int top_k = 0;                   ///< experts each token is routed to
+  int expert_ffn_hidden = 0;       ///< SwiGLU intermediate size of one routed expert
+  int shared_experts = 0;          ///< always-active experts (a dense MLP of their combined width)
+  int shared_expert_ffn_hidden = 0;///< intermediate size of one shared expert (0 = expert_ffn_hidden)
+  int first_dense_layers = 0;      ///< leading layers with a dense MLP of ffn_hidden
+  double capacity_factor = 0;      ///< tokens an expert takes = cf x uniform share; 0 = dropless
+  double router_skew = 0;          ///< 0 = uniform routing; > 0: seeded imbalanced routing
+};
+
+/// Multi-head latent attention (DeepSeek-V2/V3; model YAML `mla:`).
+struct MlaSpec {
+  int q_lora_rank = 0;             ///< 0 = no query compression (a plain hidden -> heads projection)
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+};
+
 /// A model (scenarios/models/*.yaml).
 struct ModelSpec {
   std::string name;
@@ -155,6 +178,11 @@ struct ModelSpec {
   /// Per pattern entry: 1 for a `sliding` entry (a softmax layer with the causal window
   /// `window` whatever attention_mask says); empty = no sliding entries.
   std::vector<char> pattern_sliding;
+  MoeSpec moe;                   ///< experts == 0: every MLP is dense
+  /// attention_type: mla. The attention kernel then sees heads_kv = heads_q and head_dim =
+  /// (qk_nope + qk_rope + v) / 2, which gives MLA's exact FLOPs and K,V bytes (moe.hpp).
+  bool mla = false;
+  MlaSpec mla_dims;
 };
 
 enum class AttentionScheme { Ring, AllGather, Ulysses, Usp, DoubleRing };
@@ -188,6 +216,13 @@ struct ParallelSpec {
   double dp_bucket_bytes = 25e6;
   AttentionSpec attention;
   LinearScheme linear = LinearScheme::StateAllGather;
+  /// Expert parallelism (Megatron): EP groups are carved out of the DP x CP ranks (x TP when
+  /// expert_tp = 1) of one pipeline stage; expert data-parallel = tp*cp*dp / (ep * expert_tp).
+  int ep = 1;
+  int expert_tp = 1;             ///< 1, or tp (experts split over the TP group like dense MLPs)
+  /// Overlap the sequence-parallel TP all-gather / reduce-scatter with the GEMMs they feed
+  /// in tp chunks (Megatron --tp-comm-overlap, TransformerEngine userbuffers).
+  bool tp_comm_overlap = false;
 };
 
 struct TrainingSpec {
@@ -202,6 +237,9 @@ struct TrainingSpec {
   int64_t doc_mean_tokens = 0;
   uint64_t doc_seed = 1;
   Loss loss = Loss::Materialized;
+  /// GEMM precision: false = BF16; true = FP8 (TransformerEngine delayed/current scaling).
+  bool fp8 = false;
+  bool fp8_attention = false;    ///< attention kernels in FP8 too (only with fp8)
 };
 
 /// Which link of a GPU a link perturbation degrades.

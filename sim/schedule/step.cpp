@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 
+#include "model/moe.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
+#include "schedule/moe_layer.hpp"
 
 namespace cpsim::schedule {
 
@@ -70,9 +73,9 @@ class StageBuilder {
  public:
   StageBuilder(const scenario::Scenario& sc, const model::Topology& topo, Pricer& pricer,
                TaskGraph& g, const Mesh& mesh, const Documents& docs, int pp_i, int dp_i,
-               GatherMap& gathers)
+               GatherMap& gathers, MoeA2aMap& a2a)
       : sc_(sc), m_(sc.model), topo_(topo), pricer_(pricer), g_(g), docs_(docs), mesh_(mesh),
-        gathers_(gathers), pp_i_(pp_i) {
+        gathers_(gathers), a2a_(a2a), pp_i_(pp_i), dp_i_(dp_i) {
     tp_ = sc.parallel.tp;
     cp_ = sc.parallel.cp;
     for (int c = 0; c < cp_; ++c)
@@ -132,7 +135,10 @@ class StageBuilder {
   Ops gemm_all(const char* name, double m, double n, double k, double mult, int mb, int layer,
                Phase ph, const Ops& deps) {
     Ops out(ranks_.size());
-    const model::Cost c = pricer_.cost().gemm(m, n, k);
+    // FP8 (TransformerEngine) runs the transformer layers' GEMMs in FP8; Megatron keeps the
+    // output layer (LM head) in BF16.
+    const bool fp8 = sc_.training.fp8 && std::string_view(name).rfind("lm_head", 0) != 0;
+    const model::Cost c = fp8 ? pricer_.cost().gemm_fp8(m, n, k) : pricer_.cost().gemm(m, n, k);
     for (size_t i = 0; i < ranks_.size(); ++i) {
       OpLabel l = label(name, mb, layer, ph, "gemm");
       if (recompute_) l.name = g_.intern(std::string(name) + "_recompute");
@@ -224,18 +230,24 @@ class StageBuilder {
     const auto& p = sc_.parallel;
     // Prefill keeps whole (TP-split) weights on every rank, as inference engines do.
     if (p.zero_stage < 3 || p.dp * p.cp == 1 || sc_.mode == scenario::Mode::Prefill) return;
+    // (a MoE layer's routed experts gather their EP shard over the same group: an approximation
+    // of Megatron's expert-DP group, the same bytes per rank)
     const double bytes =
-        (model::mlp_params(m_) + (model::layer_kind(m_, layer) == LayerKind::FullAttention
-                                      ? model::full_attention_layer_params(m_)
-                                      : model::linear_attention_layer_params(m_))) /
-        tp_ * model::kBf16Bytes;
+        (model::layer_ffn_replicated_params(m_, layer) +
+         (model::layer_kind(m_, layer) == LayerKind::FullAttention
+              ? model::full_attention_layer_params(m_)
+              : model::linear_attention_layer_params(m_))) /
+            tp_ * model::kBf16Bytes +
+        model::layer_expert_params(m_, layer) / (sc_.parallel.ep * sc_.parallel.expert_tp) *
+            model::kBf16Bytes;
+    const double gathered = sc_.training.fp8 ? bytes / 2 : bytes;  // FP8 param gather: 1 B
     param_ready_.assign(ranks_.size(), kNoOp);
     for (int t = 0; t < tp_; ++t) {
       auto& done = gathers_[{layer, mb, pass, t}];
       if (done.empty()) {
         CollectiveRequest req;
         req.op = CollOp::AllGather;
-        req.bytes = bytes;
+        req.bytes = gathered;
         req.send_stream = stream::kDpSend;
         req.recv_stream = stream::kDpRecv;
         req.label = label("zero3_allgather_params", mb, layer,
@@ -258,6 +270,23 @@ class StageBuilder {
     }
   }
 
+  /// A MoE layer's MLP (schedule/moe_layer.cpp) from the normed input to the block output.
+  Ops moe(int layer, int mb, bool backward, const Ops& entry) {
+    const Phase ph = backward ? Phase::Backward : Phase::Forward;
+    const double mult = backward ? 2.0 : 1.0;
+    auto gemm = [&](const char* name, double m, double n, double k, const Ops& d) {
+      return gemm_all(name, m, n, k, mult, mb, layer, ph, d);
+    };
+    auto memory = [&](const char* name, double bytes, const Ops& d) {
+      return memory_all(name, bytes, mb, layer, ph, d);
+    };
+    auto enter = [&](const Ops& d) { return tp_enter(backward, mb, layer, ph, d); };
+    auto exit = [&](const Ops& d) { return tp_exit(backward, mb, layer, ph, d); };
+    MoeCtx c{g_,    topo_,    pricer_,    sc_,     mesh_, a2a_,   ranks_, pp_i_, dp_i_,
+             layer, mb,       backward,   recompute_, tokens_, gemm, memory, enter, exit};
+    return moe_block(c, entry);
+  }
+
   /// One layer forward (or its recomputation) or backward.
   Ops layer_pass(int layer, int mb, bool backward, const Ops& entry, bool recompute = false) {
     gather_params(layer, mb, backward ? 2 : (recompute ? 1 : 0));
@@ -269,7 +298,10 @@ class StageBuilder {
     const bool full = model::layer_kind(m_, layer) == LayerKind::FullAttention;
     // Projection widths per TP rank.
     double in_width, mix_width;
-    if (full) {
+    if (full && m_.mla) {  // MLA's down- and up-projections, priced as one GEMM of their FLOPs
+      in_width = model::attention_in_proj_params(m_) / h / tp_;
+      mix_width = model::attention_out_proj_params(m_) / h / tp_;
+    } else if (full) {
       const double q_out = m_.heads_q * m_.head_dim * (m_.attention_output_gate ? 2.0 : 1.0);
       in_width = (q_out + 2.0 * m_.heads_kv * m_.head_dim) / tp_;
       mix_width = static_cast<double>(m_.heads_q) * m_.head_dim / tp_;
@@ -290,17 +322,25 @@ class StageBuilder {
       x = gemm_all("out_proj", tokens_, h, mix_width, mult, mb, layer, ph, x);
       x = tp_exit(false, mb, layer, ph, x);
       x = memory_all("norm_mlp", norm_bytes, mb, layer, ph, x);
-      x = tp_enter(false, mb, layer, ph, x);
-      x = gemm_all("mlp_up_gate", tokens_, 2 * ffn, h, mult, mb, layer, ph, x);
-      x = memory_all("swiglu", tokens_ * ffn * 3 * model::kBf16Bytes, mb, layer, ph, x);
-      x = gemm_all("mlp_down", tokens_, h, ffn, mult, mb, layer, ph, x);
-      x = tp_exit(false, mb, layer, ph, x);
+      if (model::is_moe_layer(m_, layer)) {
+        x = moe(layer, mb, false, x);
+      } else {
+        x = tp_enter(false, mb, layer, ph, x);
+        x = gemm_all("mlp_up_gate", tokens_, 2 * ffn, h, mult, mb, layer, ph, x);
+        x = memory_all("swiglu", tokens_ * ffn * 3 * model::kBf16Bytes, mb, layer, ph, x);
+        x = gemm_all("mlp_down", tokens_, h, ffn, mult, mb, layer, ph, x);
+        x = tp_exit(false, mb, layer, ph, x);
+      }
     } else {
-      x = tp_exit(true, mb, layer, ph, x);
-      x = gemm_all("mlp_down_bwd", tokens_, h, ffn, mult, mb, layer, ph, x);
-      x = memory_all("swiglu_bwd", tokens_ * ffn * 5 * model::kBf16Bytes, mb, layer, ph, x);
-      x = gemm_all("mlp_up_gate_bwd", tokens_, 2 * ffn, h, mult, mb, layer, ph, x);
-      x = tp_enter(true, mb, layer, ph, x);
+      if (model::is_moe_layer(m_, layer)) {
+        x = moe(layer, mb, true, x);
+      } else {
+        x = tp_exit(true, mb, layer, ph, x);
+        x = gemm_all("mlp_down_bwd", tokens_, h, ffn, mult, mb, layer, ph, x);
+        x = memory_all("swiglu_bwd", tokens_ * ffn * 5 * model::kBf16Bytes, mb, layer, ph, x);
+        x = gemm_all("mlp_up_gate_bwd", tokens_, 2 * ffn, h, mult, mb, layer, ph, x);
+        x = tp_enter(true, mb, layer, ph, x);
+      }
       x = memory_all("norm_mlp_bwd", 1.5 * norm_bytes, mb, layer, ph, x);
       x = tp_exit(true, mb, layer, ph, x);
       x = gemm_all("out_proj_bwd", tokens_, h, mix_width, mult, mb, layer, ph, x);
@@ -322,7 +362,8 @@ class StageBuilder {
   const Documents& docs_;
   const Mesh& mesh_;
   GatherMap& gathers_;
-  int pp_i_ = 0;
+  MoeA2aMap& a2a_;
+  int pp_i_ = 0, dp_i_ = 0;
   Ops param_ready_;
   Ops prev_entry_;
   std::vector<int> ranks_;
@@ -507,6 +548,7 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
 
   using Ops = std::vector<OpId>;
   GatherMap gathers;
+  MoeA2aMap a2a;
   // [replica][layer]: each layer's backward of the last micro-batch, per grid rank.
   std::vector<std::vector<Ops>> grads_ready(p.dp, std::vector<Ops>(layers));
   // Replicas not built take part only in the data-parallel collectives, gated by their twin,
@@ -528,7 +570,7 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
   for (int d = 0; d < p.dp; ++d) {
     if (!built[d]) continue;
     std::vector<StageBuilder> stages;
-    for (int s = 0; s < pp; ++s) stages.emplace_back(sc, topo, pricer, g, mesh, docs, s, d, gathers);
+    for (int s = 0; s < pp; ++s) stages.emplace_back(sc, topo, pricer, g, mesh, docs, s, d, gathers, a2a);
     const size_t grid = stages[0].ranks().size();
     // Outputs of each stage's forward / backward per micro-batch (after the p2p to the peer).
     // Outputs per model chunk and micro-batch (after the p2p to the next chunk's stage).
@@ -638,8 +680,8 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
   // and all-gathers the updated bf16 weights; ZeRO 0 all-reduces and steps everything.
   const int dp_group = p.dp * p.cp;
   const int stages_to_reduce = prefill ? 0 : pp;  // prefill: no gradients, no optimizer
-  auto layer_params = [&](int l) {
-    return (model::mlp_params(m) + (model::layer_kind(m, l) == LayerKind::FullAttention
+  auto layer_params = [&](int l) {  // a MoE layer's routed experts: add_expert_grad_sync
+    return (model::layer_ffn_replicated_params(m, l) + (model::layer_kind(m, l) == LayerKind::FullAttention
                                          ? model::full_attention_layer_params(m)
                                          : model::linear_attention_layer_params(m))) /
            p.tp;
@@ -648,6 +690,12 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
     const std::vector<int> owned = stage_layer_list(s);  // in forward order
     double stage_params = 0;
     for (int l : owned) stage_params += layer_params(l);
+    // The stage's routed experts, reduced over expert DP (moe_layer.cpp), stepped below too.
+    const double experts_held = add_expert_grad_sync(
+        g, topo, sc, mesh, s, owned, [&](int rank, int l) {
+          const auto co = mesh.coord_of(rank);
+          return grads_ready[built[co[3]] ? co[3] : rep][l][static_cast<size_t>(co[1] * p.tp + co[0])];
+        });
     for (int t = 0; t < p.tp; ++t) {
       std::vector<int> members;
       for (int d = 0; d < p.dp; ++d)
@@ -679,7 +727,8 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
           bucket = 0;
         }
       }
-      const double shard = p.zero_stage >= 1 ? stage_params / dp_group : stage_params;
+      double shard = p.zero_stage >= 1 ? stage_params / dp_group : stage_params;
+      shard += p.zero_stage >= 1 ? experts_held / model::expert_dp(p) : experts_held;
       const model::Cost c = pricer.cost().memory_bound(shard * 30.0);
       Ops opt(members.size());
       for (size_t i = 0; i < members.size(); ++i) {
@@ -697,7 +746,9 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
       if (dp_group > 1 && p.zero_stage >= 1) {
         CollectiveRequest req;
         req.op = CollOp::AllGather;
-        req.bytes = stage_params * model::kBf16Bytes;
+        // FP8 training gathers the updated weights as their FP8 copies (Megatron
+        // --fp8-param-gather): 1 B per parameter.
+        req.bytes = stage_params * (sc.training.fp8 ? 1.0 : model::kBf16Bytes);
         req.send_stream = stream::kDpSend;
         req.recv_stream = stream::kDpRecv;
         req.label.name = g.intern("dp_allgather_params");

@@ -32,6 +32,8 @@ const char* stream::name(uint16_t s) {
     case kCpOuterRecv: return "cp-outer-recv";
     case kCpOuterGradSend: return "cp-outer-dkv-send";
     case kCpOuterGradRecv: return "cp-outer-dkv-recv";
+    case kEpSend: return "ep-send";
+    case kEpRecv: return "ep-recv";
     default: return "stream";
   }
 }

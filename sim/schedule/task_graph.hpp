@@ -39,6 +39,8 @@ inline constexpr uint16_t kCpOuterSend = 13;      ///< double ring: K,V over the
 inline constexpr uint16_t kCpOuterRecv = 14;
 inline constexpr uint16_t kCpOuterGradSend = 15;  ///< double ring: dK,dV over the outer ring
 inline constexpr uint16_t kCpOuterGradRecv = 16;
+inline constexpr uint16_t kEpSend = 17;  ///< MoE token dispatch / combine all-to-all (scheme "ep")
+inline constexpr uint16_t kEpRecv = 18;
 /// Host thread of a rank: framework overhead ops (category "overhead") that launch kernels.
 inline constexpr uint16_t kHost = 19;
 /// Streams whose transfers are context-parallel attention traffic.

@@ -194,8 +194,8 @@ TEST(Errors, UnknownPlatformPreset) {
 
 TEST(Errors, UnknownModelPreset) {
   EXPECT_EQ(cpsim::test::scenario_error("platform: dgx-h100\nmodel: {preset: llama5}\ntraining: {seq_len: 128K}\n"),
-            "s.yaml:2:17: error: model.preset: unknown model preset 'llama5'; known: llama2-7b, llama3-405b, "
-            "llama3-70b, llama3-8b, qwen3.8-27b (searched " +
+            "s.yaml:2:17: error: model.preset: unknown model preset 'llama5'; known: deepseek-v3, glm-4.5-air, llama2-7b, llama3-405b, "
+            "llama3-70b, llama3-8b, mixtral-8x7b, qwen3-30b-a3b, qwen3.8-27b (searched " +
                 data_dir() + "/scenarios/models/)\n"
                 "  model: {preset: llama5}\n"
                 "                  ^");

@@ -33,7 +33,7 @@ TEST(Presets, EveryModelFileLoads) {
     EXPECT_EQ(m.name, stem);
     ++n;
   }
-  EXPECT_EQ(n, 5);
+  EXPECT_EQ(n, 9);  // + qwen3-30b-a3b, glm-4.5-air, deepseek-v3, mixtral-8x7b
 }
 
 TEST(Presets, EveryGpuLoads) {
@@ -187,8 +187,8 @@ TEST(Presets, UnknownModel) {
     load_model("llama5");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "<model>:1:1: error: unknown model preset 'llama5'; known: llama2-7b, "
-                                     "llama3-405b, llama3-70b, llama3-8b, qwen3.8-27b (searched " +
+    EXPECT_EQ(std::string(e.what()), "<model>:1:1: error: unknown model preset 'llama5'; known: deepseek-v3, glm-4.5-air, llama2-7b, "
+                                     "llama3-405b, llama3-70b, llama3-8b, mixtral-8x7b, qwen3-30b-a3b, qwen3.8-27b (searched " +
                                          data_dir() + "/scenarios/models/)\n  llama5\n  ^");
   }
 }

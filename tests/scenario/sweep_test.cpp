@@ -141,8 +141,8 @@ TEST(Sweep, BadValuePointsIntoTheSweep) {
 
 TEST(Sweep, UnknownPresetPointsIntoTheSweep) {
   const std::string path = write_sweep("badpreset", "base: minimal.yaml\naxes:\n  model: [llama3-8b, llama9]\n");
-  EXPECT_EQ(sweep_err(path), path + ":3:22: error: model: unknown model preset 'llama9'; known: llama2-7b, "
-                                    "llama3-405b, llama3-70b, llama3-8b, qwen3.8-27b (searched " +
+  EXPECT_EQ(sweep_err(path), path + ":3:22: error: model: unknown model preset 'llama9'; known: deepseek-v3, glm-4.5-air, llama2-7b, "
+                                    "llama3-405b, llama3-70b, llama3-8b, mixtral-8x7b, qwen3-30b-a3b, qwen3.8-27b (searched " +
                                     data_dir() + "/scenarios/models/)\n"
                                     "    model: [llama3-8b, llama9]\n"
                                     "                       ^");
