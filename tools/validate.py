@@ -120,7 +120,7 @@ def main():
     if not paths:
         print(f"validate: no cases under {args.cases}", file=sys.stderr)
         return 2
-    rows, breaches, errors = [], 0, []
+    rows, breaches, gaps, errors = [], 0, 0, []
     for p in paths:
         try:
             case = load_case(p)
@@ -131,7 +131,12 @@ def main():
             continue
         err = (pred - case["measured"]) / case["measured"]
         ok = abs(err) <= case["tolerance"]
-        breaches += 0 if ok else 1
+        # A known gap (`known_gap: why`) is a breach we have written down and not fixed: it is
+        # shown on every run and in README, but does not fail the suite. Tuning a constant to
+        # make it pass is exactly what the suite exists to prevent.
+        gap = not ok and bool(case.get("known_gap"))
+        breaches += 0 if ok or gap else 1
+        gaps += 1 if gap else 0
         errors.append(abs(err))
         rows.append((case, pred, err, ok, os.path.relpath(p, ROOT)))
     median = statistics.median(errors) if errors else float("nan")
@@ -140,15 +145,17 @@ def main():
         print("|---|---|---:|---:|---:|---:|---|")
         for case, pred, err, ok, rel in rows:
             print(f"| `{case['name']}` | {case['mechanism']} | {pred:.4g} {case['unit']} | "
-                  f"{case['measured']:.4g} {case['unit']} | {err:+.1%}{'' if ok else ' ✗'} | "
+                  f"{case['measured']:.4g} {case['unit']} | {err:+.1%}{'' if ok else (' (known gap)' if case.get('known_gap') else ' ✗')} | "
                   f"±{case['tolerance']:.0%} | {case['source']} |")
-        print(f"\nMedian absolute error over {len(rows)} cases: {median:.1%}.")
+        print(f"\nMedian absolute error over {len(rows)} cases: {median:.1%}; {gaps} known gap(s) "
+              "outside their tolerance (each case file says why).")
     else:
         print(f"{'case':44} {'predicted':>12} {'measured':>12} {'error':>8} {'tol':>6}")
         for case, pred, err, ok, rel in rows:
             print(f"{case['name']:44} {pred:12.4g} {case['measured']:12.4g} {err:+8.1%} "
-                  f"{case['tolerance']:6.0%}{'' if ok else '  BREACH'}")
-        print(f"median |error| {median:.1%} over {len(rows)} cases; {breaches} breach(es)")
+                  f"{case['tolerance']:6.0%}{'' if ok else ('  known gap' if case.get('known_gap') else '  BREACH')}")
+        print(f"median |error| {median:.1%} over {len(rows)} cases; {breaches} breach(es), "
+              f"{gaps} known gap(s)")
     return 1 if breaches else 0
 
 

@@ -11,7 +11,7 @@ namespace {
 bool sane(double t) { return std::isfinite(t) && t >= 0 && t <= kMaxSimulatedSeconds; }
 }  // namespace
 
-void check_finite(const schedule::TaskGraph& g, const engine::Trace& tr) {
+void check_finite(const schedule::TaskGraph& g, const schedule::Trace& tr) {
   if (sane(tr.makespan_s) && tr.end_s.size() == g.ops().size()) {
     bool all = true;
     for (double t : tr.end_s) all = all && sane(t);

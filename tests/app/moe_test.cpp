@@ -107,7 +107,9 @@ TEST(MoeSchedule, SkewedRoutingIsSlowerAndDeterministic) {
 }
 
 TEST(Fp8, GemmFasterAndRefusedWithoutFp8Cores) {
-  scenario::GpuSpec h100{"H100-SXM", 989e12, 795e12, 2.95e12, 80e9, 1979e12, 1583e12};
+  scenario::GpuSpec h100{"H100-SXM", 989e12, 795e12, 2.95e12, 80e9};
+  h100.fp8_peak_flops = 1979e12;
+  h100.fp8_gemm_flops = 1583e12;
   const auto cost = model::CostModel::roofline(h100);
   const double bf16 = cost->gemm(16384, 8192, 8192).time_s;
   const double fp8 = cost->gemm_fp8(16384, 8192, 8192).time_s;

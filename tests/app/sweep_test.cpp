@@ -153,7 +153,7 @@ axes:
   const std::vector<std::string> want = {
       "id", "status", "reason", "parallel.attention.scheme", "step_time_s", "tokens_per_s",
       "tflops_per_gpu", "mfu", "exposed_comm_s", "overlap_fraction", "imbalance",
-      "peak_bytes_per_rank", "fits", "sim_wall_s", "scheme", "layout", "platform", "gpus", "peak_mem_gb",
+      "peak_bytes_per_rank", "fits", "sim_wall_s", "scheme", "layout", "platform_name", "gpus", "peak_mem_gb",
       "tp_comm_s", "tp_exposed_s", "cp_comm_s", "cp_exposed_s", "pp_comm_s", "pp_exposed_s", "dp_comm_s",
       "dp_exposed_s", "ep_comm_s", "ep_exposed_s"};
   EXPECT_EQ(csv_header(csv), want);
@@ -175,7 +175,7 @@ axes:
     // platform's name, GPUs, memory in GB; communication by kind only when the result has it.
     EXPECT_EQ(r.at("scheme"), schemes[i]);
     EXPECT_EQ(r.at("layout"), "zigzag");
-    EXPECT_EQ(r.at("platform"), j["scenario"]["platform"]["name"].get<std::string>());
+    EXPECT_EQ(r.at("platform_name"), j["scenario"]["platform"]["name"].get<std::string>());
     EXPECT_EQ(r.at("gpus"), std::to_string(j["gpus"].get<long>()));
     EXPECT_NEAR(std::stod(r.at("peak_mem_gb")), j["memory"]["peak_bytes_per_rank"].get<double>() / 1e9, 1e-4);
     if (j.contains("communication"))

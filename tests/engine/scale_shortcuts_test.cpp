@@ -59,8 +59,13 @@ TEST(ReplicaSymmetry, OneReplicaGivesTheSameStepAsAll) {
     const Outcome all = run(small_dp_job(scenario::Symmetry::Off), engine);
     const Outcome one = run(small_dp_job(scenario::Symmetry::Auto), engine);
     EXPECT_NE(one.symmetry.find("used"), std::string::npos) << one.symmetry;
-    EXPECT_LT(one.ops * 2, all.ops);
-    EXPECT_NEAR(one.step_s, all.step_s, 1e-9 * all.step_s);
+    // With NCCL's channel model the DP collectives run one channel per NIC rail and reach other
+    // rails through an NVLink hop (PXN), so they now meet the replica's own CP traffic on its
+    // NVLink ports, which the mirrored replicas do not carry: the shortcut is approximate here,
+    // as in ApproximateWhenDpAndCpTrafficShareNics (measured: 0.22 % analytic and SimGrid), and
+    // the collectives' transfers are a larger share of the ops (one replica: 0.71 of all).
+    EXPECT_LT(one.ops * 4, all.ops * 3);
+    EXPECT_NEAR(one.step_s, all.step_s, 0.01 * all.step_s);
   }
 }
 
@@ -85,7 +90,8 @@ TEST(ReplicaSymmetry, PerturbedReplicasAreSimulatedInFullAndTheRestMirrored) {
               "used: 3 data-parallel replicas simulated (perturbed: 1, 3; replica 0 stands for the "
               "other 1, which take part only in the DP collectives)");
     EXPECT_LT(some.ops, all.ops);
-    EXPECT_NEAR(some.step_s, all.step_s, 1e-9 * all.step_s);
+    // Approximate since the channel model (see OneReplicaGivesTheSameStepAsAll): 0.2 % measured.
+    EXPECT_NEAR(some.step_s, all.step_s, 0.01 * all.step_s);
     // The slow GPU holds everyone back at the DP collectives.
     EXPECT_GT(some.step_s, run(small_dp_job(scenario::Symmetry::Auto), engine).step_s * 1.005);
   }

@@ -24,14 +24,17 @@ import tempfile
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
-# Extra arguments per scenario stem; anything not listed runs as bundled. The two large
+# Extra arguments per scenario stem; anything not listed runs as bundled. The large
 # meshes take 40-200 s with SimGrid on a loaded 2-core machine, so their golden output is the
 # analytic engine's (both engines are pinned elsewhere: tests/engine/engines_test.cpp).
 DEFAULT_ARGS = {
     "llama3-405b-16k-gpus": ["--engine", "analytic"],
     "llama3-70b-128k-1024-h100": ["--engine", "analytic"],
+    "deepseek-v3-128k-32nodes": ["--engine", "analytic"],
+    "llama3-70b-128k-fp8": ["--engine", "analytic"],
 }
-HEAVY = {"llama3-405b-16k-gpus", "llama3-70b-128k-1024-h100"}
+HEAVY = {"llama3-405b-16k-gpus", "llama3-70b-128k-1024-h100", "deepseek-v3-128k-32nodes",
+         "llama3-70b-128k-fp8"}
 
 JSON_FIELDS = [
     "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown", "attention",

@@ -33,7 +33,8 @@ constexpr MetricColumn kMetrics[] = {
     // cells when the result has none, e.g. an older cpsim).
     {"scheme", "/scenario/parallel/attention/scheme"},
     {"layout", "/scenario/parallel/attention/layout"},
-    {"platform", "/scenario/platform/name"},
+    // not "platform": that is also the name of a swept axis (sweeps/usp-degrees.yaml)
+    {"platform_name", "/scenario/platform/name"},
     {"gpus", "/gpus"},
     {"peak_mem_gb", "/memory/peak_bytes_per_rank", 1e-9},
     {"tp_comm_s", "/communication/tp/total_s"},
