@@ -30,7 +30,9 @@ std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph&
     const auto& op = g.op(id);
     const std::pair<double, double> iv{tr.start_s[id], tr.end_s[id]};
     if (op.kind == schedule::OpKind::Compute) {
-      comp[op.rank].push_back(iv);
+      // Host-side overheads are not GPU compute (and would make a mirrored replica's rank,
+      // which only joins the DP collectives, look simulated): see metrics.cpp.
+      if (g.str(op.label.category) != "overhead") comp[op.rank].push_back(iv);
       continue;
     }
     const std::string k = comm_kind(op.stream);

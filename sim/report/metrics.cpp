@@ -170,7 +170,12 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
     }
     by_cat[g.str(op.label.category).empty() ? "other" : g.str(op.label.category)] += e - s;
     by_op[g.str(op.label.name)] += e - s;
+    // Fixed software overheads (platform runtime: host launches, NCCL launches) are not GPU
+    // compute: they stay in time_by_category ("overhead") but not in the compute intervals, so a
+    // mirrored replica's rank, whose only ops are its DP collectives and their launches, is
+    // still recognised below.
     if (op.kind == OpKind::Compute) {
+      if (g.str(op.label.category) == "overhead") continue;
       comp[op.rank].push_back({s, e});
       if (g.str(op.label.category) == "attention") attn[op.rank].push_back({s, e});
     } else {
