@@ -71,7 +71,10 @@ def lookup(doc, path):
 def render(cpsim, scenario, args):
     with tempfile.TemporaryDirectory(prefix="cpsim-golden-") as tmp:
         out = pathlib.Path(tmp) / "result.json"
-        cmd = [cpsim, "run", str(scenario), "--json", str(out)] + args
+        # Relative to the repository root, so that outputs naming the scenario (the OOM advice)
+        # are the same in every clone.
+        rel = os.path.relpath(pathlib.Path(scenario).resolve(), ROOT)
+        cmd = [cpsim, "run", rel, "--json", str(out)] + args
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if p.returncode != 0:
             raise SystemExit(f"golden: {' '.join(cmd)} exited {p.returncode}\n{p.stdout}{p.stderr}")
