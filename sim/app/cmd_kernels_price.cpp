@@ -98,6 +98,7 @@ int price(const PriceArgs& a) {
 }  // namespace
 
 void register_kernels_price(CLI::App* kernels, int& rc) {
+  register_kernels_gdn(kernels, rc);
   auto a = std::make_shared<PriceArgs>();
   auto* sub = kernels->add_subcommand("price", "price one attention kernel call on a platform's GPU");
   sub->add_option("--platform", a->platform, "platform preset or YAML file (its GPU is priced)")->required();

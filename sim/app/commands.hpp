@@ -11,6 +11,8 @@ void register_partition(CLI::App& app, int& rc);
 void register_kernels(CLI::App& app, int& rc);
 /// `cpsim kernels price` (cmd_kernels_price.cpp), under the `kernels` subcommand.
 void register_kernels_price(CLI::App* kernels, int& rc);
+/// `cpsim kernels gdn` (cmd_kernels_gdn.cpp): one Gated DeltaNet call, registered by the above.
+void register_kernels_gdn(CLI::App* kernels, int& rc);
 void register_sweep(CLI::App& app, int& rc);
 void register_import(CLI::App& app, int& rc);
 void register_memory(CLI::App& app, int& rc);

@@ -77,12 +77,18 @@ std::unique_ptr<CostModel> CostModel::make(const scenario::CostSpec& spec,
                                 gpu.name + "' is " + scenario::arch_name(gpu.arch));
   }
   if (spec.profile == "none") return std::make_unique<RooflineModel>(gpu, impl);
+  // Gated DeltaNet: the bundled profile for this GPU whatever prices attention (cost.profile
+  // names an attention profile); `none` keeps both on the roofline.
+  std::shared_ptr<const GdnProfile> gdn;
+  if (const std::string gdn_path = scenario::find_bundled_gdn_profile(gpu); !gdn_path.empty()) {
+    gdn = std::make_shared<const GdnProfile>(scenario::read_gdn_profile_csv(gdn_path));
+  }
   std::string path = spec.profile;
   if (path == "auto") {
     path = scenario::find_bundled_profile(gpu, scenario::impl_name(impl));
-    if (path.empty()) return std::make_unique<RooflineModel>(gpu, impl);
+    if (path.empty()) return std::make_unique<RooflineModel>(gpu, impl, gdn);
   }
-  return std::make_unique<ProfileModel>(scenario::read_profile_csv(path), gpu, impl);
+  return std::make_unique<ProfileModel>(scenario::read_profile_csv(path), gpu, impl, gdn);
 }
 
 }  // namespace cpsim::model

@@ -46,6 +46,26 @@ double attention_flops(const AttentionCall& call);
 double linear_attention_flops(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                               bool backward);
 
+/// Which of the flash-linear-attention chunk_gated_delta_rule kernels a Gated DeltaNet op runs
+/// (gdn_cost.hpp lists them). Whole: the single-GPU forward or backward. Under FLA's context
+/// parallelism (fla/ops/cp) a call splits at the state exchange: Local (forward: gate cumsum and
+/// the fused KK^T / solve_tril / W,U kernel; backward: W,U and h recomputed, dv_local), then the
+/// CpPreprocess kernel (the rank's end state and transition from a zero state), the all-gather
+/// and merge, then Recurrence (forward: chunk_fwd_h from the merged initial state and chunk_fwd_o;
+/// backward: chunk_bwd_dhu, dq/dk/dw/dg, the WY backward, the reverse cumsum).
+enum class GdnPart : uint8_t { Whole, Local, CpPreprocess, Recurrence };
+
+/// One Gated DeltaNet chunk-kernel call: `seqs` sequences of `seq_len` tokens each, heads_k
+/// query/key heads and heads_v value (state) heads of key_dim x value_dim.
+struct GdnCall {
+  int64_t seq_len = 0;
+  int seqs = 1;
+  int heads_k = 0, heads_v = 0, key_dim = 128, value_dim = 128;
+  int chunk = 64;
+  bool backward = false;
+  GdnPart part = GdnPart::Whole;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -61,6 +81,15 @@ class CostModel {
   /// `heads` heads of key_dim x value_dim state, chunk size `chunk`.
   virtual Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim,
                                 int chunk, bool backward) const = 0;
+  /// The Gated DeltaNet kernels of one call (GdnCall::part), priced from a published or
+  /// measured profile where one covers the shape, else kernel by kernel (gdn_cost.hpp). A model
+  /// without a kernel-level price charges the whole call as linear_attention() for Whole and
+  /// splits nothing.
+  virtual Cost gdn(const GdnCall& c) const {
+    if (c.part != GdnPart::Whole) return {};
+    return linear_attention(c.seq_len * c.seqs, c.heads_v, c.key_dim, c.value_dim, c.chunk,
+                            c.backward);
+  }
   virtual std::string describe() const = 0;
 
   /// Roofline: FLOPs / (peak x efficiency(shape)), bytes / HBM bandwidth.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 namespace cpsim::model {
 namespace {
@@ -60,8 +61,8 @@ double ProfileModel::interpolate(const Curve& curve, double x) {
 }
 
 ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
-                           scenario::AttnImpl impl)
-    : path_(table.path), fallback_(gpu, impl) {
+                           scenario::AttnImpl impl, std::shared_ptr<const GdnProfile> gdn)
+    : path_(table.path), fallback_(gpu, impl, std::move(gdn)) {
   struct Point {
     double flops, time_s;
     CostSource source;

@@ -1,6 +1,7 @@
 #pragma once
 /// Profile-table kernel costs (internal to sim/model; callers use CostModel::from_profile/make).
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -17,7 +18,8 @@ namespace cpsim::model {
 class ProfileModel final : public CostModel {
  public:
   ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
-               scenario::AttnImpl impl = scenario::AttnImpl::Auto);
+               scenario::AttnImpl impl = scenario::AttnImpl::Auto,
+               std::shared_ptr<const GdnProfile> gdn = nullptr);
   Cost attention(const AttentionCall& c) const override;
   Cost gemm(double m, double n, double k) const override { return fallback_.gemm(m, n, k); }
   Cost gemm_fp8(double m, double n, double k) const override { return fallback_.gemm_fp8(m, n, k); }
@@ -26,6 +28,7 @@ class ProfileModel final : public CostModel {
                         bool backward) const override {
     return fallback_.linear_attention(tokens, heads, key_dim, value_dim, chunk, backward);
   }
+  Cost gdn(const GdnCall& c) const override { return fallback_.gdn(c); }
   std::string describe() const override;
 
  private:

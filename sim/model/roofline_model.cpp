@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <utility>
 #include <stdexcept>
 #include <string>
 
@@ -88,20 +90,11 @@ struct GemmTile {
 constexpr GemmTile kGemmTiles[] = {{128, 256, 1.0}, {128, 128, 0.85}, {64, 128, 0.7}};
 constexpr double kGemmHalfK = 128, kGemmRefK = 8192;
 
-// ---- Linear attention (Gated DeltaNet chunk kernels) ---------------------------------------
-// Assumed efficiencies (no published figure in calibration.md; replace with a measured profile):
-// 25 % of dense peak forward, 20 % backward; Triton chunk kernels over 64-token chunks run far
-// below FlashAttention's 65 %. Bytes per token and head: q, k, v, o in BF16 (2 (2 K + 2 V)), the
-// W, U intermediates written and read (4 (K + V)), the per-chunk states written and read
-// (4 K V / C): 8 (K + V) + 4 K V / C forward, 3 x that backward. Kernels launched: 6 forward
-// (cumsum, K K^T, triangular solve, W/U, chunk states, output), 10 backward.
-constexpr double kLinearFwdEfficiency = 0.25, kLinearBwdEfficiency = 0.20;
-constexpr int kLinearFwdKernels = 6, kLinearBwdKernels = 10;
-
 }  // namespace
 
-RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::AttnImpl impl)
-    : gpu_(gpu), impl_(scenario::resolve_impl(impl, gpu.arch)) {
+RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::AttnImpl impl,
+                             std::shared_ptr<const GdnProfile> gdn)
+    : gpu_(gpu), impl_(scenario::resolve_impl(impl, gpu.arch)), gdn_(std::move(gdn)) {
   if (!(gpu_.peak_flops > 0)) {
     throw std::invalid_argument("cost model: GPU '" + gpu_.name + "' has no peak_flops");
   }
@@ -183,18 +176,35 @@ Cost RooflineModel::memory_bound(double bytes) const {
 
 Cost RooflineModel::linear_attention(int64_t tokens, int heads, int key_dim, int value_dim,
                                    int chunk, bool backward) const {
-  Cost r;
-  r.source = CostSource::Roofline;
-  r.flops = linear_attention_flops(tokens, heads, key_dim, value_dim, chunk, backward);
-  if (!(r.flops > 0) || chunk <= 0) return r;
-  const double k = key_dim, v = value_dim;
-  const double fwd_bytes =
-      static_cast<double>(tokens) * heads * (8 * (k + v) + 4 * k * v / chunk);
-  const double bytes = backward ? 3 * fwd_bytes : fwd_bytes;
-  const double eff = backward ? kLinearBwdEfficiency : kLinearFwdEfficiency;
-  const int kernels = backward ? kLinearBwdKernels : kLinearFwdKernels;
-  r.time_s = std::max(
-      {r.flops / (gpu_.peak_flops * eff), bytes / gpu_.hbm_Bps, kernels * kLaunchFloor_s});
+  GdnCall c;
+  c.seq_len = tokens;
+  c.heads_k = c.heads_v = heads;
+  c.key_dim = key_dim;
+  c.value_dim = value_dim;
+  c.chunk = chunk;
+  c.backward = backward;
+  return gdn(c);
+}
+
+// A whole call the profile covers: its figure. A CP part (Local, Recurrence) of a covered call:
+// the figure split in the proportions of the kernel-by-kernel roofline, marked derived. The CP
+// pre-process, which no benchmark times, and calls outside the profile (marked extrapolated):
+// the roofline.
+Cost RooflineModel::gdn(const GdnCall& c) const {
+  const Cost roof = gdn_roofline(c, gpu_, sms_);
+  if (!gdn_ || c.part == GdnPart::CpPreprocess || !(roof.time_s > 0)) return roof;
+  GdnCall whole = c;
+  whole.part = GdnPart::Whole;
+  const std::optional<Cost> p = gdn_->price(whole);
+  if (!p) {
+    Cost r = roof;
+    r.extrapolated = true;
+    return r;
+  }
+  if (c.part == GdnPart::Whole) return *p;
+  Cost r = roof;
+  r.time_s = p->time_s * roof.time_s / gdn_roofline(whole, gpu_, sms_).time_s;
+  r.source = CostSource::Derived;
   return r;
 }
 
@@ -208,7 +218,9 @@ std::string RooflineModel::describe() const {
                 gpu_.gemm_flops / 1e12, gpu_.hbm_Bps / 1e12, sms_, scenario::impl_name(impl_),
                 100 * 0.67 * impl_scale(impl_, gpu_.arch, false),
                 100 * gpu_.gemm_flops / gpu_.peak_flops);
-  return buf;
+  return std::string(buf) + "; Gated DeltaNet " +
+         (gdn_ ? "from the " + gdn_->describe() + ", else " : std::string()) +
+         "kernel by kernel (FLA chunk kernels, fitted to FLA's published H200 figures)";
 }
 
 }  // namespace cpsim::model

@@ -1,22 +1,28 @@
 #pragma once
 /// Roofline kernel costs (internal to sim/model; callers use CostModel::roofline/make).
+#include <memory>
 #include <string>
 
 #include "model/cost_model.hpp"
+#include "model/gdn_cost.hpp"
 
 namespace cpsim::model {
 
 /// FLOPs / (peak x efficiency(shape)), bytes / HBM bandwidth, with a per-kernel launch floor.
 class RooflineModel final : public CostModel {
  public:
+  /// `gdn`: published / measured Gated DeltaNet figures that price the calls they cover (else
+  /// the kernel-by-kernel roofline of gdn_cost.hpp).
   explicit RooflineModel(const scenario::GpuSpec& gpu,
-                         scenario::AttnImpl impl = scenario::AttnImpl::Auto);
+                         scenario::AttnImpl impl = scenario::AttnImpl::Auto,
+                         std::shared_ptr<const GdnProfile> gdn = nullptr);
   Cost attention(const AttentionCall& c) const override;
   Cost gemm(double m, double n, double k) const override;
   Cost gemm_fp8(double m, double n, double k) const override;
   Cost memory_bound(double bytes) const override;
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override;
+  Cost gdn(const GdnCall& c) const override;
   std::string describe() const override;
   const scenario::GpuSpec& gpu() const { return gpu_; }
   int sms() const { return sms_; }
@@ -26,6 +32,7 @@ class RooflineModel final : public CostModel {
   scenario::GpuSpec gpu_;
   scenario::AttnImpl impl_;
   int sms_ = 132;
+  std::shared_ptr<const GdnProfile> gdn_;
 };
 
 }  // namespace cpsim::model

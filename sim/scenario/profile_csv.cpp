@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -35,7 +36,10 @@ class Reader {
     detail::fail(detail::Origin{src_, line, col}, kPath, message);
   }
 
-  ProfileTable read() {
+  /// Reads the file: rows after the header (blank and # lines skipped), each parsed by
+  /// `parse(line, line_no)` once the header has every column of `columns`.
+  template <class Row, class Parse>
+  std::vector<Row> read(std::initializer_list<const char*> columns, Parse parse) {
     std::error_code ec;
     if (std::filesystem::is_directory(src_->file, ec))
       fail(0, 0, "cannot read the profile CSV: it is a directory");
@@ -54,8 +58,7 @@ class Reader {
       if (!text.empty() && text.back() == '\r') text.pop_back();
       src_->lines.push_back(text);
     }
-    ProfileTable t;
-    t.path = src_->file;
+    std::vector<Row> rows;
     bool header = false;
     for (size_t i = 0; i < src_->lines.size(); ++i) {
       const std::string& line = src_->lines[i];
@@ -65,25 +68,41 @@ class Reader {
       split(line);
       if (!header) {
         for (size_t c = 0; c < cells_.size(); ++c) col_[cells_[c]] = c;
-        for (const char* c : kColumns) {
+        for (const char* c : columns) {
           if (!col_.count(c)) fail(line_no, 1, std::string("the header has no column '") + c + "'");
         }
         header = true;
         continue;
       }
-      t.rows.push_back(row(line, line_no));
+      rows.push_back(parse(line, line_no));
     }
     if (!header) fail(0, 0, "empty profile (no header line)");
-    if (t.rows.empty()) fail(0, 0, "the profile has no rows");
+    if (rows.empty()) fail(0, 0, "the profile has no rows");
+    return rows;
+  }
+
+  ProfileTable read() {
+    ProfileTable t;
+    t.path = src_->file;
+    t.rows = read<ProfileRow>(
+        {"gpu", "kernel", "direction", "q_len", "kv_len", "mask", "unmasked_fraction", "heads_q",
+         "heads_kv", "head_dim", "dtype", "time_us", "tflops", "source", "commit"},
+        [this](const std::string& line, int line_no) { return row(line, line_no); });
+    return t;
+  }
+
+  /// A Gated DeltaNet profile: one forward or backward chunk_gated_delta_rule call per row.
+  GdnProfileTable read_gdn() {
+    GdnProfileTable t;
+    t.path = src_->file;
+    t.rows = read<GdnProfileRow>(
+        {"gpu", "kernel", "direction", "seq_len", "seqs", "heads_k", "heads_v", "key_dim",
+         "value_dim", "chunk", "dtype", "time_us", "source", "reference"},
+        [this](const std::string& line, int line_no) { return gdn_row(line, line_no); });
     return t;
   }
 
  private:
-  static constexpr const char* kColumns[] = {
-      "gpu",     "kernel",   "direction", "q_len", "kv_len",  "mask",   "unmasked_fraction",
-      "heads_q", "heads_kv", "head_dim",  "dtype", "time_us", "tflops", "source",
-      "commit"};
-
   void split(const std::string& line) {
     cells_.clear();
     starts_.clear();
@@ -97,39 +116,58 @@ class Reader {
     }
   }
 
+  const std::string& cell(const std::string& line, int line_no, const char* name) const {
+    const size_t i = col_.at(name);
+    if (i >= cells_.size()) {
+      fail(line_no, static_cast<int>(line.size()) + 1,
+           "row has " + std::to_string(cells_.size()) + " columns, the header " +
+               std::to_string(col_.size()));
+    }
+    return cells_[i];
+  }
+  int at(const char* name) const { return starts_[col_.at(name)]; }
+  double number(const std::string& line, int line_no, const char* name, bool positive) const {
+    const std::string& s = cell(line, line_no, name);
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) ||
+        (positive && !(v > 0)) || v < 0) {
+      fail(line_no, at(name),
+           std::string("column '") + name + "': '" + s + "' is not a " +
+               (positive ? "positive number" : "number >= 0"));
+    }
+    return v;
+  }
+  // Shapes within the scenario limits (seq_len, heads, head_dim), so the casts are defined.
+  double whole(const std::string& line, int line_no, const char* name, double max) const {
+    const double v = number(line, line_no, name, true);
+    if (v != std::floor(v) || v > max) {
+      fail(line_no, at(name),
+           std::string("column '") + name + "': '" + cell(line, line_no, name) +
+               "' is not a whole number from 1 to " + std::to_string(int64_t(max)));
+    }
+    return v;
+  }
+  RowSource source(const std::string& line, int line_no) const {
+    const std::string& s = cell(line, line_no, "source");
+    for (size_t i = 0; i < std::size(kRowSourceNames); ++i) {
+      if (s == kRowSourceNames[i]) return static_cast<RowSource>(i);
+    }
+    fail(line_no, at("source"), "column 'source': expected measured, published or derived, got '" + s + "'");
+  }
+  double time_s(const std::string& line, int line_no) const {
+    const double t = number(line, line_no, "time_us", true) * 1e-6;
+    if (!(t > 0)) {  // a denormal time_us underflows to 0 s, whose log is -inf
+      fail(line_no, at("time_us"),
+           "column 'time_us': '" + cell(line, line_no, "time_us") + "' is not a positive number");
+    }
+    return t;
+  }
+
   ProfileRow row(const std::string& line, int line_no) const {
-    auto cell = [&](const char* name) -> const std::string& {
-      const size_t i = col_.at(name);
-      if (i >= cells_.size()) {
-        fail(line_no, static_cast<int>(line.size()) + 1,
-             "row has " + std::to_string(cells_.size()) + " columns, the header " +
-                 std::to_string(col_.size()));
-      }
-      return cells_[i];
-    };
-    auto at = [&](const char* name) { return starts_[col_.at(name)]; };
-    auto number = [&](const char* name, bool positive) {
-      const std::string& s = cell(name);
-      char* end = nullptr;
-      const double v = std::strtod(s.c_str(), &end);
-      if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v) ||
-          (positive && !(v > 0)) || v < 0) {
-        fail(line_no, at(name),
-             std::string("column '") + name + "': '" + s + "' is not a " +
-                 (positive ? "positive number" : "number >= 0"));
-      }
-      return v;
-    };
-    // Shapes within the scenario limits (seq_len, heads, head_dim), so the casts are defined.
-    auto whole = [&](const char* name, double max) {
-      const double v = number(name, true);
-      if (v != std::floor(v) || v > max) {
-        fail(line_no, at(name),
-             std::string("column '") + name + "': '" + cell(name) +
-                 "' is not a whole number from 1 to " + std::to_string(int64_t(max)));
-      }
-      return v;
-    };
+    auto cell = [&](const char* name) -> const std::string& { return this->cell(line, line_no, name); };
+    auto number = [&](const char* name, bool positive) { return this->number(line, line_no, name, positive); };
+    auto whole = [&](const char* name, double max) { return this->whole(line, line_no, name, max); };
     ProfileRow r;
     r.line = line_no;
     r.gpu = cell("gpu");
@@ -147,18 +185,7 @@ class Reader {
            "column 'mask': expected " + mask_choices() + ", got '" + cell("mask") + "'");
     }
     r.mask = *mask;
-    const std::string& source = cell("source");
-    bool known = false;
-    for (size_t i = 0; i < std::size(kRowSourceNames); ++i) {
-      if (source == kRowSourceNames[i]) {
-        r.source = static_cast<RowSource>(i);
-        known = true;
-      }
-    }
-    if (!known) {
-      fail(line_no, at("source"),
-           "column 'source': expected measured, published or derived, got '" + source + "'");
-    }
+    r.source = source(line, line_no);
     r.unmasked_fraction = number("unmasked_fraction", true);
     if (r.unmasked_fraction > 1 + 1e-9) {
       fail(line_no, at("unmasked_fraction"), "column 'unmasked_fraction': above 1");
@@ -168,12 +195,31 @@ class Reader {
     r.heads_q = static_cast<int>(whole("heads_q", 1e6));
     r.heads_kv = static_cast<int>(whole("heads_kv", 1e6));
     r.head_dim = static_cast<int>(whole("head_dim", 65536));
-    r.time_s = number("time_us", true) * 1e-6;
-    if (!(r.time_s > 0)) {  // a denormal time_us underflows to 0 s, whose log is -inf
-      fail(line_no, at("time_us"),
-           "column 'time_us': '" + cell("time_us") + "' is not a positive number");
-    }
+    r.time_s = time_s(line, line_no);
     r.reference = cell("commit");
+    return r;
+  }
+
+  GdnProfileRow gdn_row(const std::string& line, int line_no) const {
+    GdnProfileRow r;
+    r.line = line_no;
+    r.gpu = cell(line, line_no, "gpu");
+    r.kernel = cell(line, line_no, "kernel");
+    const std::string& dir = cell(line, line_no, "direction");
+    if (dir != "fwd" && dir != "bwd") {
+      fail(line_no, at("direction"), "column 'direction': expected fwd or bwd, got '" + dir + "'");
+    }
+    r.backward = dir == "bwd";
+    r.seq_len = static_cast<int64_t>(whole(line, line_no, "seq_len", 1099511627776.0));
+    r.seqs = static_cast<int>(whole(line, line_no, "seqs", 1e6));
+    r.heads_k = static_cast<int>(whole(line, line_no, "heads_k", 1e6));
+    r.heads_v = static_cast<int>(whole(line, line_no, "heads_v", 1e6));
+    r.key_dim = static_cast<int>(whole(line, line_no, "key_dim", 65536));
+    r.value_dim = static_cast<int>(whole(line, line_no, "value_dim", 65536));
+    r.chunk = static_cast<int>(whole(line, line_no, "chunk", 65536));
+    r.time_s = time_s(line, line_no);
+    r.source = source(line, line_no);
+    r.reference = cell(line, line_no, "reference");
     return r;
   }
 
@@ -186,6 +232,40 @@ class Reader {
 }  // namespace
 
 ProfileTable read_profile_csv(const std::string& path) { return Reader(path).read(); }
+
+GdnProfileTable read_gdn_profile_csv(const std::string& path) { return Reader(path).read_gdn(); }
+
+std::string find_bundled_gdn_profile(const GpuSpec& gpu) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(data_dir()) / "kernels" / "profiles";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};
+  const std::string name = lower(gpu.name);
+  for (const std::string suffix : {"-measured.csv", "-published.csv"}) {
+    std::string best;
+    int best_rank = 0;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string file = lower(entry.path().filename().string());
+      const size_t gdn = file.find("-gdn-");
+      if (gdn == std::string::npos || file.size() <= suffix.size() ||
+          file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0) {
+        continue;
+      }
+      const std::string key = file.substr(0, gdn);
+      // This GPU's own figures first; then, on Hopper, another Hopper part's (H100, H200 and
+      // H800 are one SM90 compute die).
+      const bool hopper_key = key == "h100" || key == "h200" || key == "h800";
+      const int rank = name.find(key) != std::string::npos ? 2
+                       : (gpu.arch == GpuArch::Hopper && hopper_key) ? 1 : 0;
+      if (rank > best_rank || (rank == best_rank && rank > 0 && entry.path().string() < best)) {
+        best = entry.path().string();
+        best_rank = rank;
+      }
+    }
+    if (!best.empty()) return best;
+  }
+  return {};
+}
 
 std::string find_bundled_profile(const GpuSpec& gpu, const std::string& impl) {
   namespace fs = std::filesystem;

@@ -39,6 +39,33 @@ struct ProfileTable {
   std::vector<ProfileRow> rows;
 };
 
+/// One Gated DeltaNet chunk_gated_delta_rule call timed (kernels/profiles/<gpu>-gdn-<impl>-*.csv,
+/// written by kernels/profiles/make_gdn_published.py): `seqs` sequences of `seq_len` tokens.
+struct GdnProfileRow {
+  std::string gpu;              ///< "H200-SXM"
+  std::string kernel;           ///< "fla-gdn"
+  bool backward = false;
+  int64_t seq_len = 0;
+  int seqs = 1, heads_k = 0, heads_v = 0, key_dim = 0, value_dim = 0, chunk = 64;
+  double time_s = 0;
+  RowSource source = RowSource::Published;
+  std::string reference;        ///< where the figure comes from
+  int line = 0;
+};
+
+struct GdnProfileTable {
+  std::string path;
+  std::vector<GdnProfileRow> rows;
+};
+
+/// Reads and validates a Gated DeltaNet profile CSV (same errors as read_profile_csv).
+GdnProfileTable read_gdn_profile_csv(const std::string& path);
+
+/// The bundled Gated DeltaNet profile for `gpu`: <key>-gdn-<impl>-measured.csv, else
+/// -published.csv, whose key the GPU's name contains; on a Hopper GPU another Hopper part's
+/// (h100/h200/h800: one SM90 die) if it has none. Empty if none.
+std::string find_bundled_gdn_profile(const GpuSpec& gpu);
+
 /// Reads and validates a profile CSV. Throws InputError (file:line:col, yaml path
 /// "cost.profile") on any bad cell, a missing column or an empty table.
 ProfileTable read_profile_csv(const std::string& path);

@@ -3,6 +3,18 @@
 // token-dependent transition, so each rank also ships its cumulative transition: one all-gather
 // of (state, transition) (FLA's KCP) replaces the naive relay of N-1 dependent hops. The short
 // convolution needs (width - 1) tokens of halo from the previous rank.
+// The kernels are the ones flash-linear-attention's CP runs (fla/ops/gated_delta_rule/chunk.py
+// with a cp_context, fla/ops/cp/chunk_delta_h.py; FLA README "Context Parallel of Linear
+// Attention"): each rank runs the local kernels (forward: gate cumsum, KK^T / solve_tril / W,U;
+// backward: W,U and h recomputed, dv_local), then the CP pre-process kernel, a second walk over
+// its chunks from a zero state giving its end state (dh backward) and transition, the
+// all-gather, the merge of the preceding ranks' pairs, and then the state recurrence over every
+// local chunk from the merged initial state with the output (forward: chunk_fwd_h, chunk_fwd_o;
+// backward: chunk_bwd_dhu, dq/dk/dw, the WY backward). There is no separate correction GEMM:
+// the incoming state enters through the recurrence's initial state, and its cost is the
+// pre-process walk, the exchange and the merge. (Megatron-Core's GDN CP is the head-split
+// all-to-all instead, tensor_a2a_cp2hp / hp2cp in megatron/core/ssm/gated_delta_net:
+// linear_attention_a2a.cpp.)
 #include <algorithm>
 
 #include "model/transformer.hpp"
@@ -50,6 +62,26 @@ OpId add_gemm(AttentionCtx& ctx, int rank, double m, double n, double k, OpLabel
   return ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "gemm"), l, c.flops);
 }
 
+/// One group of Gated DeltaNet chunk kernels (model::GdnPart) over this rank's slice.
+OpId add_gdn(AttentionCtx& ctx, int rank, const LinearGeometry& lg, int64_t local, bool backward,
+             model::GdnPart part, const char* name, const std::string& scheme) {
+  model::GdnCall call;
+  call.seq_len = local;
+  call.seqs = ctx.geo.batch;
+  call.heads_k = lg.heads_k;
+  call.heads_v = lg.heads_v;
+  call.key_dim = lg.dk;
+  call.value_dim = lg.dv;
+  call.chunk = kChunk;
+  call.backward = backward;
+  call.part = part;
+  const model::Cost c = ctx.pricer.cost().gdn(call);
+  OpLabel l = make_label(ctx.g, ctx, name, scheme, backward ? Phase::Backward : Phase::Forward);
+  l.category = ctx.g.intern("linear-attention");
+  return ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "linear-attention"), l,
+                           c.flops);
+}
+
 std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>& entry) {
   TaskGraph& g = ctx.g;
   const int n = static_cast<int>(ctx.group.size());
@@ -76,24 +108,28 @@ std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>
     }
     for (int i = 0; i < n; ++i) tail[i] = arrived[i] == kNoOp ? entry[i] : arrived[i];
   }
-  std::vector<OpId> local_done(n), summary(n);
+  std::vector<OpId> summary(n);
   for (int i = 0; i < n; ++i) {
     const int rank = ctx.group[i];
     const OpId conv = add_memory_op(ctx, rank, 2.0 * local * lg.conv_channels * model::kBf16Bytes * batch,
                                     make_label(g, ctx, "short_conv", scheme, phase));
     g.add_edge(tail[i], conv);
     g.add_edge(entry[i], conv);
-    // The chunk kernel with a zero initial state: intra-chunk outputs plus this rank's end
-    // state and cumulative transition.
-    const model::Cost c = ctx.pricer.cost().linear_attention(local * ctx.geo.batch, lg.heads_v,
-                                                             lg.dk, lg.dv, kChunk, backward);
-    OpLabel l = make_label(g, ctx, backward ? "gdn_chunk_bwd" : "gdn_chunk_fwd", scheme, phase);
-    l.category = g.intern("linear-attention");
-    summary[i] = g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "linear-attention"),
-                               l, c.flops);
-    local_done[i] = summary[i];
+    if (n == 1) {
+      summary[i] = add_gdn(ctx, rank, lg, local, backward, model::GdnPart::Whole,
+                           backward ? "gdn_chunk_bwd" : "gdn_chunk_fwd", scheme);
+      g.add_edge(conv, summary[i]);
+      continue;
+    }
+    // The local kernels, then the pre-process walk: this rank's end state (dh) and transition.
+    const OpId pre = add_gdn(ctx, rank, lg, local, backward, model::GdnPart::Local,
+                             backward ? "gdn_local_bwd" : "gdn_local_fwd", scheme);
+    g.add_edge(conv, pre);
+    summary[i] = add_gdn(ctx, rank, lg, local, backward, model::GdnPart::CpPreprocess,
+                         backward ? "gdn_cp_preprocess_bwd" : "gdn_cp_preprocess_fwd", scheme);
+    g.add_edge(pre, summary[i]);
   }
-  if (n == 1) return local_done;
+  if (n == 1) return summary;
 
   std::vector<OpId> incoming(n, kNoOp);  // op after which the preceding ranks' state is known
   if (relay) {
@@ -105,11 +141,11 @@ std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>
       const int rank = ctx.group[i];
       OpId ready = summary[i];
       if (prev != kNoOp) {
-        incoming[i] = prev;
-        const OpId fold = add_gemm(ctx, rank, lg.dk, lg.dv * lg.heads_v, lg.dk,
+        const OpId fold = add_gemm(ctx, rank, lg.dk, lg.dv * lg.heads_v * batch, lg.dk,
                                    make_label(g, ctx, "state_fold", scheme, phase, k));
         g.add_edge(prev, fold);
         g.add_edge(summary[i], fold);
+        incoming[i] = fold;
         ready = fold;
       }
       if (k + 1 < n) {
@@ -128,29 +164,25 @@ std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>
     req.deps = summary;
     const auto done = add_collective(g, ctx.topo, req).done;
     for (int i = 0; i < n; ++i) {
-      // Fold the preceding ranks' (state, transition) summaries: i small matmuls.
+      // merge_fwd_bwd_kernel: fold the preceding ranks' (transition, state) pairs, one
+      // K x K by K x V product per preceding rank and head.
+      incoming[i] = done[i];
       const int preceding = backward ? n - 1 - i : i;
       if (preceding == 0) continue;
-      const OpId fold = add_gemm(ctx, ctx.group[i], lg.dk, lg.dv * lg.heads_v,
+      const OpId fold = add_gemm(ctx, ctx.group[i], lg.dk, lg.dv * lg.heads_v * batch,
                                  static_cast<double>(lg.dk) * preceding,
                                  make_label(g, ctx, "state_fold", scheme, phase));
       g.add_edge(done[i], fold);
       incoming[i] = fold;
     }
   }
-  // Correct the local outputs (or gradients) with the incoming state: Q_local x S_in per head.
+  // The recurrence over every local chunk from the incoming state, and the outputs (gradients).
   std::vector<OpId> out(n);
   for (int i = 0; i < n; ++i) {
-    if (incoming[i] == kNoOp) {
-      out[i] = local_done[i];
-      continue;
-    }
-    const OpId corr = add_gemm(ctx, ctx.group[i], static_cast<double>(local) * batch,
-                               static_cast<double>(lg.dv) * lg.heads_v, lg.dk,
-                               make_label(g, ctx, "state_correction", scheme, phase));
-    g.add_edge(incoming[i], corr);
-    g.add_edge(local_done[i], corr);
-    out[i] = corr;
+    out[i] = add_gdn(ctx, ctx.group[i], lg, local, backward, model::GdnPart::Recurrence,
+                     backward ? "gdn_recurrence_bwd" : "gdn_recurrence_fwd", scheme);
+    g.add_edge(summary[i], out[i]);
+    if (incoming[i] != kNoOp) g.add_edge(incoming[i], out[i]);
   }
   return out;
 }

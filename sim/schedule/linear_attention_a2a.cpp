@@ -65,8 +65,17 @@ std::vector<OpId> linear_a2a_pass(AttentionCtx& ctx, bool backward, const std::v
     const OpId conv = add_memory_op(ctx, rank, 2.0 * seq * channels * model::kBf16Bytes,
                                     make_label(g, ctx, "short_conv", scheme, phase));
     g.add_edge(before[i], conv);
-    const model::Cost c = ctx.pricer.cost().linear_attention(static_cast<int64_t>(seq), hv, m.linear_key_dim,
-                                                             m.linear_value_dim, kChunk, backward);
+    // Every rank runs the single-GPU kernels over whole sequences for its heads.
+    model::GdnCall call;
+    call.seq_len = ctx.sc.training.seq_len;
+    call.seqs = ctx.geo.batch;
+    call.heads_k = hk;
+    call.heads_v = hv;
+    call.key_dim = m.linear_key_dim;
+    call.value_dim = m.linear_value_dim;
+    call.chunk = kChunk;
+    call.backward = backward;
+    const model::Cost c = ctx.pricer.cost().gdn(call);
     OpLabel l = make_label(g, ctx, backward ? "gdn_chunk_bwd" : "gdn_chunk_fwd", scheme, phase);
     l.category = g.intern("linear-attention");
     done[i] = g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "linear-attention"), l, c.flops);

@@ -171,13 +171,16 @@ TEST(Roofline, MemoryBoundIsBytesOverBandwidthPlusLaunch) {
   EXPECT_EQ(m->memory_bound(1e9).flops, 0.0);
 }
 
-TEST(Roofline, LinearAttentionLinearInTokensAndFloored) {
+TEST(Roofline, LinearAttentionKernelByKernel) {
   const auto m = CostModel::roofline(h100());
   const model::Cost a = m->linear_attention(16384, 48, 128, 128, 64, false);
   const model::Cost b = m->linear_attention(32768, 48, 128, 128, 64, false);
-  EXPECT_NEAR(b.time_s / a.time_s, 2.0, 1e-9);
+  // 48 heads x 2 value blocks = 96 recurrence CTAs < 132 SMs: the chunk walk is latency-bound,
+  // the parallel kernels grow with the tokens; both double with the sequence.
+  EXPECT_NEAR(b.time_s / a.time_s, 2.0, 0.05);
   EXPECT_GT(m->linear_attention(16384, 48, 128, 128, 64, true).time_s, 2.5 * a.time_s);
-  EXPECT_DOUBLE_EQ(m->linear_attention(64, 1, 128, 128, 64, false).time_s, 6 * 5e-6);
+  // One chunk of one head: 4 forward kernels at their fixed 6 us plus the one chunk step.
+  EXPECT_NEAR(m->linear_attention(64, 1, 128, 128, 64, false).time_s, 4 * 6e-6 + 1.2e-6, 2e-7);
   // Far below the quadratic attention of the same tokens at 128K context.
   EXPECT_LT(a.time_s, CostModel::roofline(h100())->attention(call(16384, 131072, 24, 256)).time_s);
 }

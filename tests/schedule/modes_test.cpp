@@ -228,7 +228,9 @@ TEST(Prefill, EverySchemeLayoutAndLinearScheme) {
           backward += op.label.phase != Phase::Forward && op.label.phase != Phase::None;
           const std::string n = g.g.str(op.label.name);
           attention += n == "attn_fwd";
-          linear += n == "gdn_chunk_fwd";
+          // the op that leaves a rank's outputs: the whole chunk call (a2a) or, under FLA's
+          // state-passing CP, the recurrence from the merged initial state
+          linear += n == "gdn_chunk_fwd" || n == "gdn_recurrence_fwd";
         }
         EXPECT_EQ(backward, 0);
         EXPECT_GT(attention, 0);
@@ -355,3 +357,44 @@ TEST(ChunkedLoss, SameFlopsInChunks) {
 }
 
 }  // namespace
+
+// Gated DeltaNet under FLA's state-passing CP: per rank the local kernels, the pre-process walk,
+// the (state, transition) all-gather and the recurrence from the merged state; no correction
+// GEMM. One GPU runs the whole call.
+TEST(LinearAttentionCp, RunsTheKernelsFlaCpRuns) {
+  scenario::Scenario sc = small_scenario(8);
+  sc.parallel.linear = scenario::LinearScheme::StateAllGather;
+  Graph g;
+  build(g, sc);
+  // One short convolution per linear layer pass per rank (layers x micro-batches x 8 ranks).
+  const int passes = count_named(g.g, "short_conv", kFwd);
+  ASSERT_GT(passes, 0);
+  ASSERT_EQ(passes % 8, 0);
+  for (const char* name : {"gdn_local_fwd", "gdn_cp_preprocess_fwd", "gdn_recurrence_fwd"})
+    EXPECT_EQ(count_named(g.g, name, kFwd), passes) << name;
+  for (const char* name : {"gdn_local_bwd", "gdn_cp_preprocess_bwd", "gdn_recurrence_bwd"})
+    EXPECT_EQ(count_named(g.g, name, kBwd), count_named(g.g, "short_conv", kBwd)) << name;
+  EXPECT_EQ(count_named(g.g, "state_correction"), 0);
+  EXPECT_EQ(count_named(g.g, "gdn_chunk_fwd"), 0);
+  // Forward: ranks 1..7 fold their preceding ranks' pairs (rank 0 has none).
+  EXPECT_EQ(count_named(g.g, "state_fold", kFwd), passes / 8 * 7);
+  // The recurrence waits for both its own pre-process and the exchange.
+  const auto& ops = g.g.ops();
+  for (size_t id = 0; id < ops.size(); ++id) {
+    if (g.g.str(ops[id].label.name) != "gdn_recurrence_fwd") continue;
+    const auto [b, e] = g.g.preds(static_cast<schedule::OpId>(id));
+    bool after_pre = false, after_exchange = false;
+    for (const auto* p = b; p != e; ++p) {
+      const std::string n = g.g.str(ops[*p].label.name);
+      after_pre |= n == "gdn_cp_preprocess_fwd";
+      after_exchange |= n != "gdn_cp_preprocess_fwd";
+    }
+    EXPECT_TRUE(after_pre && after_exchange);
+  }
+  scenario::Scenario one = small_scenario(1);
+  Graph g1;
+  build(g1, one);
+  EXPECT_EQ(count_named(g1.g, "gdn_chunk_fwd", kFwd), count_named(g1.g, "short_conv", kFwd));
+  EXPECT_EQ(count_named(g1.g, "gdn_cp_preprocess_fwd"), 0);
+  EXPECT_EQ(count_named(g1.g, "state_allgather"), 0);
+}
