@@ -95,6 +95,11 @@ for s in 32K 64K 128K 256K 512K 1M; do
   echo "$s,$wall,$mb,$ops" | tee -a "$OUT/scale_seq.csv"
 done
 
+echo "== sweep of 200 points: local -j 2 against a one-node Slurm (needs root, slurm-wlm, munge)"
+slurm_rc=0
+tests/slurm/run_slurm_test.sh --bench "$CPSIM" || slurm_rc=$?
+[ "$slurm_rc" -eq 0 ] || [ "$slurm_rc" -eq 77 ] || echo "bench: the Slurm timing failed (exit $slurm_rc)"
+
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   /usr/bin/python3 tools/cpsim_plot.py bench "$OUT" -o docs/gallery/bench-scale
 fi

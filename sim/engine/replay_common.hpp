@@ -90,7 +90,8 @@ inline double transfer_rate_Bps(const schedule::Op& op, const RouteInfo& ri) {
 
 /// Contention-free duration of a transfer: software latency, wire latency, serialisation.
 inline double transfer_time_s(const schedule::Op& op, const RouteInfo& ri) {
-  const double bw = transfer_rate_Bps(op, ri) / std::max<double>(1.0, op.sharers);
+  // The fair share of the busiest link (route bw / sharers), under the software path's cap.
+  const double bw = std::min(transfer_rate_Bps(op, ri), ri.bw_Bps / std::max<double>(1.0, op.sharers));
   const double ser = op.bytes > 0 ? op.bytes / bw : 0.0;  // bw is inf for a GPU to itself
   return op.extra_latency_s + ri.latency_s + ser;
 }

@@ -45,8 +45,9 @@ Fence open_fence(TaskGraph& g, const CollectiveRequest& req, const OpLabel& labe
 /// Adds a fenced transfer between group indices (after both ranks' begin and `after`).
 OpId fenced_transfer(TaskGraph& g, Fence& f, const CollectiveRequest& req, int from, int to,
                      double wire_bytes, const OpLabel& label, double extra_s, OpId after = kNoOp);
-/// The end ops; returns done per group index. Sets each fenced transfer's `sharers`: the most
-/// transfers of the same step (label.step; all of them when pipelined) on any of its links.
+/// The end ops; returns done per group index. Sets each fenced transfer's `sharers`: its
+/// route's bottleneck bandwidth over min_l(bw_l / transfers of the same step on l) (label.step;
+/// all of them when pipelined).
 std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& f,
                               const CollectiveRequest& req, const OpLabel& label);
 

@@ -135,9 +135,15 @@ std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& 
       for (uint32_t l : routes.back().second) ++load[{op.label.step, l}];
     }
   for (const auto& [t, route] : routes) {
-    uint32_t most = 1;
-    for (uint32_t l : route) most = std::max(most, load[{g.op(t).label.step, l}]);
-    g.op_mut(t).sharers = static_cast<uint16_t>(std::min<uint32_t>(most, 65535));
+    // Each link splits its bandwidth over the transfers on it; the transfer runs at the worst
+    // such share, which need not be on its narrowest link (the fat spine links are not).
+    double alone = std::numeric_limits<double>::infinity(), fair = alone;
+    for (uint32_t l : route) {
+      const double bw = topo.links()[l].bw_Bps;
+      alone = std::min(alone, bw);
+      fair = std::min(fair, bw / load[{g.op(t).label.step, l}]);
+    }
+    g.op_mut(t).sharers = route.empty() ? 1.0f : static_cast<float>(std::max(1.0, alone / fair));
   }
   OpLabel l = label;
   l.name = g.intern("collective_end");

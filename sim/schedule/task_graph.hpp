@@ -74,10 +74,12 @@ struct Op {
   /// Outside stream order: one of a collective's concurrent transfers (NCCL channels run in one
   /// kernel); the collective fences its streams with zero-time ops instead (collectives.cpp).
   bool unordered = false;
-  /// Unordered transfers only: how many transfers of the same collective share this one's
-  /// busiest link at once. The analytic engine (no contention model) divides the route's
-  /// bandwidth by it; SimGrid shares the links itself and ignores it.
-  uint16_t sharers = 1;
+  /// Unordered transfers only: the route's lone bottleneck bandwidth over this transfer's fair
+  /// share of the collective's concurrent load, min over its links of bw / transfers (>= 1).
+  /// The analytic engine (no contention model) divides the bandwidth by it; SimGrid shares the
+  /// links itself and ignores it. A fat link carrying many flows is not the bottleneck: an NDR
+  /// leaf-spine link of 32 nodes x 50 GB/s / 8 spines carries 4 flows at 50 GB/s each.
+  float sharers = 1;
   int32_t rank = 0;           ///< compute: its GPU; transfer: sender
   int32_t peer = -1;          ///< transfer: receiver
   double duration_s = 0;      ///< compute: time on an idle GPU

@@ -32,6 +32,12 @@ TEST(Prefill, EveryBundledScenario) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(CPSIM_SOURCE_DIR "/scenarios")) {
     if (e.path().extension() != ".yaml") continue;
+#ifdef CPSIM_SANITIZED
+    // Under ASan+UBSan the whole set takes 206 s of CPU (20 s in Release); the two smallest
+    // meshes stand for it there, and the Release stage runs every scenario.
+    const std::string stem = e.path().stem().string();
+    if (stem != "quickstart" && stem != "anchor-128k-ulysses") continue;
+#endif
     ++n;
     // The analytic engine keeps the biggest fleets fast; the graph is the same.
     const auto pre = run_json(e.path().string(), "--engine analytic --set mode=prefill");
@@ -52,7 +58,11 @@ TEST(Prefill, EveryBundledScenario) {
     EXPECT_TRUE(kv);
     EXPECT_GT(pre.at("kv_cache_bytes_per_rank").at("total").get<double>(), 0);
   }
+#ifdef CPSIM_SANITIZED
+  EXPECT_EQ(n, 2);
+#else
   EXPECT_GE(n, 10);
+#endif
 }
 
 TEST(Prefill, ForwardOnlyIsWellUnderTheTrainingStep) {
