@@ -6,6 +6,7 @@
 #include "model/moe.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
+#include "schedule/grad_buckets.hpp"
 #include "schedule/moe_layer.hpp"
 #include "schedule/replicas.hpp"
 #include "schedule/stage_builder.hpp"
@@ -355,36 +356,25 @@ double layer_params(const scenario::Scenario& sc, int l) {
 }
 
 /// The gradient buckets of stage s for TP index t over the data-parallel x context-parallel
-/// group; returns, per member, the op after which its last bucket is reduced.
+/// group (members d-major, then c); returns, per member, the op after which its last bucket is
+/// reduced.
 Ops reduce_gradient_buckets(const StepCtx& x, const std::vector<int>& owned,
                             const std::vector<int>& members, int t, const GradsReady& grads,
                             const ReplicaPlan& rp) {
   const auto& p = x.sc.parallel;
-  Ops done(members.size(), kNoOp);
-  if (p.dp * p.cp == 1) return done;
-  double bucket = 0;
-  // Buckets fill in backward order: the stage's last layers produce gradients first.
-  for (auto it = owned.rbegin(); it != owned.rend(); ++it) {
-    const int l = *it;
-    bucket += layer_params(x.sc, l) * model::kBf16Bytes;
-    if (bucket < p.dp_bucket_bytes && l != owned.front()) continue;
-    CollectiveRequest req;
-    req.op = p.zero_stage >= 1 ? CollOp::ReduceScatter : CollOp::AllReduce;
-    req.bytes = bucket;
-    req.send_stream = stream::kDpSend;
-    req.recv_stream = stream::kDpRecv;
-    req.label.name = x.g.intern(p.zero_stage >= 1 ? "dp_reducescatter_grads" : "dp_allreduce_grads");
-    req.label.category = x.g.intern("collective");
-    req.label.scheme = x.g.intern("dp");
-    req.label.layer = l;
-    req.label.phase = Phase::Backward;
-    req.ranks = members;
-    for (int d = 0; d < p.dp; ++d)
-      for (int c = 0; c < p.cp; ++c) req.deps.push_back(grads[rp.source(d)][l][static_cast<size_t>(c * p.tp + t)]);
-    done = add_collective(x.g, x.topo, req).done;
-    bucket = 0;
-  }
-  return done;
+  if (p.dp * p.cp == 1) return Ops(members.size(), kNoOp);
+  GradBuckets b;
+  b.members = members;
+  b.layers = owned;
+  b.bytes = [&](int l) { return layer_params(x.sc, l) * model::kBf16Bytes; };
+  b.ready = [&](size_t i, int l) {
+    const int d = static_cast<int>(i) / p.cp, c = static_cast<int>(i) % p.cp;
+    return grads[rp.source(d)][l][static_cast<size_t>(c * p.tp + t)];
+  };
+  b.bucket_bytes = p.dp_bucket_bytes;
+  b.reduce_scatter = p.zero_stage >= 1;
+  b.name = p.zero_stage >= 1 ? "dp_reducescatter_grads" : "dp_allreduce_grads";
+  return add_grad_buckets(x.g, x.topo, b);
 }
 
 /// The optimizer step of each member on `shard` parameters after its gradients are reduced.
@@ -406,25 +396,6 @@ Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops
   for (size_t i = 0; i < members.size(); ++i)
     if (!rp.built[i / cp]) opt[i] = opt[static_cast<size_t>(rp.rep * cp) + i % cp];
   return opt;
-}
-
-/// ZeRO >= 1: the all-gather of the updated weights after every member's optimizer step.
-void gather_updated_params(const StepCtx& x, const std::vector<int>& members, const Ops& opt,
-                           double stage_params) {
-  CollectiveRequest req;
-  req.op = CollOp::AllGather;
-  // FP8 training gathers the updated weights as their FP8 copies (Megatron
-  // --fp8-param-gather): 1 B per parameter.
-  req.bytes = stage_params * (x.sc.training.fp8 ? 1.0 : model::kBf16Bytes);
-  req.send_stream = stream::kDpSend;
-  req.recv_stream = stream::kDpRecv;
-  req.label.name = x.g.intern("dp_allgather_params");
-  req.label.category = x.g.intern("collective");
-  req.label.scheme = x.g.intern("dp");
-  req.label.phase = Phase::Optimizer;
-  req.ranks = members;
-  req.deps = opt;
-  add_collective(x.g, x.topo, req);
 }
 
 /// Gradient reduction of stage s over the data-parallel x context-parallel group (CP ranks
@@ -452,7 +423,11 @@ void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsRea
     double shard = p.zero_stage >= 1 ? stage_params / dp_group : stage_params;
     shard += p.zero_stage >= 1 ? experts_held / model::expert_dp(p) : experts_held;
     const Ops opt = optimizer_steps(x, members, done, shard, rp);
-    if (dp_group > 1 && p.zero_stage >= 1) gather_updated_params(x, members, opt, stage_params);
+    // FP8 training gathers the updated weights as their FP8 copies (Megatron
+    // --fp8-param-gather): 1 B per parameter.
+    if (dp_group > 1 && p.zero_stage >= 1)
+      add_param_allgather(x.g, x.topo, members, opt, stage_params * (x.sc.training.fp8 ? 1.0 : model::kBf16Bytes),
+                          "dp_allgather_params");
   }
 }
 
