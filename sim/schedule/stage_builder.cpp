@@ -7,6 +7,7 @@
 #include "model/moe.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
+#include "schedule/tp_overlap.hpp"
 
 namespace cpsim::schedule {
 
@@ -24,6 +25,7 @@ StageBuilder::StageBuilder(const scenario::Scenario& sc, const model::Topology& 
     for (int t = 0; t < tp_; ++t) ranks_.push_back(mesh.rank_of({t, c, pp_i, dp_i}));
   tokens_ = static_cast<double>(sc.training.seq_len / cp_) * sc.training.micro_batch;
   sp_ = sc.parallel.sequence_parallel && tp_ > 1;
+  overlap_ = sp_ && sc.parallel.tp_comm_overlap;  // the scenario refuses it without SP
 }
 
 StageBuilder::Ops StageBuilder::embedding(int mb, const Ops& entry) {
@@ -69,22 +71,58 @@ OpLabel StageBuilder::label(const char* name, int mb, int layer, Phase ph, const
   return l;
 }
 
-StageBuilder::Ops StageBuilder::gemm_all(const char* name, double m, double n, double k, double mult, int mb, int layer,
-             Phase ph, const Ops& deps) {
-  Ops out(ranks_.size());
-  // FP8 (TransformerEngine) runs the transformer layers' GEMMs in FP8; Megatron keeps the
-  // output layer (LM head) in BF16.
+// FP8 (TransformerEngine) runs the transformer layers' GEMMs in FP8; Megatron keeps the
+// output layer (LM head) in BF16.
+model::Cost StageBuilder::gemm_cost(const char* name, double m, double n, double k) const {
   const bool fp8 = sc_.training.fp8 && std::string_view(name).rfind("lm_head", 0) != 0;
-  const model::Cost c = fp8 ? pricer_.cost().gemm_fp8(m, n, k) : pricer_.cost().gemm(m, n, k);
-  for (size_t i = 0; i < ranks_.size(); ++i) {
-    OpLabel l = label(name, mb, layer, ph, "gemm");
-    if (recompute_) l.name = g_.intern(std::string(name) + "_recompute");
-    const double t = pricer_.time(ranks_[i], c, "gemm") * mult;
-    out[i] = g_.add_compute(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.flops * mult);
-    g_.add_edge(deps[i], out[i]);
-    if (!param_ready_.empty()) g_.add_edge(param_ready_[i], out[i]);
-  }
+  return fp8 ? pricer_.cost().gemm_fp8(m, n, k) : pricer_.cost().gemm(m, n, k);
+}
+
+OpId StageBuilder::gemm_op(size_t i, const char* name, const model::Cost& c, double mult, double slow,
+                           int mb, int layer, Phase ph, OpId dep) {
+  OpLabel l = label(name, mb, layer, ph, "gemm");
+  if (recompute_) l.name = g_.intern(std::string(name) + "_recompute");
+  const double t = pricer_.time(ranks_[i], c, "gemm") * mult * slow;
+  const OpId op = g_.add_compute(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.flops * mult);
+  g_.add_edge(dep, op);
+  if (!param_ready_.empty()) g_.add_edge(param_ready_[i], op);
+  return op;
+}
+
+StageBuilder::Ops StageBuilder::gemm_all(const char* name, double m, double n, double k, double mult, int mb,
+                                         int layer, Phase ph, const Ops& deps) {
+  Ops out(ranks_.size());
+  const model::Cost c = gemm_cost(name, m, n, k);
+  for (size_t i = 0; i < ranks_.size(); ++i) out[i] = gemm_op(i, name, c, mult, 1.0, mb, layer, ph, deps[i]);
   return out;
+}
+
+TpOverlapCtx StageBuilder::overlap_ctx(int mb, int layer, Phase ph) {
+  TpOverlapCtx c{g_, topo_, sc_, ranks_, mb, layer, ph, tokens_ * m_.hidden * model::kBf16Bytes, {}};
+  c.gemm = [this, mb, layer, ph](size_t i, const char* name, double m, double n, double k, double mult,
+                                 double slow, OpId dep) {
+    return gemm_op(i, name, gemm_cost(name, m, n, k), mult, slow, mb, layer, ph, dep);
+  };
+  return c;
+}
+
+// A TP-split GEMM with the TP collective that feeds it (kGatherIn: the SP all-gather forward,
+// the output gradient's all-gather backward) or that follows it (kScatterOut: the SP
+// reduce-scatter / TP all-reduce forward, the input gradient's reduce-scatter backward):
+// serial, or overlapped in chunks (tp_overlap.hpp).
+StageBuilder::Ops StageBuilder::tp_gemm(bool backward, TpSide side, const char* name, double m, double n,
+                                        double k, int mb, int layer, const Ops& deps) {
+  const Phase ph = backward ? Phase::Backward : Phase::Forward;
+  if (overlap_) {
+    TpOverlapCtx c = overlap_ctx(mb, layer, ph);
+    return side == kGatherIn ? ag_gemm_overlap(c, name, m, n, k, deps) : gemm_rs_overlap(c, name, m, n, k, deps);
+  }
+  const double mult = backward ? 2.0 : 1.0;
+  if (side == kGatherIn)
+    return gemm_all(name, m, n, k, mult, mb, layer, ph,
+                    backward ? tp_exit(true, mb, layer, ph, deps) : tp_enter(false, mb, layer, ph, deps));
+  const Ops x = gemm_all(name, m, n, k, mult, mb, layer, ph, deps);
+  return backward ? tp_enter(true, mb, layer, ph, x) : tp_exit(false, mb, layer, ph, x);
 }
 
 StageBuilder::Ops StageBuilder::memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps) {
@@ -261,18 +299,14 @@ StageBuilder::Ops StageBuilder::forward_pass(int layer, int mb, const Ops& entry
   const double h = m_.hidden;
   const Widths w = widths(layer);
   Ops x = memory_all("norm_attn", norm_bytes_, mb, layer, ph, entry);
-  x = tp_enter(false, mb, layer, ph, x);
-  x = gemm_all("qkv_proj", tokens_, w.in, h, 1.0, mb, layer, ph, x);
+  x = tp_gemm(false, kGatherIn, "qkv_proj", tokens_, w.in, h, mb, layer, x);
   x = sequence_mixing(layer, mb, false, x);
-  x = gemm_all("out_proj", tokens_, h, w.mix, 1.0, mb, layer, ph, x);
-  x = tp_exit(false, mb, layer, ph, x);
+  x = tp_gemm(false, kScatterOut, "out_proj", tokens_, h, w.mix, mb, layer, x);
   x = memory_all("norm_mlp", norm_bytes_, mb, layer, ph, x);
   if (model::is_moe_layer(m_, layer)) return moe(layer, mb, false, x);
-  x = tp_enter(false, mb, layer, ph, x);
-  x = gemm_all("mlp_up_gate", tokens_, 2 * w.ffn, h, 1.0, mb, layer, ph, x);
+  x = tp_gemm(false, kGatherIn, "mlp_up_gate", tokens_, 2 * w.ffn, h, mb, layer, x);
   x = memory_all("swiglu", tokens_ * w.ffn * 3 * model::kBf16Bytes, mb, layer, ph, x);
-  x = gemm_all("mlp_down", tokens_, h, w.ffn, 1.0, mb, layer, ph, x);
-  return tp_exit(false, mb, layer, ph, x);
+  return tp_gemm(false, kScatterOut, "mlp_down", tokens_, h, w.ffn, mb, layer, x);
 }
 
 // Backward GEMMs do the data gradient and the weight gradient: twice the forward FLOPs.
@@ -284,18 +318,14 @@ StageBuilder::Ops StageBuilder::backward_pass(int layer, int mb, const Ops& entr
   if (model::is_moe_layer(m_, layer)) {
     x = moe(layer, mb, true, x);
   } else {
-    x = tp_exit(true, mb, layer, ph, x);
-    x = gemm_all("mlp_down_bwd", tokens_, h, w.ffn, 2.0, mb, layer, ph, x);
+    x = tp_gemm(true, kGatherIn, "mlp_down_bwd", tokens_, h, w.ffn, mb, layer, x);
     x = memory_all("swiglu_bwd", tokens_ * w.ffn * 5 * model::kBf16Bytes, mb, layer, ph, x);
-    x = gemm_all("mlp_up_gate_bwd", tokens_, 2 * w.ffn, h, 2.0, mb, layer, ph, x);
-    x = tp_enter(true, mb, layer, ph, x);
+    x = tp_gemm(true, kScatterOut, "mlp_up_gate_bwd", tokens_, 2 * w.ffn, h, mb, layer, x);
   }
   x = memory_all("norm_mlp_bwd", 1.5 * norm_bytes_, mb, layer, ph, x);
-  x = tp_exit(true, mb, layer, ph, x);
-  x = gemm_all("out_proj_bwd", tokens_, h, w.mix, 2.0, mb, layer, ph, x);
+  x = tp_gemm(true, kGatherIn, "out_proj_bwd", tokens_, h, w.mix, mb, layer, x);
   x = sequence_mixing(layer, mb, true, x);
-  x = gemm_all("qkv_proj_bwd", tokens_, w.in, h, 2.0, mb, layer, ph, x);
-  x = tp_enter(true, mb, layer, ph, x);
+  x = tp_gemm(true, kScatterOut, "qkv_proj_bwd", tokens_, w.in, h, mb, layer, x);
   return memory_all("norm_attn_bwd", 1.5 * norm_bytes_, mb, layer, ph, x);
 }
 

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "model/cost_model.hpp"
 #include "model/topology.hpp"
 #include "scenario/specs.hpp"
 #include "schedule/attention.hpp"
@@ -14,6 +15,7 @@
 #include "schedule/nccl_tuner.hpp"
 #include "schedule/step.hpp"
 #include "schedule/task_graph.hpp"
+#include "schedule/tp_overlap.hpp"
 
 namespace cpsim::schedule {
 
@@ -46,8 +48,16 @@ class StageBuilder {
     double in = 0, mix = 0, ffn = 0;
   };
   OpLabel label(const char* name, int mb, int layer, Phase ph, const char* cat);
+  model::Cost gemm_cost(const char* name, double m, double n, double k) const;
+  /// One GEMM on grid rank i, `mult` times the FLOPs of c, `slow` times its time.
+  OpId gemm_op(size_t i, const char* name, const model::Cost& c, double mult, double slow, int mb,
+               int layer, Phase ph, OpId dep);
   Ops gemm_all(const char* name, double m, double n, double k, double mult, int mb, int layer,
                Phase ph, const Ops& deps);
+  TpOverlapCtx overlap_ctx(int mb, int layer, Phase ph);
+  enum TpSide { kGatherIn, kScatterOut };
+  Ops tp_gemm(bool backward, TpSide side, const char* name, double m, double n, double k, int mb,
+              int layer, const Ops& deps);
   Ops memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps);
   Ops tp_coll(CollOp op, const char* name, int mb, int layer, Phase ph, const Ops& deps);
   Ops tp_enter(bool backward, int mb, int layer, Phase ph, const Ops& deps);
@@ -77,6 +87,7 @@ class StageBuilder {
   double tokens_ = 0;
   double norm_bytes_ = 0;        ///< bytes one norm reads and writes in the current layer pass
   bool sp_ = false;
+  bool overlap_ = false;         ///< parallel.tp_comm_overlap (with SP)
   bool recompute_ = false;
 };
 

@@ -78,6 +78,9 @@ struct Op {
   /// busiest link at once. The analytic engine (no contention model) divides the route's
   /// bandwidth by it; SimGrid shares the links itself and ignores it.
   uint16_t sharers = 1;
+  /// Transfer: the compute it overlaps is already priced slower for it (TE userbuffers' SM
+  /// margin, tp_overlap.hpp), so the engines add no generic interference while it runs.
+  bool interference_priced = false;
   int32_t rank = 0;           ///< compute: its GPU; transfer: sender
   int32_t peer = -1;          ///< transfer: receiver
   double duration_s = 0;      ///< compute: time on an idle GPU
