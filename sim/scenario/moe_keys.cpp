@@ -120,7 +120,7 @@ void check_moe(const Scenario& s, const Node& par, const Node& training) {
   // Userbuffers overlap the sequence-parallel all-gather / reduce-scatter: Megatron refuses
   // --tp-comm-overlap without --sequence-parallel (and it has nothing to overlap at tp = 1).
   if (const Node* v = key_in(par, "tp_comm_overlap"); v && p.tp_comm_overlap && (p.tp < 2 || !p.sequence_parallel))
-    fail_at(*v, "tp_comm_overlap: true needs parallel.tp > 1 and sequence_parallel: true (got tp = " + str(p.tp) +
+    fail_at(*v, "true needs parallel.tp > 1 and sequence_parallel: true (got tp = " + str(p.tp) +
                     ", sequence_parallel " + (p.sequence_parallel ? "true" : "false") +
                     "; Megatron requires --sequence-parallel for --tp-comm-overlap)");
   if (s.training.fp8 && !(s.platform.gpu.fp8_gemm_flops > 0)) {
