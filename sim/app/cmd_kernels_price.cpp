@@ -11,13 +11,14 @@
 
 #include "app/commands.hpp"
 #include "model/cost_model.hpp"
+#include "model/fp8_attention.hpp"
 #include "scenario/load.hpp"
 
 namespace cpsim::app {
 namespace {
 
 struct PriceArgs {
-  std::string platform, impl = "auto", profile = "auto", direction = "fwd", mask = "causal";
+  std::string platform, impl = "auto", profile = "auto", direction = "fwd", mask = "causal", dtype = "bf16";
   std::string q = "8K", kv, json;
   int heads = 32, kv_heads = 0, head_dim = 128, batch = 1;
 };
@@ -45,6 +46,8 @@ int price(const PriceArgs& a) {
   if (a.direction != "fwd" && a.direction != "bwd" && a.direction != "fwdbwd") {
     throw std::invalid_argument("--direction: expected fwd, bwd or fwdbwd, got '" + a.direction + "'");
   }
+  if (a.dtype != "bf16" && a.dtype != "fp8")
+    throw std::invalid_argument("--dtype: expected bf16 or fp8, got '" + a.dtype + "'");
   model::AttentionCall call;
   const double q = scenario::parse_tokens(a.q), kv = scenario::parse_tokens(a.kv.empty() ? a.q : a.kv);
   if (!(q >= 1 && kv >= 1 && q <= 1e9 && kv <= 1e9)) throw std::invalid_argument("--q/--kv: 1 to 1G tokens");
@@ -63,13 +66,13 @@ int price(const PriceArgs& a) {
                         {"impl", scenario::impl_name(scenario::resolve_impl(*impl, platform.gpu.arch))},
                         {"direction", a.direction}, {"q_len", call.q_len}, {"kv_len", call.kv_len},
                         {"mask", a.mask}, {"heads_q", call.heads_q}, {"heads_kv", call.heads_kv},
-                        {"head_dim", call.head_dim}, {"batch", call.batch}};
+                        {"head_dim", call.head_dim}, {"batch", call.batch}, {"dtype", a.dtype}};
   double time = 0, flops = 0;
   std::string sources;
   for (const bool bwd : {false, true}) {
     if ((a.direction == "fwd" && bwd) || (a.direction == "bwd" && !bwd)) continue;
     call.backward = bwd;
-    const model::Cost c = cost->attention(call);
+    const model::Cost c = model::attention_cost(*cost, call, a.dtype == "fp8");
     time += c.time_s;
     flops += c.flops;
     out[bwd ? "bwd" : "fwd"] = {{"time_s", c.time_s},
@@ -112,6 +115,7 @@ void register_kernels_price(CLI::App* kernels, int& rc) {
   sub->add_option("--kv-heads", a->kv_heads, "key/value heads (default: --heads)");
   sub->add_option("--head-dim", a->head_dim, "head dimension (default 128)");
   sub->add_option("--batch", a->batch, "batch (default 1)");
+  sub->add_option("--dtype", a->dtype, "bf16 | fp8 (TE's FP8 attention on cuDNN; default bf16)");
   sub->add_option("--json", a->json, "write the result as JSON to this file");
   sub->callback([a, &rc] {
     try {

@@ -86,7 +86,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
                            ? std::max(0.0, op.extra_latency_s)
                            : detail::transfer_time_s(op, routes.get(op.rank, op.peer));
     events.push({t + dur, id, version[id]});
-    if (interfere) {
+    if (interfere && !op.interference_priced) {
       comm_delta(op.rank, +1, t);
       if (op.peer != op.rank) comm_delta(op.peer, +1, t);
     }
@@ -114,7 +114,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
             r.pop_back();
             break;
           }
-      } else {
+      } else if (!op.interference_priced) {
         comm_delta(op.rank, -1, ev.t);
         if (op.peer != op.rank) comm_delta(op.peer, -1, ev.t);
       }

@@ -143,8 +143,10 @@ struct Replay {
       kernels[op.rank].push_back({id, op.duration_s, now, arm(id, now + op.duration_s / speed(op.rank))});
       return;
     }
-    comm_delta(op.rank, +1);
-    if (op.peer != op.rank) comm_delta(op.peer, +1);
+    if (!op.interference_priced) {
+      comm_delta(op.rank, +1);
+      if (op.peer != op.rank) comm_delta(op.peer, +1);
+    }
     const double delay =
         std::max(0.0, op.extra_latency_s) + (op.peer != op.rank ? routes.get(op.rank, op.peer).latency_s : 0.0);
     if (delay > 0)
@@ -177,7 +179,7 @@ struct Replay {
     ++done;
     if (opt.progress && done % ReplayOptions::kProgressEvery == 0)
       opt.progress(tr.end_s[id], done, g.size());
-    if (op.kind == OpKind::Transfer) {
+    if (op.kind == OpKind::Transfer && !op.interference_priced) {
       comm_delta(op.rank, -1);
       if (op.peer != op.rank) comm_delta(op.peer, -1);
     }

@@ -79,12 +79,7 @@ void read_moe_model(const MapReader& r, ModelSpec& m) {
 void read_moe_parallel(const MapReader& r, ParallelSpec& p) {
   if (const Node* v = r.get("ep")) p.ep = static_cast<int>(as_int(*v, 1, 1'000'000));
   if (const Node* v = r.get("expert_tp")) p.expert_tp = static_cast<int>(as_int(*v, 1, 1'000'000));
-  if (const Node* v = r.get("tp_comm_overlap")) {
-    p.tp_comm_overlap = as_bool(*v);
-    if (p.tp_comm_overlap)
-      fail_at(*v, "tp_comm_overlap: true is not modelled yet (TP all-gather / reduce-scatter stay "
-                  "serial with their GEMMs); leave it false");
-  }
+  if (const Node* v = r.get("tp_comm_overlap")) p.tp_comm_overlap = as_bool(*v);
 }
 
 void read_precision(const MapReader& r, TrainingSpec& t) {
@@ -93,9 +88,6 @@ void read_precision(const MapReader& r, TrainingSpec& t) {
     t.fp8_attention = as_bool(*v);
     if (t.fp8_attention && !t.fp8)
       fail_at(*v, "fp8_attention needs training.precision: fp8");
-    if (t.fp8_attention)
-      fail_at(*v, "fp8_attention: true is not modelled yet (no measured FP8 attention kernel profile); "
-                  "attention stays BF16, leave it false");
   }
 }
 
@@ -125,6 +117,12 @@ void check_moe(const Scenario& s, const Node& par, const Node& training) {
       fail_at(at_etp, "expert_ffn_hidden " + str(m.moe.expert_ffn_hidden) + " is not divisible by expert_tp " +
                           str(p.expert_tp));
   }
+  // Userbuffers overlap the sequence-parallel all-gather / reduce-scatter: Megatron refuses
+  // --tp-comm-overlap without --sequence-parallel (and it has nothing to overlap at tp = 1).
+  if (const Node* v = key_in(par, "tp_comm_overlap"); v && p.tp_comm_overlap && (p.tp < 2 || !p.sequence_parallel))
+    fail_at(*v, "true needs parallel.tp > 1 and sequence_parallel: true (got tp = " + str(p.tp) +
+                    ", sequence_parallel " + (p.sequence_parallel ? "true" : "false") +
+                    "; Megatron requires --sequence-parallel for --tp-comm-overlap)");
   if (s.training.fp8 && !(s.platform.gpu.fp8_gemm_flops > 0)) {
     const Node* prec = key_in(training, "precision");
     fail_at(prec ? *prec : training, "training.precision fp8 needs FP8 tensor cores, but GPU '" +

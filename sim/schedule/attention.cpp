@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "model/fp8_attention.hpp"
+
 namespace cpsim::schedule {
 
 namespace {
@@ -125,7 +127,7 @@ OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w,
   call.head_dim = geo.head_dim;
   call.batch = geo.batch;
   call.backward = backward;
-  const model::Cost c = ctx.pricer.cost().attention(call);
+  const model::Cost c = model::attention_cost(ctx.pricer.cost(), call, ctx.sc.training.fp8_attention);
   label.shape = ctx.g.add_shape(call);
   // Fixed overheads (platform runtime:): the host thread's framework ops and kernel launch for
   // this call, which the kernel waits for (the host runs ahead when kernels are long), and for a

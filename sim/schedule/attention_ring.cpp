@@ -48,8 +48,11 @@ class TwoLevelRing {
         outer_sent_(n_, kNoOp), first_kernel_(n_, kNoOp), first_inner_send_(n_, kNoOp),
         dkv_recv_(n_, kNoOp), dkv_accum_(n_, kNoOp), dkv_outer_recv_(n_, kNoOp), tail_(entry) {
     const auto& geo = ctx.geo;
-    kv_bytes_ = model::kv_block_bytes(part.tokens_of(0), geo.heads_kv, geo.head_dim) * geo.batch;
-    dkv_bytes_ = kv_bytes_ * (ctx.sc.parallel.attention.dkv_fp32 ? 2.0 : 1.0);
+    const double kv_bf16 = model::kv_block_bytes(part.tokens_of(0), geo.heads_kv, geo.head_dim) * geo.batch;
+    // FP8 attention: TE quantizes K and V before the ring (AttnFuncWithCPAndKVP2P, unless
+    // NVTE_FP8_DPA_BWD=0), so the ring carries 1-byte K,V; dK,dV keep their precision.
+    kv_bytes_ = kv_bf16 * (ctx.sc.training.fp8_attention ? 0.5 : 1.0);
+    dkv_bytes_ = kv_bf16 * (ctx.sc.parallel.attention.dkv_fp32 ? 2.0 : 1.0);
     // Online-softmax merge: read the running fp32 output and LSE and the step's partial, write
     // the result.
     merge_bytes_ = 3.0 * static_cast<double>(part.tokens_of(0)) * geo.heads_q *

@@ -7,6 +7,7 @@
 #include "model/moe.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
+#include "schedule/grad_buckets.hpp"
 
 namespace cpsim::schedule {
 
@@ -282,41 +283,17 @@ double add_expert_grad_sync(TaskGraph& g, const model::Topology& topo, const sce
         }
         members.push_back(mesh.rank_of({t, c, stage, d}));
       }
-      double bucket = 0;
-      Ops done(members.size(), kNoOp);
-      for (auto it = owned_layers.rbegin(); it != owned_layers.rend(); ++it) {
-        const int l = *it;
-        bucket += rank_params(l) * model::kBf16Bytes;
-        if (!(bucket > 0) || (bucket < p.dp_bucket_bytes && l != owned_layers.front())) continue;
-        CollectiveRequest req;
-        req.op = p.zero_stage >= 1 ? CollOp::ReduceScatter : CollOp::AllReduce;
-        req.bytes = bucket;
-        req.send_stream = stream::kDpSend;
-        req.recv_stream = stream::kDpRecv;
-        req.label.name = g.intern(p.zero_stage >= 1 ? "expert_dp_reducescatter_grads" : "expert_dp_allreduce_grads");
-        req.label.category = g.intern("collective");
-        req.label.scheme = g.intern("dp");
-        req.label.layer = l;
-        req.label.phase = Phase::Backward;
-        req.ranks = members;
-        for (int r : members) req.deps.push_back(ready(r, l));
-        done = add_collective(g, topo, req).done;
-        bucket = 0;
-      }
-      if (p.zero_stage >= 1) {
-        CollectiveRequest req;
-        req.op = CollOp::AllGather;
-        req.bytes = held * model::kBf16Bytes;
-        req.send_stream = stream::kDpSend;
-        req.recv_stream = stream::kDpRecv;
-        req.label.name = g.intern("expert_dp_allgather_params");
-        req.label.category = g.intern("collective");
-        req.label.scheme = g.intern("dp");
-        req.label.phase = Phase::Optimizer;
-        req.ranks = members;
-        req.deps = done;
-        add_collective(g, topo, req);
-      }
+      GradBuckets b;
+      b.members = members;
+      b.layers = owned_layers;
+      b.bytes = [&](int l) { return rank_params(l) * model::kBf16Bytes; };
+      b.ready = [&](size_t i, int l) { return ready(members[i], l); };
+      b.bucket_bytes = p.dp_bucket_bytes;
+      b.reduce_scatter = p.zero_stage >= 1;
+      b.name = p.zero_stage >= 1 ? "expert_dp_reducescatter_grads" : "expert_dp_allreduce_grads";
+      const Ops done = add_grad_buckets(g, topo, b);
+      if (p.zero_stage >= 1)
+        add_param_allgather(g, topo, members, done, held * model::kBf16Bytes, "expert_dp_allgather_params");
     }
   }
   return held;

@@ -74,6 +74,9 @@ struct Op {
   /// Outside stream order: one of a collective's concurrent transfers (NCCL channels run in one
   /// kernel); the collective fences its streams with zero-time ops instead (collectives.cpp).
   bool unordered = false;
+  /// Transfer: the compute it overlaps is already priced slower for it (TE userbuffers' SM
+  /// margin, tp_overlap.hpp), so the engines add no generic interference while it runs.
+  bool interference_priced = false;
   /// Unordered transfers only: the route's lone bottleneck bandwidth over this transfer's fair
   /// share of the collective's concurrent load, min over its links of bw / transfers (>= 1).
   /// The analytic engine (no contention model) divides the bandwidth by it; SimGrid shares the

@@ -1,0 +1,35 @@
+#pragma once
+/// Gradient reduction in buckets as the backward produces them (PyTorch DDP and Megatron's
+/// distributed-optimizer buckets): a stage's layers are walked in backward order and a bucket is
+/// reduced once it holds `bucket_bytes`, or at the stage's first layer. Serves both the dense
+/// DP x CP gradients (step.cpp) and the expert-DP gradients of MoE layers (moe_layer.cpp).
+#include <functional>
+#include <vector>
+
+#include "model/topology.hpp"
+#include "schedule/task_graph.hpp"
+
+namespace cpsim::schedule {
+
+struct GradBuckets {
+  std::vector<int> members;                ///< the reducing group, ring order
+  std::vector<int> layers;                 ///< the stage's layers, forward order
+  std::function<double(int layer)> bytes;  ///< gradient bytes of `layer` per member
+  /// The op after which member i's gradients of `layer` are complete.
+  std::function<OpId(size_t member, int layer)> ready;
+  double bucket_bytes = 0;
+  bool reduce_scatter = false;             ///< ZeRO >= 1: reduce-scatter, else all-reduce
+  const char* name = "";                   ///< the collectives' op name
+};
+
+/// Adds one collective per bucket on the DP streams (layers whose gradients are empty add
+/// nothing); returns, per member, the op after which its last bucket is reduced (kNoOp when
+/// nothing was reduced).
+std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, const GradBuckets& b);
+
+/// ZeRO >= 1 (distributed optimizer): the all-gather of the updated weights, `bytes` in total
+/// over `members`, each after its deps (its optimizer step), on the DP streams.
+void add_param_allgather(TaskGraph& g, const model::Topology& topo, const std::vector<int>& members,
+                         const std::vector<OpId>& deps, double bytes, const char* name);
+
+}  // namespace cpsim::schedule

@@ -1,0 +1,68 @@
+#include "schedule/replicas.hpp"
+
+namespace cpsim::schedule {
+
+const char* const kCheckSpines = "check spines";
+
+/// Empty when one data-parallel replica may stand for the unperturbed ones (identical inputs,
+/// no shared links); otherwise why not. Replicas differ in nothing but the DP collectives when
+/// each replica's GPUs fill whole rail leaf groups (or one NVLink domain), so that their CP /
+/// TP / PP traffic never meets, and nothing perturbs every GPU (jitter, static variation) or the
+/// routes (rails down). Perturbations of single GPUs, nodes or links leave the other replicas
+/// alike: the replicas they touch are simulated in full (perturbed_replicas).
+std::string replica_symmetry(const scenario::Scenario& sc, const model::Topology& topo,
+                             const Mesh& mesh) {
+  const auto& p = sc.parallel;
+  const auto& pert = sc.perturb;
+  if (p.dp == 1) return "not needed: one data-parallel replica";
+  if (sc.simulation.symmetry == scenario::Symmetry::Off) return "off (simulation.symmetry)";
+  if (pert.jitter_cv > 0 || pert.gpu_variation_cv > 0 || !pert.rails_down.empty())
+    return "refused: perturbations make replicas differ (jitter, static variation or rails down "
+           "touch every replica)";
+  if (p.order.back() != "dp") return "refused: dp is not the outermost mesh dimension";
+  const auto& spec = topo.spec();
+  const int64_t replica_gpus = static_cast<int64_t>(mesh.size()) / p.dp;
+  const int64_t leaf_gpus = static_cast<int64_t>(spec.gpus_per_node) * spec.nodes_per_leaf;
+  const bool in_domain = replica_gpus <= spec.nvlink_domain_gpus &&
+                         spec.nvlink_domain_gpus % replica_gpus == 0;
+  // A replica inside one NVLink domain keeps its traffic there; one that fills whole rail leaf
+  // groups keeps its cross-leaf traffic on its own leaves' uplinks. Otherwise replicas meet on
+  // leaf uplinks (cross-rail hops go through the spines).
+  if (spec.nodes > 1 && !in_domain && replica_gpus % leaf_gpus != 0)
+    return kCheckSpines;
+  return "";
+}
+
+/// Per data-parallel replica: whether a slow GPU or node, or a degraded link, touches it.
+std::vector<char> perturbed_replicas(const scenario::Scenario& sc, const model::Topology& topo,
+                                     const Mesh& mesh) {
+  const int dp = sc.parallel.dp, gpn = topo.spec().gpus_per_node;
+  std::vector<char> touched(dp, 0);
+  auto mark = [&](int gpu) {
+    if (gpu >= 0 && gpu < mesh.size()) touched[mesh.coord_of(gpu)[Mesh::kDp]] = 1;
+  };
+  for (const auto& [gpu, factor] : sc.perturb.gpu_factors(gpn))
+    if (factor != 1 && gpu != sc.perturb.neutral_rank) mark(gpu);
+  for (const auto& l : sc.perturb.links) {
+    if (l.bw_factor == 1 && l.add_latency_s == 0) continue;
+    if (l.link == scenario::PerturbLink::Nic)  // a NIC may serve several GPUs of its node
+      for (int gpu = l.gpu / gpn * gpn; gpu < (l.gpu / gpn + 1) * gpn; ++gpu) mark(gpu);
+    else
+      mark(l.gpu);
+  }
+  return touched;
+}
+
+/// True if any transfer from op `first` on crosses a spine (leaf <-> spine) link: the only
+/// links that GPUs of different replicas can share besides those of the DP collectives.
+bool uses_spines(const TaskGraph& g, const model::Topology& topo, OpId first) {
+  for (OpId id = first; id < g.size(); ++id) {
+    const Op& op = g.op(id);
+    if (op.kind != OpKind::Transfer) continue;
+    for (uint32_t l : topo.route(op.rank, op.peer))
+      if (topo.links()[l].cls == model::LinkClass::Spine) return true;
+  }
+  return false;
+}
+
+}  // namespace cpsim::schedule

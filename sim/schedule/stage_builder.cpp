@@ -1,0 +1,332 @@
+#include "schedule/stage_builder.hpp"
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+#include "model/moe.hpp"
+#include "model/transformer.hpp"
+#include "schedule/collectives.hpp"
+#include "schedule/tp_overlap.hpp"
+
+namespace cpsim::schedule {
+
+using scenario::LayerKind;
+using scenario::Recompute;
+
+StageBuilder::StageBuilder(const scenario::Scenario& sc, const model::Topology& topo,
+                           Pricer& pricer, TaskGraph& g, const Mesh& mesh, const Documents& docs,
+                           int pp_i, int dp_i, GatherMap& gathers, MoeA2aMap& a2a)
+    : sc_(sc), m_(sc.model), topo_(topo), pricer_(pricer), g_(g), docs_(docs), mesh_(mesh),
+      gathers_(gathers), a2a_(a2a), pp_i_(pp_i), dp_i_(dp_i) {
+  tp_ = sc.parallel.tp;
+  cp_ = sc.parallel.cp;
+  for (int c = 0; c < cp_; ++c)
+    for (int t = 0; t < tp_; ++t) ranks_.push_back(mesh.rank_of({t, c, pp_i, dp_i}));
+  tokens_ = static_cast<double>(sc.training.seq_len / cp_) * sc.training.micro_batch;
+  sp_ = sc.parallel.sequence_parallel && tp_ > 1;
+  overlap_ = sp_ && sc.parallel.tp_comm_overlap;  // the scenario refuses it without SP
+}
+
+StageBuilder::Ops StageBuilder::embedding(int mb, const Ops& entry) {
+  return memory_all("embedding", tokens_ * m_.hidden * model::kBf16Bytes * 2, mb, -1,
+                    Phase::Forward, entry);
+}
+StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry) {
+  const Phase ph = backward ? Phase::Backward : Phase::Forward;
+  Ops x = entry;
+  if (sp_) x = tp_coll(backward ? CollOp::ReduceScatter : CollOp::AllGather, "tp_lm_head", mb, -1, ph, x);
+  if (sc_.mode == scenario::Mode::Prefill)  // logits of each sequence's last token only (vLLM)
+    return gemm_all("lm_head", sc_.training.micro_batch, m_.vocab / tp_, m_.hidden, 1.0, mb, -1, ph, x);
+  // Chunked loss: the same GEMM and cross-entropy passes, one chunk of tokens at a time.
+  const double chunk = sc_.training.loss == scenario::Loss::Chunked
+                           ? std::min(tokens_, model::loss_chunk_tokens(sc_))
+                           : tokens_;
+  for (double done = 0; done < tokens_; done += chunk) {
+    const double t = std::min(chunk, tokens_ - done);
+    x = gemm_all(backward ? "lm_head_bwd" : "lm_head", t, m_.vocab / tp_, m_.hidden,
+                 backward ? 2.0 : 1.0, mb, -1, ph, x);
+    // cross-entropy over the vocabulary shard: read bf16 logits, fp32 softmax, write grads
+    x = memory_all("cross_entropy", t * m_.vocab / tp_ * 8.0, mb, -1, ph, x);
+  }
+  return x;
+}
+
+StageBuilder::Ops StageBuilder::layer_forward(int layer, int mb, const Ops& entry) { return layer_pass(layer, mb, false, entry); }
+
+StageBuilder::Ops StageBuilder::layer_backward(int layer, int mb, const Ops& entry) {
+  Ops x = entry;
+  if (sc_.training.recompute == Recompute::Full) x = layer_pass(layer, mb, false, x, true);
+  return layer_pass(layer, mb, true, x);
+}
+
+
+OpLabel StageBuilder::label(const char* name, int mb, int layer, Phase ph, const char* cat) {
+  OpLabel l;
+  l.name = g_.intern(name);
+  l.micro = mb;
+  l.layer = layer;
+  l.phase = ph;
+  l.category = g_.intern(cat);
+  return l;
+}
+
+// FP8 (TransformerEngine) runs the transformer layers' GEMMs in FP8; Megatron keeps the
+// output layer (LM head) in BF16.
+model::Cost StageBuilder::gemm_cost(const char* name, double m, double n, double k) const {
+  const bool fp8 = sc_.training.fp8 && std::string_view(name).rfind("lm_head", 0) != 0;
+  return fp8 ? pricer_.cost().gemm_fp8(m, n, k) : pricer_.cost().gemm(m, n, k);
+}
+
+OpId StageBuilder::gemm_op(size_t i, const char* name, const model::Cost& c, double mult, double slow,
+                           int mb, int layer, Phase ph, OpId dep) {
+  OpLabel l = label(name, mb, layer, ph, "gemm");
+  if (recompute_) l.name = g_.intern(std::string(name) + "_recompute");
+  const double t = pricer_.time(ranks_[i], c, "gemm") * mult * slow;
+  const OpId op = g_.add_compute(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.flops * mult);
+  g_.add_edge(dep, op);
+  if (!param_ready_.empty()) g_.add_edge(param_ready_[i], op);
+  return op;
+}
+
+StageBuilder::Ops StageBuilder::gemm_all(const char* name, double m, double n, double k, double mult, int mb,
+                                         int layer, Phase ph, const Ops& deps) {
+  Ops out(ranks_.size());
+  const model::Cost c = gemm_cost(name, m, n, k);
+  for (size_t i = 0; i < ranks_.size(); ++i) out[i] = gemm_op(i, name, c, mult, 1.0, mb, layer, ph, deps[i]);
+  return out;
+}
+
+TpOverlapCtx StageBuilder::overlap_ctx(int mb, int layer, Phase ph) {
+  TpOverlapCtx c{g_, topo_, sc_, ranks_, mb, layer, ph, tokens_ * m_.hidden * model::kBf16Bytes, {}};
+  c.gemm = [this, mb, layer, ph](size_t i, const char* name, double m, double n, double k, double mult,
+                                 double slow, OpId dep) {
+    return gemm_op(i, name, gemm_cost(name, m, n, k), mult, slow, mb, layer, ph, dep);
+  };
+  return c;
+}
+
+// A TP-split GEMM with the TP collective that feeds it (kGatherIn: the SP all-gather forward,
+// the output gradient's all-gather backward) or that follows it (kScatterOut: the SP
+// reduce-scatter / TP all-reduce forward, the input gradient's reduce-scatter backward):
+// serial, or overlapped in chunks (tp_overlap.hpp).
+StageBuilder::Ops StageBuilder::tp_gemm(bool backward, TpSide side, const char* name, double m, double n,
+                                        double k, int mb, int layer, const Ops& deps) {
+  const Phase ph = backward ? Phase::Backward : Phase::Forward;
+  if (overlap_) {
+    TpOverlapCtx c = overlap_ctx(mb, layer, ph);
+    return side == kGatherIn ? ag_gemm_overlap(c, name, m, n, k, deps) : gemm_rs_overlap(c, name, m, n, k, deps);
+  }
+  const double mult = backward ? 2.0 : 1.0;
+  if (side == kGatherIn)
+    return gemm_all(name, m, n, k, mult, mb, layer, ph,
+                    backward ? tp_exit(true, mb, layer, ph, deps) : tp_enter(false, mb, layer, ph, deps));
+  const Ops x = gemm_all(name, m, n, k, mult, mb, layer, ph, deps);
+  return backward ? tp_enter(true, mb, layer, ph, x) : tp_exit(false, mb, layer, ph, x);
+}
+
+StageBuilder::Ops StageBuilder::memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps) {
+  Ops out(ranks_.size());
+  const model::Cost c = pricer_.cost().memory_bound(bytes);
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    out[i] = g_.add_compute(ranks_[i], stream::kCompute, pricer_.time(ranks_[i], c, "memory"),
+                            label(name, mb, layer, ph, "memory"));
+    g_.add_edge(deps[i], out[i]);
+  }
+  return out;
+}
+
+/// A TP collective of one activation (tokens x hidden, bf16) in every TP group.
+StageBuilder::Ops StageBuilder::tp_coll(CollOp op, const char* name, int mb, int layer, Phase ph, const Ops& deps) {
+  if (tp_ == 1) return deps;
+  Ops out(ranks_.size());
+  for (int c = 0; c < cp_; ++c) {
+    CollectiveRequest req;
+    req.op = op;
+    req.bytes = tokens_ * m_.hidden * model::kBf16Bytes;
+    req.send_stream = stream::kTpSend;
+    req.recv_stream = stream::kTpRecv;
+    req.label = label(name, mb, layer, ph, "collective");
+    req.label.scheme = g_.intern(sp_ ? "tp-sp" : "tp");
+    for (int t = 0; t < tp_; ++t) {
+      req.ranks.push_back(ranks_[index(c, t)]);
+      req.deps.push_back(deps[index(c, t)]);
+    }
+    const auto res = add_collective(g_, topo_, req);
+    for (int t = 0; t < tp_; ++t) out[index(c, t)] = res.done[t];
+  }
+  return out;
+}
+
+/// Before a TP-split block (forward): SP all-gathers the sequence shards; backward mirrors.
+StageBuilder::Ops StageBuilder::tp_enter(bool backward, int mb, int layer, Phase ph, const Ops& deps) {
+  if (!sp_) return backward ? tp_coll(CollOp::AllReduce, "tp_allreduce", mb, layer, ph, deps) : deps;
+  return tp_coll(backward ? CollOp::ReduceScatter : CollOp::AllGather,
+                 backward ? "sp_reducescatter" : "sp_allgather", mb, layer, ph, deps);
+}
+/// After a TP-split block (forward): SP reduce-scatters, plain TP all-reduces.
+StageBuilder::Ops StageBuilder::tp_exit(bool backward, int mb, int layer, Phase ph, const Ops& deps) {
+  if (!sp_) return backward ? deps : tp_coll(CollOp::AllReduce, "tp_allreduce", mb, layer, ph, deps);
+  return tp_coll(backward ? CollOp::AllGather : CollOp::ReduceScatter,
+                 backward ? "sp_allgather" : "sp_reducescatter", mb, layer, ph, deps);
+}
+
+StageBuilder::Ops StageBuilder::sequence_mixing(int layer, int mb, bool backward, const Ops& deps) {
+  const bool full = model::layer_kind(m_, layer) == LayerKind::FullAttention;
+  if (full && !backward && !recompute_) full_layers_built++;
+  Ops out(ranks_.size());
+  for (int t = 0; t < tp_; ++t) {
+    AttentionCtx ctx{g_, topo_, pricer_, sc_, {}, layer, mb, {}, docs_};
+    if (full) ctx.docs = layer_documents(m_, docs_, layer);
+    Ops entry;
+    for (int c = 0; c < cp_; ++c) {
+      ctx.group.push_back(ranks_[index(c, t)]);
+      entry.push_back(deps[index(c, t)]);
+    }
+    ctx.geo.heads_q = m_.heads_q / tp_;
+    ctx.geo.heads_kv = std::max(1, m_.heads_kv / tp_);
+    ctx.geo.head_dim = m_.head_dim;
+    ctx.geo.batch = sc_.training.micro_batch;
+    Ops done;
+    if (full)
+      done = backward ? attention_backward(ctx, entry) : attention_forward(ctx, entry);
+    else
+      done = backward ? linear_attention_backward(ctx, entry)
+                      : linear_attention_forward(ctx, entry);
+    for (int c = 0; c < cp_; ++c) out[index(c, t)] = done[c];
+  }
+  return out;
+}
+
+/// ZeRO-3: all-gather the layer's weights over DP x CP before its GEMMs, prefetched when the
+/// previous layer pass starts (FSDP's one-layer lookahead).
+void StageBuilder::gather_params(int layer, int mb, int pass) {
+  param_ready_.clear();
+  const auto& p = sc_.parallel;
+  // Prefill keeps whole (TP-split) weights on every rank, as inference engines do.
+  if (p.zero_stage < 3 || p.dp * p.cp == 1 || sc_.mode == scenario::Mode::Prefill) return;
+  // (a MoE layer's routed experts gather their EP shard over the same group: an approximation
+  // of Megatron's expert-DP group, the same bytes per rank)
+  const double bytes =
+      (model::layer_ffn_replicated_params(m_, layer) +
+       (model::layer_kind(m_, layer) == LayerKind::FullAttention
+            ? model::full_attention_layer_params(m_)
+            : model::linear_attention_layer_params(m_))) /
+          tp_ * model::kBf16Bytes +
+      model::layer_expert_params(m_, layer) / (sc_.parallel.ep * sc_.parallel.expert_tp) *
+          model::kBf16Bytes;
+  const double gathered = sc_.training.fp8 ? bytes / 2 : bytes;  // FP8 param gather: 1 B
+  param_ready_.assign(ranks_.size(), kNoOp);
+  for (int t = 0; t < tp_; ++t) {
+    auto& done = gathers_[{layer, mb, pass, t}];
+    if (done.empty()) {
+      CollectiveRequest req;
+      req.op = CollOp::AllGather;
+      req.bytes = gathered;
+      req.send_stream = stream::kDpSend;
+      req.recv_stream = stream::kDpRecv;
+      req.label = label("zero3_allgather_params", mb, layer,
+                        pass == 2 ? Phase::Backward : Phase::Forward, "collective");
+      req.label.scheme = g_.intern("dp");
+      for (int d = 0; d < p.dp; ++d)
+        for (int c = 0; c < cp_; ++c) {
+          const int r = mesh_.rank_of({t, c, pp_i_, d});
+          req.ranks.push_back(r);
+          // Replica-local lookahead; other replicas' members are gated by their own streams.
+          OpId dep = kNoOp;
+          for (size_t i = 0; i < ranks_.size(); ++i)
+            if (ranks_[i] == r && i < prev_entry_.size()) dep = prev_entry_[i];
+          req.deps.push_back(dep);
+        }
+      const auto res = add_collective(g_, topo_, req);
+      for (size_t k = 0; k < req.ranks.size(); ++k) done[req.ranks[k]] = res.done[k];
+    }
+    for (int c = 0; c < cp_; ++c) param_ready_[index(c, t)] = done.at(ranks_[index(c, t)]);
+  }
+}
+
+/// A MoE layer's MLP (schedule/moe_layer.cpp) from the normed input to the block output.
+StageBuilder::Ops StageBuilder::moe(int layer, int mb, bool backward, const Ops& entry) {
+  const Phase ph = backward ? Phase::Backward : Phase::Forward;
+  const double mult = backward ? 2.0 : 1.0;
+  auto gemm = [&](const char* name, double m, double n, double k, const Ops& d) {
+    return gemm_all(name, m, n, k, mult, mb, layer, ph, d);
+  };
+  auto memory = [&](const char* name, double bytes, const Ops& d) {
+    return memory_all(name, bytes, mb, layer, ph, d);
+  };
+  auto enter = [&](const Ops& d) { return tp_enter(backward, mb, layer, ph, d); };
+  auto exit = [&](const Ops& d) { return tp_exit(backward, mb, layer, ph, d); };
+  MoeCtx c{g_,    topo_,    pricer_,    sc_,     mesh_, a2a_,   ranks_, pp_i_, dp_i_,
+           layer, mb,       backward,   recompute_, tokens_, gemm, memory, enter, exit};
+  return moe_block(c, entry);
+}
+
+StageBuilder::Widths StageBuilder::widths(int layer) const {
+  const double h = m_.hidden;
+  const bool full = model::layer_kind(m_, layer) == LayerKind::FullAttention;
+  Widths w;
+  if (full && m_.mla) {  // MLA's down- and up-projections, priced as one GEMM of their FLOPs
+    w.in = model::attention_in_proj_params(m_) / h / tp_;
+    w.mix = model::attention_out_proj_params(m_) / h / tp_;
+  } else if (full) {
+    const double q_out = m_.heads_q * m_.head_dim * (m_.attention_output_gate ? 2.0 : 1.0);
+    w.in = (q_out + 2.0 * m_.heads_kv * m_.head_dim) / tp_;
+    w.mix = static_cast<double>(m_.heads_q) * m_.head_dim / tp_;
+  } else {
+    w.in = (2.0 * m_.linear_heads_k * m_.linear_key_dim +
+            2.0 * m_.linear_heads_v * m_.linear_value_dim + 2.0 * m_.linear_heads_v) / tp_;
+    w.mix = static_cast<double>(m_.linear_heads_v) * m_.linear_value_dim / tp_;
+  }
+  w.ffn = static_cast<double>(m_.ffn_hidden) / tp_;
+  return w;
+}
+
+StageBuilder::Ops StageBuilder::layer_pass(int layer, int mb, bool backward, const Ops& entry,
+                                           bool recompute) {
+  gather_params(layer, mb, backward ? 2 : (recompute ? 1 : 0));
+  prev_entry_ = entry;
+  recompute_ = recompute;
+  norm_bytes_ = tokens_ * m_.hidden * model::kBf16Bytes * 2 / (sp_ ? tp_ : 1);
+  Ops x = backward ? backward_pass(layer, mb, entry) : forward_pass(layer, mb, entry);
+  recompute_ = false;
+  param_ready_.clear();
+  return x;
+}
+
+StageBuilder::Ops StageBuilder::forward_pass(int layer, int mb, const Ops& entry) {
+  const Phase ph = Phase::Forward;
+  const double h = m_.hidden;
+  const Widths w = widths(layer);
+  Ops x = memory_all("norm_attn", norm_bytes_, mb, layer, ph, entry);
+  x = tp_gemm(false, kGatherIn, "qkv_proj", tokens_, w.in, h, mb, layer, x);
+  x = sequence_mixing(layer, mb, false, x);
+  x = tp_gemm(false, kScatterOut, "out_proj", tokens_, h, w.mix, mb, layer, x);
+  x = memory_all("norm_mlp", norm_bytes_, mb, layer, ph, x);
+  if (model::is_moe_layer(m_, layer)) return moe(layer, mb, false, x);
+  x = tp_gemm(false, kGatherIn, "mlp_up_gate", tokens_, 2 * w.ffn, h, mb, layer, x);
+  x = memory_all("swiglu", tokens_ * w.ffn * 3 * model::kBf16Bytes, mb, layer, ph, x);
+  return tp_gemm(false, kScatterOut, "mlp_down", tokens_, h, w.ffn, mb, layer, x);
+}
+
+// Backward GEMMs do the data gradient and the weight gradient: twice the forward FLOPs.
+StageBuilder::Ops StageBuilder::backward_pass(int layer, int mb, const Ops& entry) {
+  const Phase ph = Phase::Backward;
+  const double h = m_.hidden;
+  const Widths w = widths(layer);
+  Ops x = entry;
+  if (model::is_moe_layer(m_, layer)) {
+    x = moe(layer, mb, true, x);
+  } else {
+    x = tp_gemm(true, kGatherIn, "mlp_down_bwd", tokens_, h, w.ffn, mb, layer, x);
+    x = memory_all("swiglu_bwd", tokens_ * w.ffn * 5 * model::kBf16Bytes, mb, layer, ph, x);
+    x = tp_gemm(true, kScatterOut, "mlp_up_gate_bwd", tokens_, 2 * w.ffn, h, mb, layer, x);
+  }
+  x = memory_all("norm_mlp_bwd", 1.5 * norm_bytes_, mb, layer, ph, x);
+  x = tp_gemm(true, kGatherIn, "out_proj_bwd", tokens_, h, w.mix, mb, layer, x);
+  x = sequence_mixing(layer, mb, true, x);
+  x = tp_gemm(true, kScatterOut, "qkv_proj_bwd", tokens_, w.in, h, mb, layer, x);
+  return memory_all("norm_attn_bwd", 1.5 * norm_bytes_, mb, layer, ph, x);
+}
+
+}  // namespace cpsim::schedule

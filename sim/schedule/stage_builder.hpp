@@ -1,0 +1,94 @@
+#pragma once
+/// One layer pass of one pipeline-stage replica as real ops: norms, TP-split projections and
+/// MLP (with or without sequence parallelism), attention per its scheme, the MoE block, ZeRO-3
+/// parameter gathers; plus the embedding and the LM head with its loss. step.cpp composes these
+/// passes into the pipeline schedule.
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "model/cost_model.hpp"
+#include "model/topology.hpp"
+#include "scenario/specs.hpp"
+#include "schedule/attention.hpp"
+#include "schedule/moe_layer.hpp"
+#include "schedule/nccl_tuner.hpp"
+#include "schedule/step.hpp"
+#include "schedule/task_graph.hpp"
+#include "schedule/tp_overlap.hpp"
+
+namespace cpsim::schedule {
+
+/// ZeRO-3 parameter all-gathers, shared by the replicas of a stage: (layer, micro-batch, pass,
+/// tp index) -> global rank -> op after which that rank holds the layer's full weights.
+using GatherMap = std::map<std::tuple<int, int, int, int>, std::map<int, OpId>>;
+
+/// Builds layers for one pipeline-stage replica: the TP x CP grid of GPUs with fixed (pp, dp).
+class StageBuilder {
+ public:
+  using Ops = std::vector<OpId>;
+  StageBuilder(const scenario::Scenario& sc, const model::Topology& topo, Pricer& pricer,
+               TaskGraph& g, const Mesh& mesh, const Documents& docs, int pp_i, int dp_i,
+               GatherMap& gathers, MoeA2aMap& a2a);
+  /// The grid's global ranks, index cp_i * tp + tp_i.
+  const std::vector<int>& ranks() const { return ranks_; }
+  int index(int cp_i, int tp_i) const { return cp_i * tp_ + tp_i; }
+
+  Ops embedding(int mb, const Ops& entry);
+  Ops lm_head(int mb, bool backward, const Ops& entry);
+  Ops layer_forward(int layer, int mb, const Ops& entry);
+  /// The layer's backward, preceded by its forward recomputation under full recompute.
+  Ops layer_backward(int layer, int mb, const Ops& entry);
+
+  int full_layers_built = 0;
+
+ private:
+  /// Per-TP-rank widths of a layer's projections and MLP.
+  struct Widths {
+    double in = 0, mix = 0, ffn = 0;
+  };
+  OpLabel label(const char* name, int mb, int layer, Phase ph, const char* cat);
+  model::Cost gemm_cost(const char* name, double m, double n, double k) const;
+  /// One GEMM on grid rank i, `mult` times the FLOPs of c, `slow` times its time.
+  OpId gemm_op(size_t i, const char* name, const model::Cost& c, double mult, double slow, int mb,
+               int layer, Phase ph, OpId dep);
+  Ops gemm_all(const char* name, double m, double n, double k, double mult, int mb, int layer,
+               Phase ph, const Ops& deps);
+  TpOverlapCtx overlap_ctx(int mb, int layer, Phase ph);
+  enum TpSide { kGatherIn, kScatterOut };
+  Ops tp_gemm(bool backward, TpSide side, const char* name, double m, double n, double k, int mb,
+              int layer, const Ops& deps);
+  Ops memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps);
+  Ops tp_coll(CollOp op, const char* name, int mb, int layer, Phase ph, const Ops& deps);
+  Ops tp_enter(bool backward, int mb, int layer, Phase ph, const Ops& deps);
+  Ops tp_exit(bool backward, int mb, int layer, Phase ph, const Ops& deps);
+  Ops sequence_mixing(int layer, int mb, bool backward, const Ops& deps);
+  void gather_params(int layer, int mb, int pass);
+  Ops moe(int layer, int mb, bool backward, const Ops& entry);
+  Widths widths(int layer) const;
+  Ops layer_pass(int layer, int mb, bool backward, const Ops& entry, bool recompute = false);
+  Ops forward_pass(int layer, int mb, const Ops& entry);
+  Ops backward_pass(int layer, int mb, const Ops& entry);
+
+  const scenario::Scenario& sc_;
+  const scenario::ModelSpec& m_;
+  const model::Topology& topo_;
+  Pricer& pricer_;
+  TaskGraph& g_;
+  const Documents& docs_;
+  const Mesh& mesh_;
+  GatherMap& gathers_;
+  MoeA2aMap& a2a_;
+  int pp_i_ = 0, dp_i_ = 0;
+  Ops param_ready_;
+  Ops prev_entry_;
+  std::vector<int> ranks_;
+  int tp_ = 1, cp_ = 1;
+  double tokens_ = 0;
+  double norm_bytes_ = 0;        ///< bytes one norm reads and writes in the current layer pass
+  bool sp_ = false;
+  bool overlap_ = false;         ///< parallel.tp_comm_overlap (with SP)
+  bool recompute_ = false;
+};
+
+}  // namespace cpsim::schedule
