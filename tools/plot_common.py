@@ -89,7 +89,7 @@ def topology_name(scenario):
     """'dgx-h100 (1x8, nvswitch)' from a result's scenario echo."""
     pl = scenario.get("platform", {})
     nodes, per = pl.get("nodes", 1), pl.get("gpus_per_node", 0)
-    fabric = pl.get("intra_fabric", "")
+    fabric = pl.get("intra", {}).get("fabric", "")
     net = "" if nodes <= 1 else ", IB"
     return f"{pl.get('name', '?')} ({nodes}x{per}, {fabric}{net})"
 

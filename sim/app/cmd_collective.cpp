@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/child_replay.hpp"
 #include "app/collective_args.hpp"
 #include "app/commands.hpp"
 #include "engine/replay.hpp"
@@ -68,7 +69,7 @@ Row run_one(const CollArgs& a, const model::Topology& topo, int n, double bytes,
   }
   g.finalize();
   const engine::Trace tr = kind == scenario::EngineKind::SimGrid
-                               ? engine::replay_in_child(g, topo, kind)
+                               ? replay_in_child(g, topo, kind)
                                : engine::replay_analytic(g, topo);
   row.time_s = tr.makespan_s;
   if (!std::isfinite(row.time_s) || row.time_s < 0 || row.time_s > 1e9)

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "app/command_errors.hpp"
 #include "app/commands.hpp"
 #include "model/cost_model.hpp"
 #include "model/fp8_attention.hpp"
@@ -117,20 +118,7 @@ void register_kernels_price(CLI::App* kernels, int& rc) {
   sub->add_option("--batch", a->batch, "batch (default 1)");
   sub->add_option("--dtype", a->dtype, "bf16 | fp8 (TE's FP8 attention on cuDNN; default bf16)");
   sub->add_option("--json", a->json, "write the result as JSON to this file");
-  sub->callback([a, &rc] {
-    try {
-      rc = price(*a);
-    } catch (const scenario::InputError& e) {
-      std::cerr << e.what() << "\n";
-      rc = 2;
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "cpsim kernels price: error: " << e.what() << "\n";
-      rc = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "cpsim kernels price: " << e.what() << "\n";
-      rc = 1;
-    }
-  });
+  sub->callback([a, &rc] { rc = report_errors("cpsim kernels price", "", [&] { return price(*a); }); });
 }
 
 }  // namespace cpsim::app

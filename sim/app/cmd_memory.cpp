@@ -13,6 +13,7 @@
 #include "app/simulate.hpp"
 #include "model/memory.hpp"
 #include "report/output.hpp"
+#include "scenario/enum_names.hpp"
 #include "scenario/load.hpp"
 #include "schedule/attention.hpp"
 
@@ -40,14 +41,7 @@ std::string pad(std::string s, size_t w) {
   return s;
 }
 
-const char* recompute_name(scenario::Recompute r) {
-  switch (r) {
-    case scenario::Recompute::None: return "none";
-    case scenario::Recompute::Selective: return "selective";
-    case scenario::Recompute::Full: return "full";
-  }
-  return "?";
-}
+const char* recompute_name(scenario::Recompute r) { return scenario::name_of(r, scenario::kRecomputeNames); }
 
 nlohmann::json estimate_json(const model::MemoryEstimate& m) {
   nlohmann::json terms = nlohmann::json::array();

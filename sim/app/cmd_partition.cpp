@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/commands.hpp"
+#include "scenario/enum_names.hpp"
 #include "schedule/partition.hpp"
 #include "report/output.hpp"
 #include "report/safe_write.hpp"
@@ -71,23 +72,12 @@ int64_t parse_token_count(const std::string& text, const std::string& what) {
 }
 
 Layout parse_layout(const std::string& s) {
-  if (s == "contiguous") return Layout::Contiguous;
-  if (s == "zigzag" || s == "zig-zag") return Layout::ZigZag;
-  if (s == "striped") return Layout::Striped;
-  throw std::invalid_argument("--layout: '" + s + "' is not one of: contiguous, zigzag, striped");
+  if (s == "zig-zag") return Layout::ZigZag;
+  if (const auto l = scenario::parse_enum<Layout>(s, scenario::kLayoutNames)) return *l;
+  throw std::invalid_argument("--layout: '" + s + "' is not one of: " + scenario::enum_choices(scenario::kLayoutNames));
 }
 
-const char* layout_name(Layout l) {
-  switch (l) {
-    case Layout::Contiguous:
-      return "contiguous";
-    case Layout::ZigZag:
-      return "zigzag";
-    case Layout::Striped:
-      return "striped";
-  }
-  return "?";
-}
+const char* layout_name(Layout l) { return scenario::name_of(l, scenario::kLayoutNames); }
 
 struct Options {
   std::string seq, layout, stripe_width = "1", docs, doc_mean, doc_dist = "lognormal", json;

@@ -2,12 +2,14 @@
 #include <iostream>
 #include <memory>
 
+#include "app/command_errors.hpp"
 #include "app/commands.hpp"
 #include "app/memory_advice.hpp"
 #include "app/progress.hpp"
 #include "app/simulate.hpp"
 #include "app/work_limit.hpp"
 #include "report/safe_write.hpp"
+#include "scenario/index_list.hpp"
 #include "scenario/load.hpp"
 
 namespace cpsim::app {
@@ -82,14 +84,14 @@ void register_run(CLI::App& app, int& rc) {
     opt.jobs = args->jobs;
     opt.progress = progress_wanted(args->quiet);
     try {
-      if (!args->trace_ranks.empty()) opt.trace_filter.ranks = parse_index_list(args->trace_ranks);
-      if (!args->trace_layers.empty()) opt.trace_filter.layers = parse_index_list(args->trace_layers);
+      if (!args->trace_ranks.empty()) opt.trace_filter.ranks = scenario::parse_index_list(args->trace_ranks);
+      if (!args->trace_layers.empty()) opt.trace_filter.layers = scenario::parse_index_list(args->trace_layers);
     } catch (const std::invalid_argument& e) {
       std::cerr << "error: --trace-ranks/--trace-layers: " << e.what() << "\n";
       rc = 2;
       return;
     }
-    try {
+    rc = report_errors(args->scenario, "simulation failed: ", [&] {
       check_work(sc, limits);
       const SimulateOutput out = simulate(sc, opt);
       if (!args->quiet) std::cout << out.summary;
@@ -104,16 +106,8 @@ void register_run(CLI::App& app, int& rc) {
                     << "    cpsim run " << args->scenario << " " << sets_text(changes.front().sets);
         std::cout << "\n";
       }
-    } catch (const scenario::InputError& e) {  // e.g. the cost profile: file:line:col already
-      std::cerr << e.what() << "\n";
-      rc = 2;
-    } catch (const std::invalid_argument& e) {
-      std::cerr << args->scenario << ": error: " << e.what() << "\n";
-      rc = 2;
-    } catch (const std::exception& e) {
-      std::cerr << args->scenario << ": simulation failed: " << e.what() << "\n";
-      rc = 1;
-    }
+      return 0;
+    });
   });
 }
 
@@ -124,7 +118,7 @@ void register_check(CLI::App& app, int& rc) {
   cmd->add_option("scenario", *path, "scenario YAML file")->required();
   cmd->add_option("--set", *sets, "override a scenario key: key.path=value (repeatable)");
   cmd->callback([path, sets, &rc] {
-    try {
+    rc = report_errors(*path, "", [&] {
       const auto sc = scenario::load_scenario(*path, *sets);
       // What `run` refuses for input reasons before it simulates, `check` refuses too: the
       // platform as perturbed (every rail down), the cost profile (a NaN cell), the schedule
@@ -132,13 +126,8 @@ void register_check(CLI::App& app, int& rc) {
       validate_for_run(sc);
       std::cout << *path << ": ok (" << sc.model.name << " on " << sc.platform.name << ", "
                 << sc.platform.total_gpus() << " GPUs)\n";
-    } catch (const scenario::InputError& e) {
-      std::cerr << e.what() << "\n";
-      rc = 2;
-    } catch (const std::invalid_argument& e) {
-      std::cerr << *path << ": error: " << e.what() << "\n";
-      rc = 2;
-    }
+      return 0;
+    });
   });
 }
 

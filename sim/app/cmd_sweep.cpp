@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "app/commands.hpp"
+#include "app/process_pool.hpp"
 #include "app/slurm.hpp"
 #include "app/sweep/common.hpp"
 #include "app/sweep/manifest.hpp"
@@ -92,7 +93,7 @@ int run_merge(const SweepArgs& a) {
   }
 }
 
-int run_sweep(const SweepArgs& a) {
+int run_sweep(const SweepArgs& a, pool::Runner& runner, pool::Clock& clock) {
   if (!a.merge_dir.empty() && (a.slurm || !a.shard.empty() || a.list || a.wait || a.resume))
     return usage_error("--merge DIR merges what is in DIR; it takes no --slurm, --shard, --list, --wait or --resume");
   if (a.slurm && !a.shard.empty())
@@ -117,7 +118,7 @@ int run_sweep(const SweepArgs& a) {
   const auto loaded = load_points(a.sweep_file, a.sets);
   if (!loaded) return 2;
   const scenario::Sweep& sweep = *loaded;
-  if (a.slurm) return run_slurm(a, sweep);
+  if (a.slurm) return run_slurm(a, sweep, runner, clock);
 
   std::vector<size_t> todo;
   if (shard) {
@@ -160,9 +161,9 @@ int run_sweep(const SweepArgs& a) {
   const std::string csv_name = shard ? shard_csv_name(shard->first, shard->second) : "results.csv";
   try {
     const OutputLock lock(args.out_dir, csv_name);
-    SweepRunner runner(args, sweep.points, csv_name);
-    if (args.resume) runner.load_previous(todo);
-    const int code = runner.run(todo);
+    SweepRunner sweep_runner(args, sweep.points, csv_name, runner, clock);
+    if (args.resume) sweep_runner.load_previous(todo);
+    const int code = sweep_runner.run(todo);
     if (!args.pivot.empty() && code != 130)
       std::cout << pivot_table((fs::path(args.out_dir) / csv_name).string(), args.pivot);
     return code;
@@ -174,7 +175,7 @@ int run_sweep(const SweepArgs& a) {
 
 }  // namespace
 
-void register_sweep(CLI::App& app, int& rc) {
+void register_sweep(CLI::App& app, int& rc, pool::Runner* runner, pool::Clock* clock) {
   auto a = std::make_shared<SweepArgs>();
   auto* cmd = app.add_subcommand("sweep", "run every scenario of a sweep file, N at a time, here or on Slurm");
   cmd->add_option("sweep", a->sweep_file, "sweep YAML file (with --merge: taken from DIR when submitted with --slurm)");
@@ -209,7 +210,15 @@ void register_sweep(CLI::App& app, int& rc) {
   cmd->add_option("--merge", a->merge_dir,
                   "merge the shards in DIR into DIR/results.csv and report missing or failed ones")
       ->type_name("DIR");
-  cmd->callback([a, &rc] { rc = run_sweep(*a); });
+  cmd->callback([a, &rc, runner, clock] {
+    if (runner && clock) {
+      rc = run_sweep(*a, *runner, *clock);
+      return;
+    }
+    pool::SystemRunner system_runner;
+    pool::SystemClock system_clock;
+    rc = run_sweep(*a, system_runner, system_clock);
+  });
 }
 
 }  // namespace cpsim::app

@@ -9,6 +9,7 @@
 #include "app/simulate.hpp"
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
+#include "scenario/enum_names.hpp"
 #include "scenario/load.hpp"
 #include "schedule/attention.hpp"
 
@@ -28,34 +29,9 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-const char* layout_key(Layout l) {
-  switch (l) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::ZigZag: return "zigzag";
-    case Layout::Striped: return "striped";
-  }
-  return "?";
-}
-
-const char* scheme_key(AttentionScheme s) {
-  switch (s) {
-    case AttentionScheme::Ring: return "ring";
-    case AttentionScheme::AllGather: return "allgather";
-    case AttentionScheme::Ulysses: return "ulysses";
-    case AttentionScheme::Usp: return "usp";
-    case AttentionScheme::DoubleRing: return "double-ring";
-  }
-  return "?";
-}
-
-const char* recompute_key(Recompute r) {
-  switch (r) {
-    case Recompute::None: return "none";
-    case Recompute::Selective: return "selective";
-    case Recompute::Full: return "full";
-  }
-  return "?";
-}
+const char* layout_key(Layout l) { return scenario::name_of(l, scenario::kLayoutNames); }
+const char* scheme_key(AttentionScheme s) { return scenario::name_of(s, scenario::kSchemeNames); }
+const char* recompute_key(Recompute r) { return scenario::name_of(r, scenario::kRecomputeNames); }
 
 std::vector<int> divisors(int n) {
   std::vector<int> d;

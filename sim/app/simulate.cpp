@@ -1,18 +1,14 @@
 #include "app/simulate.hpp"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <csignal>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <iostream>
 #include <stdexcept>
 
 #include "app/boundary.hpp"
+#include "app/child_replay.hpp"
+#include "app/process_pool.hpp"
 #include "app/result_check.hpp"
 #include "app/work_limit.hpp"
 #include "app/progress.hpp"
@@ -45,104 +41,22 @@ double step_time(const scenario::Scenario& sc) {
   return tr.makespan_s;
 }
 
-bool write_all(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    const ssize_t w = ::write(fd, s.data() + off, s.size() - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    off += static_cast<size_t>(w);
-  }
-  return true;
-}
-
-struct Child {
-  size_t job;
-  pid_t pid;
-  int fd;
-};
-
-/// Starts job `i` in a forked child that writes back "ok <value bytes>" or "error <message>".
-Child start_child(const std::function<double()>& job, size_t i) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  std::cout.flush();
-  std::cerr.flush();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    std::string out;
-    int code = 0;
-    try {
-      const double v = job();
-      out = "ok ";
-      out.append(reinterpret_cast<const char*>(&v), sizeof v);
-    } catch (const std::exception& e) {
-      out = std::string("error ") + e.what();
-      code = 1;
-    }
-    // _exit: the child must not run the parent's atexit handlers or flush its stdio buffers.
-    ::_exit(write_all(fds[1], out) ? code : 3);
-  }
-  ::close(fds[1]);
-  return {i, pid, fds[0]};
-}
-
-/// Reads the child's answer and reaps it. Results are small, so a child never blocks on a
-/// full pipe while the parent waits for an older one.
-double finish_child(const Child& c) {
-  std::string buf;
-  char chunk[4096];
-  for (;;) {
-    const ssize_t r = ::read(c.fd, chunk, sizeof chunk);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    buf.append(chunk, static_cast<size_t>(r));
-  }
-  ::close(c.fd);
-  int status = 0;
-  while (::waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  const std::string who = "child run " + std::to_string(c.job + 1);
-  if (WIFSIGNALED(status))
-    throw std::runtime_error(who + " killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
-                             strsignal(WTERMSIG(status)) + ")");
-  if (buf.rfind("ok ", 0) == 0 && buf.size() == 3 + sizeof(double)) {
-    double v;
-    std::memcpy(&v, buf.data() + 3, sizeof v);
-    return v;
-  }
-  if (buf.rfind("error ", 0) == 0) throw std::runtime_error(who + ": " + buf.substr(6));
-  throw std::runtime_error(who + " exited without a result");
-}
-
-/// Runs each job in its own forked child, at most `parallel` at once; values in job order.
+/// Runs each job in its own forked child (app/process_pool), at most `parallel` at once;
+/// values in job order.
 std::vector<double> run_in_children(const std::vector<std::function<double()>>& jobs, int parallel) {
-  std::vector<double> out(jobs.size(), 0.0);
-  std::deque<Child> running;
-  size_t next = 0;
-  std::string error;
-  while (next < jobs.size() || !running.empty()) {
-    while (error.empty() && next < jobs.size() &&
-           running.size() < static_cast<size_t>(std::max(1, parallel))) {
-      running.push_back(start_child(jobs[next], next));
-      ++next;
-    }
-    if (running.empty()) break;
-    const Child c = running.front();
-    running.pop_front();
-    try {
-      out[c.job] = finish_child(c);
-    } catch (const std::exception& e) {
-      if (error.empty()) error = e.what();  // let the running ones finish, start no more
-    }
+  std::vector<std::function<std::string()>> fns;
+  for (const auto& job : jobs)
+    fns.push_back([&job] {
+      const double v = job();
+      return std::string(reinterpret_cast<const char*>(&v), sizeof v);
+    });
+  std::vector<double> out;
+  for (const std::string& b : pool::run_in_children(fns, parallel)) {
+    if (b.size() != sizeof(double)) throw std::runtime_error("child run: truncated result");
+    double v;
+    std::memcpy(&v, b.data(), sizeof v);
+    out.push_back(v);
   }
-  if (!error.empty()) throw std::runtime_error(error);
   return out;
 }
 
@@ -228,7 +142,7 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   // child too (the trace comes back whole).
   const bool what_if = opt.what_if_straggler.value_or(sc.perturb.any());
   const bool children = what_if || opt.samples > 0;
-  const schedule::Trace tr = children ? engine::replay_in_child(p.graph, topo, sc.simulation.engine, ro)
+  const schedule::Trace tr = children ? replay_in_child(p.graph, topo, sc.simulation.engine, ro)
                                       : engine::replay(p.graph, topo, sc.simulation.engine, ro);
   check_finite(p.graph, tr);
   progress.phase("report");
@@ -281,30 +195,6 @@ std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, i
       }
     });
   return run_in_children(fns, jobs);
-}
-
-std::vector<int> parse_index_list(const std::string& s) {
-  std::vector<int> out;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t comma = s.find(',', pos);
-    if (comma == std::string::npos) comma = s.size();
-    const std::string part = s.substr(pos, comma - pos);
-    const size_t dash = part.find('-');
-    try {
-      if (dash == std::string::npos) {
-        out.push_back(std::stoi(part));
-      } else {
-        const int a = std::stoi(part.substr(0, dash)), b = std::stoi(part.substr(dash + 1));
-        if (b < a || b - a > 1000000) throw std::invalid_argument("range");
-        for (int i = a; i <= b; ++i) out.push_back(i);
-      }
-    } catch (const std::exception&) {
-      throw std::invalid_argument("expected a list like 0-3,7; got '" + s + "'");
-    }
-    pos = comma + 1;
-  }
-  return out;
 }
 
 }  // namespace cpsim::app

@@ -59,7 +59,4 @@ double simulate_step_time(const scenario::Scenario& sc);
 /// scenario that fails gives -1 instead of an error (the others still count).
 std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, int jobs);
 
-/// Parses "0-3,7" into {0,1,2,3,7}; throws std::invalid_argument.
-std::vector<int> parse_index_list(const std::string& s);
-
 }  // namespace cpsim::app

@@ -1,90 +1,11 @@
 #include "app/slurm.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <sstream>
 
 namespace cpsim::app::slurm {
 
 namespace {
-
-struct CommandResult {
-  int rc = -1;  ///< exit code; 127 when the program could not be executed
-  std::string out, err;
-};
-
-/// Runs argv[0] (looked up on PATH) with stdin from /dev/null, collecting stdout and stderr.
-CommandResult run_command(const std::vector<std::string>& argv) {
-  CommandResult r;
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-    r.err = std::strerror(errno);
-    return r;
-  }
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    r.err = std::strerror(errno);
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
-    return r;
-  }
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargv;
-  for (auto& s : args) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
-    ::dup2(out_pipe[1], STDOUT_FILENO);
-    ::dup2(err_pipe[1], STDERR_FILENO);
-    ::execvp(cargv[0], cargv.data());
-    const std::string msg = std::string(cargv[0]) + ": " + std::strerror(errno) + "\n";
-    [[maybe_unused]] const ssize_t w = ::write(STDERR_FILENO, msg.data(), msg.size());
-    ::_exit(127);
-  }
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  if (pid < 0) {
-    r.err = std::string("fork: ") + std::strerror(errno);
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    return r;
-  }
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&r.out, &r.err};
-  int open_fds = 2;
-  while (open_fds > 0) {
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int k = 0; k < 2; ++k) {
-      if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[4096];
-      const ssize_t n = ::read(fds[k].fd, buf, sizeof buf);
-      if (n > 0) {
-        sinks[k]->append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fds[k].fd);
-        fds[k].fd = -1;
-        --open_fds;
-      }
-    }
-  }
-  for (auto& f : fds)
-    if (f.fd >= 0) ::close(f.fd);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -150,11 +71,11 @@ std::string batch_script(const ArrayJob& job) {
   return s.str();
 }
 
-Submitted submit(const std::string& script_path, const std::string& array) {
+Submitted submit(pool::Runner& runner, const std::string& script_path, const std::string& array) {
   std::vector<std::string> argv = {"sbatch", "--parsable"};
   if (!array.empty()) argv.push_back("--array=" + array);
   argv.push_back(script_path);
-  const CommandResult r = run_command(argv);
+  const pool::Captured r = runner.capture(argv);
   Submitted s;
   const std::string out = trim(r.out);
   // --parsable prints "jobid" or "jobid;cluster".
@@ -170,8 +91,8 @@ Submitted submit(const std::string& script_path, const std::string& array) {
   return s;
 }
 
-QueueState query(const std::string& job_id) {
-  const CommandResult r = run_command({"squeue", "--noheader", "--array", "--jobs=" + job_id, "--format=%t"});
+QueueState query(pool::Runner& runner, const std::string& job_id) {
+  const pool::Captured r = runner.capture({"squeue", "--noheader", "--array", "--jobs=" + job_id, "--format=%t"});
   QueueState q;
   if (r.rc != 0) {
     // A job that left slurmctld's memory is an error to squeue; it is simply done.

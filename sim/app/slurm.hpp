@@ -1,10 +1,13 @@
 #pragma once
 /// The Slurm client side of `cpsim sweep --slurm`: the array batch script, `sbatch` and
 /// `squeue`. Slurm is reached only through its command-line tools (found on PATH), never a
-/// library, so cpsim builds and runs where Slurm is not installed.
+/// library, so cpsim builds and runs where Slurm is not installed. The tools run through a
+/// pool::Runner (tests pass a fake one).
 #include <cstddef>
 #include <string>
 #include <vector>
+
+#include "app/process_pool.hpp"
 
 namespace cpsim::app::slurm {
 
@@ -42,7 +45,7 @@ struct Submitted {
 };
 
 /// `sbatch --parsable [--array=LIST] SCRIPT`; an empty list keeps the script's own array.
-Submitted submit(const std::string& script_path, const std::string& array);
+Submitted submit(pool::Runner& runner, const std::string& script_path, const std::string& array);
 
 /// What `squeue` says of one job's array tasks.
 struct QueueState {
@@ -55,6 +58,6 @@ struct QueueState {
 
 /// Asks squeue about `job_id` (all its array tasks). A job squeue no longer knows ("Invalid
 /// job id") has left the queue: answered, nothing pending or running.
-QueueState query(const std::string& job_id);
+QueueState query(pool::Runner& runner, const std::string& job_id);
 
 }  // namespace cpsim::app::slurm

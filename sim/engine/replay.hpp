@@ -28,18 +28,13 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
                       const ReplayOptions& opt = {});
 
 /// SimGrid: a host per GPU, flows share links (max-min fairness). Creates the process's one
-/// simgrid::s4u::Engine: call at most once per process.
+/// simgrid::s4u::Engine: call at most once per process (app/child_replay.hpp replays in a
+/// child process).
 Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
                      const ReplayOptions& opt = {});
 
 /// Dispatches to the engine `kind` names.
 Trace replay(const schedule::TaskGraph& g, const model::Topology& topo,
              scenario::EngineKind kind, const ReplayOptions& opt = {});
-
-/// replay() in a forked child process that sends the Trace back, so SimGrid's one Engine per
-/// process never binds the caller (size scans, sweeps, tests). POSIX. Throws
-/// std::runtime_error carrying the child's error message if the replay fails there.
-Trace replay_in_child(const schedule::TaskGraph& g, const model::Topology& topo,
-                      scenario::EngineKind kind, const ReplayOptions& opt = {});
 
 }  // namespace cpsim::engine

@@ -134,25 +134,12 @@ void sample_stats(Samples& s) {
   s.p99_s = pct(99);
 }
 
-Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const model::Topology& topo,
-               const model::MemoryEstimate& memory, size_t top_links) {
-  const scenario::Scenario& sc = plan.scenario;
-  const TaskGraph& g = plan.graph;
-  const schedule::BuildInfo& info = plan.info;
-  Result r;
-  r.name = sc.name;
-  r.engine = tr.engine;
-  r.scope = info.scope;
-  r.step_time_s = tr.makespan_s;
-  r.ops = g.size();
-  r.sim_wall_s = tr.wall_s;
-  r.symmetry = info.symmetry;
-  r.pricing = plan.pricing;
-  r.extrapolated_ops = plan.extrapolated_ops;
-  r.memory = memory;
-  r.communication = communication_by_kind(g, tr);
-  r.model_flops = info.model_flops;
+namespace {
 
+/// Per-rank compute, communication and idle time from the trace's intervals, their averages
+/// over the ranks that compute, time by category, op and layer kind, and the throughput figures.
+void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, const TaskGraph& g,
+                const schedule::Trace& tr, Result& r) {
   const int nr = g.num_ranks();
   std::vector<Intervals> comp(nr), comm(nr), cp(nr), attn(nr);
   r.ranks.resize(nr);
@@ -242,7 +229,13 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
     r.mfu = r.tflops_per_gpu * 1e12 / sc.platform.gpu.peak_flops;
   }
 
-  // Waits: every stretch of a rank's step when it computes nothing ends with the compute op
+}
+
+/// Per rank: the waits before its compute ops, charged to what released them (wait_s,
+/// waited_on, top_releaser).
+void charge_waits(const TaskGraph& g, const schedule::Trace& tr, Result& r) {
+  const int nr = g.num_ranks();
+  // Every stretch of a rank's step when it computes nothing ends with the compute op
   // that starts next; that op waited on its releaser (the predecessor that finished last), and
   // the stretch is charged to the releaser's rank (for a transfer, its other end as the rank
   // sees it) and summed by the releaser's kind. The stretch after the rank's last compute waits
@@ -295,7 +288,11 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
     top.wait_s = best_wait;
   }
 
-  // Critical path: walk back from the op that ends last through releasers.
+}
+
+/// The critical path and the rank whose compute lies most on it (the straggler).
+void critical_path(const TaskGraph& g, const schedule::Trace& tr, Result& r) {
+  // Walk back from the op that ends last through releasers.
   if (g.size() > 0) {
     OpId cur = 0;
     for (OpId id = 0; id < g.size(); ++id)
@@ -318,6 +315,32 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
         r.straggler_rank = rank;
       }
   }
+}
+
+}  // namespace
+
+Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const model::Topology& topo,
+               const model::MemoryEstimate& memory, size_t top_links) {
+  const scenario::Scenario& sc = plan.scenario;
+  const TaskGraph& g = plan.graph;
+  const schedule::BuildInfo& info = plan.info;
+  Result r;
+  r.name = sc.name;
+  r.engine = tr.engine;
+  r.scope = info.scope;
+  r.step_time_s = tr.makespan_s;
+  r.ops = g.size();
+  r.sim_wall_s = tr.wall_s;
+  r.symmetry = info.symmetry;
+  r.pricing = plan.pricing;
+  r.extrapolated_ops = plan.extrapolated_ops;
+  r.memory = memory;
+  r.communication = communication_by_kind(g, tr);
+  r.model_flops = info.model_flops;
+
+  rank_times(sc, info, g, tr, r);
+  charge_waits(g, tr, r);
+  critical_path(g, tr, r);
   link_loads(g, topo, top_links, r);
   return r;
 }

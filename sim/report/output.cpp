@@ -1,6 +1,7 @@
 #include "report/output.hpp"
 
 #include "report/safe_write.hpp"
+#include "scenario/enum_names.hpp"
 
 #include <unistd.h>
 
@@ -17,30 +18,6 @@ using schedule::OpKind;
 
 namespace {
 
-const char* layout_name(scenario::Layout l) {
-  switch (l) {
-    case scenario::Layout::Contiguous: return "contiguous";
-    case scenario::Layout::ZigZag: return "zigzag";
-    case scenario::Layout::Striped: return "striped";
-  }
-  return "?";
-}
-
-const char* scheme_key(scenario::AttentionScheme s) {
-  switch (s) {
-    case scenario::AttentionScheme::Ring: return "ring";
-    case scenario::AttentionScheme::AllGather: return "allgather";
-    case scenario::AttentionScheme::Ulysses: return "ulysses";
-    case scenario::AttentionScheme::Usp: return "usp";
-    case scenario::AttentionScheme::DoubleRing: return "double-ring";
-  }
-  return "?";
-}
-
-json link_json(const scenario::LinkSpec& l) {
-  return {{"bw_Bps", l.bw_Bps}, {"latency_s", l.latency_s}, {"efficiency", l.efficiency}};
-}
-
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
@@ -49,97 +26,13 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
-json scenario_json(const scenario::Scenario& sc) {
-  const auto& p = sc.platform;
-  const auto& m = sc.model;
-  json j;
-  j["name"] = sc.name;
-  j["file"] = sc.file;
-  j["platform"] = {
-      {"name", p.name},
-      {"gpu", {{"name", p.gpu.name}, {"peak_flops", p.gpu.peak_flops}, {"gemm_flops", p.gpu.gemm_flops},
-               {"hbm_Bps", p.gpu.hbm_Bps}, {"memory_bytes", p.gpu.memory_bytes}}},
-      {"nodes", p.nodes},
-      {"gpus_per_node", p.gpus_per_node},
-      {"intra_fabric", p.intra == scenario::IntraFabric::NVSwitch ? "nvswitch" : "pcie"},
-      {"nvlink", link_json(p.nvlink)},
-      {"nvlink_domain_gpus", p.nvlink_domain_gpus},
-      {"pcie", link_json(p.pcie)},
-      {"nics_per_node", p.nics_per_node},
-      {"nic", link_json(p.nic)},
-      {"nodes_per_leaf", p.nodes_per_leaf},
-      {"spines", p.spines},
-      {"oversubscription", p.oversubscription},
-      {"nccl_p2p_max_Bps", p.nccl.p2p_max_Bps}};
-  json pattern = json::array();
-  for (size_t i = 0; i < m.pattern.size(); ++i)
-    pattern.push_back(m.pattern[i] == scenario::LayerKind::LinearAttention ? "linear"
-                      : i < m.pattern_sliding.size() && m.pattern_sliding[i] ? "sliding"
-                                                                             : "full");
-  const char* masks[] = {"causal", "full", "sliding-window"};
-  j["model"] = {{"name", m.name}, {"layers", m.layers}, {"hidden", m.hidden},
-                {"heads_q", m.heads_q}, {"heads_kv", m.heads_kv}, {"head_dim", m.head_dim},
-                {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab},
-                {"tied_embeddings", m.tied_embeddings}, {"pattern", pattern},
-                {"linear_heads_v", m.linear_heads_v}, {"linear_heads_k", m.linear_heads_k},
-                {"linear_key_dim", m.linear_key_dim}, {"linear_value_dim", m.linear_value_dim},
-                {"total_params", model::total_params(m)},
-                {"attention", {{"mask", masks[static_cast<int>(m.attention_mask)]}, {"window", m.window}}}};
-  j["mode"] = sc.mode == scenario::Mode::Prefill ? "prefill" : "train";
-  const auto& t = sc.training;
-  const char* rc[] = {"none", "selective", "full"};
-  j["training"] = {{"seq_len", t.seq_len}, {"micro_batch", t.micro_batch},
-                   {"micro_batches", t.micro_batches}, {"recompute", rc[static_cast<int>(t.recompute)]},
-                   {"documents", t.documents}, {"doc_distribution", t.doc_distribution},
-                   {"doc_mean_tokens", t.doc_mean_tokens},
-                   {"loss", t.loss == scenario::Loss::Chunked ? "chunked" : "materialized"}};
-  const auto& pa = sc.parallel;
-  j["parallel"] = {{"tp", pa.tp}, {"cp", pa.cp}, {"pp", pa.pp}, {"dp", pa.dp},
-                   {"sequence_parallel", pa.sequence_parallel}, {"order", pa.order},
-                   {"zero_stage", pa.zero_stage}, {"dp_bucket_bytes", pa.dp_bucket_bytes},
-                   {"attention", {{"scheme", scheme_key(pa.attention.scheme)},
-                                  {"layout", layout_name(pa.attention.layout)},
-                                  {"stripe_width", pa.attention.stripe_width},
-                                  {"ulysses_degree", pa.attention.ulysses_degree},
-                                  {"inner_ring", pa.attention.inner_ring},
-                                  {"replicate_kv_heads", pa.attention.replicate_kv_heads},
-                                  {"dkv_fp32", pa.attention.dkv_fp32},
-                                  {"document_sharding", pa.attention.per_document_sharding ? "per-document" : "whole-sequence"}}},
-                   {"linear_attention", pa.linear == scenario::LinearScheme::Relay      ? "relay"
-                                        : pa.linear == scenario::LinearScheme::AllToAll ? "a2a"
-                                                                                        : "state-allgather"}};
-  const char* scopes[] = {"attention-layer", "layer", "step"};
-  j["simulation"] = {{"engine", sc.simulation.engine == scenario::EngineKind::SimGrid ? "simgrid" : "analytic"},
-                     {"scope", scopes[static_cast<int>(sc.simulation.scope)]},
-                     {"seed", sc.simulation.seed}};
-  j["cost"] = {{"profile", sc.cost.profile},
-               {"attention_kernel", scenario::impl_name(sc.cost.attention_kernel)}};
-  json slow = json::object();
-  for (const auto& [k, v] : sc.perturb.gpu_slowdown) slow[std::to_string(k)] = v;
-  json slow_nodes = json::object();
-  for (const auto& [k, v] : sc.perturb.node_slowdown) slow_nodes[std::to_string(k)] = v;
-  json plinks = json::array();
-  const char* link_kinds[] = {"nvlink", "pcie", "nic"};
-  const char* directions[] = {"up", "down", "both"};
-  for (const auto& l : sc.perturb.links)
-    plinks.push_back({{"gpu", l.gpu}, {"link", link_kinds[static_cast<int>(l.link)]},
-                      {"direction", directions[static_cast<int>(l.direction)]},
-                      {"bw_factor", l.bw_factor}, {"add_latency_s", l.add_latency_s}});
-  j["perturb"] = {{"slow_gpus", slow}, {"slow_nodes", slow_nodes}, {"jitter_cv", sc.perturb.jitter_cv},
-                  {"jitter_dist", sc.perturb.jitter_dist == scenario::JitterDist::LogNormal ? "lognormal" : "normal"},
-                  {"gpu_variation_cv", sc.perturb.gpu_variation_cv},
-                  {"interference", sc.perturb.interference}, {"links", plinks},
-                  {"rails_down", sc.perturb.rails_down}};
-  return j;
-}
-
 json result_json(const Result& r, const scenario::Scenario& sc, const schedule::TaskGraph& g) {
   json j;
   j["name"] = r.name;
   j["engine"] = r.engine;
   j["scope"] = r.scope;
   j["step_time_s"] = r.step_time_s;
-  j["mode"] = sc.mode == scenario::Mode::Prefill ? "prefill" : "train";
+  j["mode"] = scenario::name_of(sc.mode, scenario::kModeNames);
   // Prefill: the whole forward is the time to the first generated token.
   if (sc.mode == scenario::Mode::Prefill) {
     // Only a whole model's forward is a time to first token; a layer's is its forward time.

@@ -1,5 +1,6 @@
 #pragma once
-/// Loading scenario, platform and model files. The only place that parses text and units.
+/// Loading scenario, platform and model files. The scenario stage is the only one that parses
+/// input files and the scenario's units (flags are parsed by sim/app's subcommands).
 /// Every bad input throws InputError whose what() is the full user-facing message:
 ///   file:line:col: error: <yaml.path>: <what was expected>
 ///     <the offending source line>

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "scenario/builders.hpp"
+#include "scenario/enum_names.hpp"
 #include "scenario/load.hpp"
 #include "scenario/moe_keys.hpp"
 
@@ -79,8 +80,8 @@ ModelSpec build_model(const Node& tree, const std::string& default_name) {
   const Node* att = r.get("attention");
   if (att) {
     MapReader ar(*att, {"mask", "window"});
-    static const AttentionMask masks[] = {AttentionMask::Causal, AttentionMask::Full, AttentionMask::SlidingWindow};
-    if (const Node* v = ar.get("mask")) m.attention_mask = masks[as_choice(*v, {"causal", "full", "sliding-window"})];
+    if (const Node* v = ar.get("mask"))
+      m.attention_mask = static_cast<AttentionMask>(as_choice(*v, choices(kModelMaskNames)));
     if (const Node* v = ar.get("window")) {
       m.window = as_tokens(*v);
       check_min(*v, static_cast<double>(m.window), 1, true);

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "scenario/enum_names.hpp"
+
 namespace cpsim::scenario::detail {
 namespace {
 std::string str(int64_t v) { return std::to_string(v); }
@@ -83,7 +85,7 @@ void read_moe_parallel(const MapReader& r, ParallelSpec& p) {
 }
 
 void read_precision(const MapReader& r, TrainingSpec& t) {
-  if (const Node* v = r.get("precision")) t.fp8 = as_choice(*v, {"bf16", "fp8"}) == 1;
+  if (const Node* v = r.get("precision")) t.fp8 = as_choice(*v, choices(kPrecisionNames)) == 1;
   if (const Node* v = r.get("fp8_attention")) {
     t.fp8_attention = as_bool(*v);
     if (t.fp8_attention && !t.fp8)

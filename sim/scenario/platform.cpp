@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "scenario/builders.hpp"
+#include "scenario/enum_names.hpp"
 #include "scenario/load.hpp"
 
 namespace cpsim::scenario {
@@ -150,7 +151,7 @@ NcclSpec read_nccl(const Node& n) {
   MapReader r(n, {"p2p_max_bw", "p2p_latency", "base_latency", "hop_latency", "protocol_efficiency",
                   "arch", "nvls"});
   NcclSpec s;
-  if (const Node* v = r.get("arch")) s.arch = as_choice(*v, {"volta", "ampere", "hopper", "blackwell"});
+  if (const Node* v = r.get("arch")) s.arch = static_cast<int>(as_choice(*v, choices(kNcclArchNames)));
   if (const Node* v = r.get("nvls")) s.nvls = as_bool(*v);
   if (const Node* v = r.get("p2p_max_bw")) s.p2p_max_Bps = as_bandwidth(*v);
   if (const Node* v = r.get("p2p_latency")) s.p2p_latency_s = as_time(*v);
@@ -201,7 +202,7 @@ PlatformSpec build_platform(const Node& tree, const std::string& file, const std
   MapReader in(intra_n, {"fabric", "nvlink", "nvlink_domain_gpus", "pcie", "pcie_uplink", "cpu_link",
                          "gpus_per_pcie_switch", "pcie_switches_per_cpu"});
   if (const Node* f = in.get("fabric"))
-    p.intra = as_choice(*f, {"nvswitch", "pcie"}) == 0 ? IntraFabric::NVSwitch : IntraFabric::PCIe;
+    p.intra = static_cast<IntraFabric>(as_choice(*f, choices(kFabricNames)));
   const Node* domain = in.get("nvlink_domain_gpus");
   p.nvlink_domain_gpus = domain ? as_count(*domain, 1, kMaxGpus) : p.gpus_per_node;
   if (const Node* v = in.get("gpus_per_pcie_switch")) p.gpus_per_pcie_switch = as_count(*v, 1, 1024);

@@ -1,6 +1,6 @@
 #pragma once
 /// Kernel profile CSVs (kernels/profiles/*.csv) read into a plain table. The scenario stage is
-/// the only one that parses text: the cost model (sim/model/profile_model.cpp) only
+/// the only one that parses input files: the cost model (sim/model/profile_model.cpp) only
 /// interpolates between these rows. Errors name file:line:col with the offending line and a
 /// caret, through the same formatter as the YAML loader.
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "scenario/builders.hpp"
+#include "scenario/enum_names.hpp"
 #include "scenario/load.hpp"
 #include "scenario/moe_keys.hpp"
 
@@ -53,11 +54,10 @@ TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
   if (const Node* v = r.get("micro_batch")) t.micro_batch = static_cast<int>(as_int(*v, 1, 1'000'000));
   if (const Node* v = r.get("micro_batches")) t.micro_batches = static_cast<int>(as_int(*v, 1, 1'000'000'000));
   if (const Node* v = r.get("recompute")) {
-    static const Recompute kinds[] = {Recompute::Full, Recompute::Selective, Recompute::None};
-    t.recompute = kinds[as_choice(*v, {"full", "selective", "none"})];
+    t.recompute = static_cast<Recompute>(as_choice(*v, choices(kRecomputeNames)));
   }
   if (const Node* v = r.get("loss"))
-    t.loss = as_choice(*v, {"materialized", "chunked"}) == 0 ? Loss::Materialized : Loss::Chunked;
+    t.loss = static_cast<Loss>(as_choice(*v, choices(kLossNames)));
   if (const Node* d = r.get("documents")) {
     nodes.documents = d;
     if (d->is_seq()) {
@@ -156,15 +156,11 @@ ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
   AttentionSpec& s = p.attention;
   if (const Node* v = a.get("scheme")) {
     nodes.scheme = v;
-    static const AttentionScheme kinds[] = {AttentionScheme::Ring, AttentionScheme::AllGather,
-                                            AttentionScheme::Ulysses, AttentionScheme::Usp,
-                                            AttentionScheme::DoubleRing};
-    s.scheme = kinds[as_choice(*v, {"ring", "allgather", "ulysses", "usp", "double-ring"})];
+    s.scheme = static_cast<AttentionScheme>(as_choice(*v, choices(kSchemeNames)));
   }
   if (const Node* v = a.get("layout")) {
     nodes.layout = v;
-    static const Layout kinds[] = {Layout::Contiguous, Layout::ZigZag, Layout::Striped};
-    s.layout = kinds[as_choice(*v, {"contiguous", "zigzag", "striped"})];
+    s.layout = static_cast<Layout>(as_choice(*v, choices(kLayoutNames)));
   }
   if (const Node* v = a.get("stripe_width")) s.stripe_width = static_cast<int>(as_int(*v, 1, 1 << 30));
   if (const Node* v = a.get("ulysses_degree")) {
@@ -172,8 +168,7 @@ ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
     s.ulysses_degree = static_cast<int>(as_int(*v, 0, kMaxGpus));
   }
   if (const Node* v = a.get("ulysses_placement"))
-    s.ulysses_placement = as_choice(*v, {"intra-node", "inter-node"}) == 0 ? UlyssesPlacement::IntraNode
-                                                                           : UlyssesPlacement::InterNode;
+    s.ulysses_placement = static_cast<UlyssesPlacement>(as_choice(*v, choices(kUlyssesPlacementNames)));
   if (const Node* v = a.get("replicate_kv_heads")) {
     nodes.replicate = v;
     s.replicate_kv_heads = as_bool(*v);
@@ -184,15 +179,13 @@ ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
     s.inner_ring = static_cast<int>(as_int(*v, 0, kMaxGpus));
   }
   if (const Node* v = a.get("document_sharding"))
-    s.per_document_sharding = as_choice(*v, {"per-document", "whole-sequence"}) == 0;
+    s.per_document_sharding = as_choice(*v, choices(kDocumentShardingNames)) == 1;
 
   const Node* lin = r.get("linear_attention");
   MapReader l(or_empty(lin), {"scheme"});
   if (const Node* v = l.get("scheme")) {
     nodes.linear_scheme = v;
-    static const LinearScheme kinds[] = {LinearScheme::StateAllGather, LinearScheme::Relay,
-                                         LinearScheme::AllToAll};
-    p.linear = kinds[as_choice(*v, {"state-allgather", "relay", "a2a"})];
+    p.linear = static_cast<LinearScheme>(as_choice(*v, choices(kLinearSchemeNames)));
   }
   return p;
 }
@@ -233,8 +226,7 @@ LinkPerturb read_link_perturb(const Node& n, const PlatformSpec& plat) {
     fail_at(gpu, "GPU " + gpu.scalar + " is outside platform '" + plat.name + "' with " +
                      str(plat.total_gpus()) + " GPUs");
   const Node& link = r.require("link");
-  static const PerturbLink kinds[] = {PerturbLink::NVLink, PerturbLink::PCIe, PerturbLink::Nic};
-  l.link = kinds[as_choice(link, {"nvlink", "pcie", "nic"})];
+  l.link = static_cast<PerturbLink>(as_choice(link, choices(kPerturbLinkNames)));
   const bool nvswitch = plat.intra == IntraFabric::NVSwitch;
   if (l.link == PerturbLink::NVLink && !nvswitch)
     fail_at(link, "platform '" + plat.name + "' has no NVLink (its intra-node fabric is pcie); use link: pcie");
@@ -243,10 +235,8 @@ LinkPerturb read_link_perturb(const Node& n, const PlatformSpec& plat) {
   if (l.link == PerturbLink::Nic && (plat.nodes < 2 || plat.nics_per_node < 1))
     fail_at(link, "platform '" + plat.name + "' has no network links (nodes " + str(plat.nodes) +
                       ", nics_per_node " + str(plat.nics_per_node) + ")");
-  if (const Node* v = r.get("direction")) {
-    static const LinkDirection dirs[] = {LinkDirection::Up, LinkDirection::Down, LinkDirection::Both};
-    l.direction = dirs[as_choice(*v, {"up", "down", "both"})];
-  }
+  if (const Node* v = r.get("direction"))
+    l.direction = static_cast<LinkDirection>(as_choice(*v, choices(kLinkDirectionNames)));
   if (const Node* v = r.get("bw_factor")) {
     l.bw_factor = as_number(*v);
     check_min(*v, l.bw_factor, 0, false);
@@ -277,7 +267,7 @@ PerturbSpec read_perturb(const Node& n, const PlatformSpec& plat, std::vector<co
     check_min(*v, s.jitter_cv, 0, true);
   }
   if (const Node* v = r.get("jitter_dist"))
-    s.jitter_dist = as_choice(*v, {"normal", "lognormal"}) == 0 ? JitterDist::Normal : JitterDist::LogNormal;
+    s.jitter_dist = static_cast<JitterDist>(as_choice(*v, choices(kJitterDistNames)));
   if (const Node* v = r.get("gpu_variation_cv")) {
     s.gpu_variation_cv = as_number(*v);
     check_min(*v, s.gpu_variation_cv, 0, true);
@@ -493,7 +483,7 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
   s.file = file;
   s.name = r.get("name") ? as_string(*r.get("name")) : file_stem(file);
   if (const Node* d = r.get("description")) as_string(*d);
-  if (const Node* v = r.get("mode")) s.mode = as_choice(*v, {"train", "prefill"}) == 0 ? Mode::Train : Mode::Prefill;
+  if (const Node* v = r.get("mode")) s.mode = static_cast<Mode>(as_choice(*v, choices(kModeNames)));
 
   const Node& plat = r.require("platform");
   std::string plat_file;
@@ -514,19 +504,13 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
 
   MapReader sim(or_empty(r.get("simulation")), {"engine", "scope", "seed", "collectives", "symmetry"});
   if (const Node* v = sim.get("engine"))
-    s.simulation.engine = as_choice(*v, {"simgrid", "analytic"}) == 0 ? EngineKind::SimGrid : EngineKind::Analytic;
-  if (const Node* v = sim.get("scope")) {
-    static const Scope kinds[] = {Scope::AttentionLayer, Scope::Layer, Scope::Step};
-    s.simulation.scope = kinds[as_choice(*v, {"attention-layer", "layer", "step"})];
-  }
+    s.simulation.engine = static_cast<EngineKind>(as_choice(*v, choices(kEngineNames)));
+  if (const Node* v = sim.get("scope")) s.simulation.scope = static_cast<Scope>(as_choice(*v, choices(kScopeNames)));
   if (const Node* v = sim.get("seed")) s.simulation.seed = as_uint64(*v);
-  if (const Node* v = sim.get("collectives")) {
-    const CollectiveModel models[] = {CollectiveModel::Auto, CollectiveModel::Steps,
-                                      CollectiveModel::Pipelined};
-    s.simulation.collectives = models[as_choice(*v, {"auto", "steps", "pipelined"})];
-  }
+  if (const Node* v = sim.get("collectives"))
+    s.simulation.collectives = static_cast<CollectiveModel>(as_choice(*v, choices(kCollectiveModelNames)));
   if (const Node* v = sim.get("symmetry"))
-    s.simulation.symmetry = as_choice(*v, {"auto", "off"}) == 0 ? Symmetry::Auto : Symmetry::Off;
+    s.simulation.symmetry = static_cast<Symmetry>(as_choice(*v, choices(kSymmetryNames)));
 
   MapReader cost(or_empty(r.get("cost")), {"profile", "attention_kernel"});
   if (const Node* v = cost.get("profile")) s.cost.profile = read_profile(*v);

@@ -1,5 +1,7 @@
 #include "schedule/attention.hpp"
 
+#include "scenario/enum_names.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -82,23 +84,12 @@ BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>
 }
 
 std::string scheme_name(const scenario::AttentionSpec& a) {
-  auto layout = [&] {
-    switch (a.layout) {
-      case scenario::Layout::Contiguous: return "contiguous";
-      case scenario::Layout::ZigZag: return "zigzag";
-      case scenario::Layout::Striped: return "striped";
-    }
-    return "?";
-  };
+  const std::string layout = scenario::name_of(a.layout, scenario::kLayoutNames);
   switch (a.scheme) {
-    case scenario::AttentionScheme::Ring: return std::string("ring-") + layout();
-    case scenario::AttentionScheme::DoubleRing: return std::string("double-ring-") + layout();
-    case scenario::AttentionScheme::AllGather: return std::string("allgather-") + layout();
     case scenario::AttentionScheme::Ulysses: return "ulysses";
-    case scenario::AttentionScheme::Usp:
-      return "usp-u" + std::to_string(a.ulysses_degree) + "-" + layout();
+    case scenario::AttentionScheme::Usp: return "usp-u" + std::to_string(a.ulysses_degree) + "-" + layout;
+    default: return std::string(scenario::name_of(a.scheme, scenario::kSchemeNames)) + "-" + layout;
   }
-  return "?";
 }
 
 OpLabel make_label(TaskGraph& g, const AttentionCtx& ctx, const char* name,

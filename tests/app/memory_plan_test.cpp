@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/cli.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace cpsim::cli;
@@ -17,20 +18,14 @@ namespace {
 const std::string kSource = CPSIM_SOURCE_DIR;
 Output in_source(const std::string& cmd) { return run("cd " + kSource + " && " + cmd); }
 
-class MemoryPlanTest : public ::testing::Test {
+class MemoryPlanTest : public cpsim::test::TempDir {
  protected:
   void SetUp() override {
+    TempDir::SetUp();
     ASSERT_TRUE(fs::exists(kCpsim)) << kCpsim;
-    dir_ = fs::temp_directory_path() / ("cpsim-memplan-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
   }
   std::string p(const std::string& n) const { return (dir_ / n).string(); }
   json load(const std::string& n) const { return json::parse(slurp(dir_ / n)); }
-  fs::path dir_;
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 namespace fs = std::filesystem;
 
 #include "support/cli.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace cpsim::cli;
 
@@ -38,17 +39,12 @@ std::string head(const fs::path& p, size_t n) {
 
 bool have_matplotlib() { return run_in_source("/usr/bin/python3 -c 'import matplotlib'").rc == 0; }
 
-class PlotTest : public ::testing::Test {
+class PlotTest : public cpsim::test::TempDir {
  protected:
   void SetUp() override {
+    TempDir::SetUp();
     if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 has no matplotlib (apt install python3-matplotlib)";
     ASSERT_TRUE(fs::exists(kCpsim)) << "build the cpsim binary first: " << kCpsim;
-    dir_ = fs::temp_directory_path() / ("cpsim-plot-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty() && !HasFailure()) fs::remove_all(dir_);
   }
 
   std::string p(const std::string& name) const { return (dir_ / name).string(); }
@@ -66,7 +62,6 @@ class PlotTest : public ::testing::Test {
     EXPECT_GT(fs::file_size(png), 10000u) << "an almost empty image";
   }
 
-  fs::path dir_;
 };
 
 // One test, because producing the inputs (two runs, two sweeps) is most of its time and

@@ -15,25 +15,20 @@
 #include <string>
 #include <thread>
 
+#include "app/sweep/common.hpp"
 #include "support/cli.hpp"
+#include "support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace cpsim::cli;
 
 namespace {
 
-class RobustTest : public ::testing::Test {
+class RobustTest : public cpsim::test::TempDir {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("cpsim-robust-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    TempDir::SetUp();
     write(dir_ / "tiny.yaml", kTinyScenario);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
   }
   std::string tiny() const { return (dir_ / "tiny.yaml").string(); }
   /// A profile CSV with one row whose time_us is `time_us`.
@@ -46,7 +41,6 @@ class RobustTest : public ::testing::Test {
               time_us + ",541.00,published,x\n");
     return p.string();
   }
-  fs::path dir_;
 };
 
 // ---- crash -> exit code and a one-line message -----------------------------------------------
@@ -225,27 +219,22 @@ TEST_F(RobustTest, SweepNameCannotEscapeTheWorkingDirectory) {
 }
 
 TEST_F(RobustTest, SecondSweepIntoTheSameDirectoryRefusesAndNamesTheHolder) {
-  // Two real sweep processes: the first is slowed by a stand-in child that sleeps, the second
-  // starts while it runs and must refuse, leaving the first's rows intact.
+  // This process holds the directory's lock as a running sweep does; a sweep started
+  // meanwhile must refuse and write nothing.
   write(dir_ / "sweep.yaml", "base: tiny.yaml\naxes:\n  parallel.attention.scheme: [ring, allgather, ulysses]\n");
-  write(dir_ / "slow.sh", "#!/bin/sh\nsleep 1\nexec " + kCpsim + " \"$@\"\n");
-  fs::permissions(dir_ / "slow.sh", fs::perms::owner_all);
   const std::string sweep = kCpsim + " sweep " + (dir_ / "sweep.yaml").string() + " -o " + (dir_ / "out").string();
-  const std::string first = "env CPSIM_SWEEP_CHILD=" + (dir_ / "slow.sh").string() + " " + sweep + " -j 1 -q";
-  std::thread t([&] { EXPECT_EQ(run(first).rc, 0); });
-  const fs::path lock = dir_ / "out" / ".results.csv.lock";
-  for (int i = 0; i < 200 && !fs::exists(lock); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const Output second = run(sweep + " -q");
-  t.join();
-  EXPECT_EQ(second.rc, 1) << second.text;
-  EXPECT_NE(second.text.find("another sweep (pid "), std::string::npos) << second.text;
-  const std::string csv = slurp(dir_ / "out" / "results.csv");
-  size_t ok = 0;
-  for (size_t at = csv.find(",ok,"); at != std::string::npos; at = csv.find(",ok,", at + 1)) ++ok;
-  EXPECT_EQ(ok, 3u) << csv;
+  fs::create_directories(dir_ / "out");
+  {
+    const cpsim::app::sweep::OutputLock held(dir_ / "out", "results.csv");
+    const Output second = run(sweep + " -q");
+    EXPECT_EQ(second.rc, 1) << second.text;
+    EXPECT_NE(second.text.find("another sweep (pid " + std::to_string(::getpid())), std::string::npos)
+        << second.text;
+    EXPECT_FALSE(fs::exists(dir_ / "out" / "results.csv"));
+  }
   // Once the first is done, the directory is free again.
-  EXPECT_EQ(run(sweep + " -q --resume").rc, 0);
+  EXPECT_EQ(run(sweep + " -q").rc, 0);
+  EXPECT_EQ(read_csv(dir_ / "out" / "results.csv").size(), 3u);
 }
 
 // ---- messages ------------------------------------------------------------------------------------

@@ -1,28 +1,29 @@
-// `cpsim sweep --shard`, `--merge` and `--slurm` end to end, without a cluster: stand-in
-// `sbatch` and `squeue` scripts, first on PATH, run the array tasks at once on this machine (and
-// can leave chosen tasks out, as if they were killed). tests/slurm/run_slurm_test.sh runs the
-// same flow against a real one-node Slurm.
+// `cpsim sweep --shard`, `--merge` and `--slurm` end to end, without a cluster: the sweep
+// command runs in this process on a fake runner (tests/support/fake_runner.hpp) whose sbatch
+// runs the array tasks at once, here (and can leave chosen tasks out, as if they were killed,
+// or keep them queued), and whose squeue lists the unfinished ones; a fake clock makes --wait's
+// polls instant. tests/slurm/run_slurm_test.sh runs the same flow against a real one-node Slurm.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace fs = std::filesystem;
 
+#include "app/commands.hpp"
 #include "support/cli.hpp"
+#include "support/fake_runner.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace cpsim::cli;
+using cpsim::app::pool::Captured;
 
 namespace {
 
@@ -30,29 +31,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   std::istringstream in(text);
   std::vector<std::string> out;
   for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
-
-/// A results CSV as rows of column -> value (these tests' rows hold no quoted commas).
-std::vector<std::map<std::string, std::string>> read_csv(const fs::path& p) {
-  const auto lines = lines_of(slurp(p));
-  std::vector<std::map<std::string, std::string>> out;
-  if (lines.empty()) return out;
-  auto split = [](const std::string& l) {
-    std::vector<std::string> f;
-    std::string cur;
-    std::istringstream ls(l);
-    while (std::getline(ls, cur, ',')) f.push_back(cur);
-    if (!l.empty() && l.back() == ',') f.emplace_back();
-    return f;
-  };
-  const auto head = split(lines[0]);
-  for (size_t r = 1; r < lines.size(); ++r) {
-    const auto f = split(lines[r]);
-    std::map<std::string, std::string> m;
-    for (size_t c = 0; c < head.size() && c < f.size(); ++c) m[head[c]] = f[c];
-    out.push_back(m);
-  }
   return out;
 }
 
@@ -67,56 +45,91 @@ std::map<std::string, std::map<std::string, std::string>> comparable(const fs::p
   return out;
 }
 
-/// A stand-in for sbatch: reads the script's #SBATCH --array (or --array=LIST from its
-/// arguments) and --output, starts every array task in the background at once (minus those in
-/// FAKE_SLURM_SKIP, "1,3"), and prints a job id. Each task marks itself done when it exits.
-constexpr const char* kFakeSbatch = R"(#!/bin/bash
-state=$FAKE_SLURM_STATE
-array=""; script=""
-for a in "$@"; do
-  case $a in --parsable) ;; --array=*) array=${a#--array=} ;; -*) ;; *) script=$a ;; esac
-done
-echo "$*" >>"$state/sbatch.calls"
-if [ -n "${FAKE_SBATCH_FAIL:-}" ]; then echo "sbatch: error: $FAKE_SBATCH_FAIL" >&2; exit 1; fi
-[ -n "$array" ] || array=$(sed -n 's/^#SBATCH --array=//p' "$script")
-out=$(sed -n 's/^#SBATCH --output=//p' "$script")
-id=$(cat "$state/next" 2>/dev/null || echo 100)
-echo $((id + 1)) >"$state/next"
-: >"$state/job-$id"
-for part in ${array//,/ }; do
-  for ((i = ${part%-*}; i <= ${part#*-}; i++)); do
-    case ",${FAKE_SLURM_SKIP:-}," in *",$i,"*) continue ;; esac
-    log=${out//%A/$id}; log=${log//%a/$i}
-    echo "$i" >>"$state/job-$id"
-    (SLURM_ARRAY_JOB_ID=$id SLURM_ARRAY_TASK_ID=$i bash "$script" >"$log" 2>&1 </dev/null
-     touch "$state/done-$id-$i") >/dev/null 2>&1 &
-  done
-done
-echo "$id"
-)";
+/// `sbatch --parsable [--array=LIST] SCRIPT` and `squeue --jobs=ID ...` answered from memory.
+/// sbatch runs the script's array tasks (or LIST) one after another with the real binary,
+/// except those in `skip`; with `hold` they stay queued until release().
+class FakeSlurm {
+ public:
+  std::set<size_t> skip;
+  bool hold = false;
+  std::string fail;        ///< sbatch refuses with this message
+  bool installed = true;   ///< false: neither program exists
+  std::vector<std::string> calls;  ///< sbatch's arguments, after --parsable, joined
 
-/// A stand-in for squeue --noheader --array --jobs=ID --format=%t: "R" per unfinished task.
-constexpr const char* kFakeSqueue = R"(#!/bin/bash
-state=$FAKE_SLURM_STATE
-for a in "$@"; do case $a in --jobs=*) id=${a#--jobs=} ;; esac; done
-[ -f "$state/job-$id" ] || { echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1; }
-while read -r i; do [ -e "$state/done-$id-$i" ] || echo R; done <"$state/job-$id"
-)";
+  explicit FakeSlurm(cpsim::test::FakeRunner& r) : r_(r) {
+    r.on_capture = [this](const std::vector<std::string>& argv) { return answer(argv); };
+  }
 
-class SlurmSweepTest : public ::testing::Test {
+  void release() {
+    for (auto& [id, tasks] : queued_) {
+      for (size_t i : tasks) run_task(id, i);
+      tasks.clear();
+    }
+  }
+
+ private:
+  Captured answer(const std::vector<std::string>& argv) {
+    if (!installed) return {127, "", argv[0] + ": No such file or directory\n"};
+    return argv[0] == "sbatch" ? sbatch(argv) : squeue(argv);
+  }
+
+  Captured sbatch(const std::vector<std::string>& argv) {
+    std::string joined, array, script;
+    for (size_t k = 2; k < argv.size(); ++k) joined += (joined.empty() ? "" : " ") + argv[k];
+    for (const auto& a : argv)
+      if (a.starts_with("--array=")) array = a.substr(8);
+      else if (!a.starts_with("-") && a != "sbatch") script = a;
+    calls.push_back(joined);
+    if (!fail.empty()) return {1, "", "sbatch: error: " + fail + "\n"};
+    for (const auto& l : lines_of(slurp(script))) {
+      if (array.empty() && l.starts_with("#SBATCH --array=")) array = l.substr(16);
+      if (l.starts_with("#SBATCH --output=")) output_ = l.substr(17);
+    }
+    script_ = script;
+    const std::string id = std::to_string(next_++);
+    auto& tasks = queued_[id];
+    std::istringstream parts(array);
+    for (std::string part; std::getline(parts, part, ',');) {
+      const size_t dash = part.find('-');
+      const size_t a = std::stoul(part.substr(0, dash)), b = dash == std::string::npos ? a : std::stoul(part.substr(dash + 1));
+      for (size_t i = a; i <= b; ++i)
+        if (!skip.count(i)) tasks.insert(i);
+    }
+    if (!hold) release();
+    return {0, id + "\n", ""};
+  }
+
+  Captured squeue(const std::vector<std::string>& argv) {
+    std::string id;
+    for (const auto& a : argv)
+      if (a.starts_with("--jobs=")) id = a.substr(7);
+    const auto it = queued_.find(id);
+    if (it == queued_.end()) return {1, "", "slurm_load_jobs error: Invalid job id specified\n"};
+    std::string out;
+    for (size_t k = 0; k < it->second.size(); ++k) out += "R\n";
+    return {0, out, ""};
+  }
+
+  void run_task(const std::string& id, size_t i) {
+    const Captured c = r_.real().capture({"env", "SLURM_ARRAY_JOB_ID=" + id, "SLURM_ARRAY_TASK_ID=" + std::to_string(i),
+                                          "bash", script_});
+    std::string log = output_;
+    log.replace(log.find("%A"), 2, id);
+    log.replace(log.find("%a"), 2, std::to_string(i));
+    write(log, c.out + c.err);
+  }
+
+  cpsim::test::FakeRunner& r_;
+  int next_ = 100;
+  std::string script_, output_;
+  std::map<std::string, std::set<size_t>> queued_;
+};
+
+class SlurmSweepTest : public cpsim::test::TempDir {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("cpsim-slurm-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "bin");
-    fs::create_directories(dir_ / "state");
+    TempDir::SetUp();
     ASSERT_TRUE(fs::exists(kCpsim)) << "build the cpsim binary first: " << kCpsim;
-    write(dir_ / "bin" / "sbatch", kFakeSbatch);
-    write(dir_ / "bin" / "squeue", kFakeSqueue);
-    fs::permissions(dir_ / "bin" / "sbatch", fs::perms::owner_all);
-    fs::permissions(dir_ / "bin" / "squeue", fs::perms::owner_all);
     write(dir_ / "tiny.yaml", kTinyScenario);
     // 12 points of 4 costs (GPUs x tokens): cp 2, 4, 8 at 16K and cp 8 at 32K.
     write(dir_ / "sweep.yaml", R"(base: tiny.yaml
@@ -126,19 +139,32 @@ zip:
   - {parallel.cp: [2, 4, 8, 8], training.seq_len: [16K, 16K, 16K, 32K]}
 )");
   }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
 
-  /// The environment that puts the stand-ins first on PATH and polls squeue often.
-  std::string env(const std::string& extra = "") const {
-    return "env PATH=" + (dir_ / "bin").string() + ":/usr/bin:/bin FAKE_SLURM_STATE=" + (dir_ / "state").string() +
-           " CPSIM_SLURM_POLL_S=0.05 " + extra + " ";
+  /// `cpsim sweep SWEEP ARGS` (blank-separated, no quoting) through the real command-line
+  /// handling, in this process, on the fake runner and clock: exit code and what it printed.
+  Output here(const std::string& args) {
+    CLI::App app;
+    int rc = 0;
+    cpsim::app::register_sweep(app, rc, &runner_, &clock_);
+    std::vector<std::string> argv = {"sweep", (dir_ / "sweep.yaml").string()};
+    std::istringstream in(args);
+    for (std::string w; in >> w;) argv.push_back(w);
+    std::reverse(argv.begin(), argv.end());  // CLI11 takes them last first
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    try {
+      app.parse(argv);
+    } catch (const CLI::ParseError& e) {
+      rc = e.get_exit_code() == 0 ? 0 : 2;
+    }
+    Output o;
+    o.rc = rc;
+    o.text = ::testing::internal::GetCapturedStdout() + ::testing::internal::GetCapturedStderr();
+    return o;
   }
   std::string sweep(const std::string& args) const {
     return kCpsim + " sweep " + (dir_ / "sweep.yaml").string() + " " + args;
   }
-  std::vector<std::string> sbatch_calls() const { return lines_of(slurp(dir_ / "state" / "sbatch.calls")); }
 
   /// The ids of shard i/K as --list prints them.
   std::vector<std::string> shard_ids(size_t i, size_t k) const {
@@ -149,7 +175,9 @@ zip:
     return ids;
   }
 
-  fs::path dir_;
+  cpsim::test::FakeRunner runner_;
+  cpsim::test::FakeClock clock_;
+  FakeSlurm slurm_{runner_};
 };
 
 TEST_F(SlurmSweepTest, ShardsAreBalancedByCostDisjointAndDeterministic) {
@@ -216,15 +244,21 @@ TEST_F(SlurmSweepTest, LocalShardsMergeIntoTheLocalRunsCsv) {
 TEST_F(SlurmSweepTest, SubmitsOneArrayScriptWithAbsolutePaths) {
   const fs::path cwd = fs::current_path();
   fs::current_path(dir_);
-  const Output o = run(env() + kCpsim +
-                       " sweep sweep.yaml --slurm --array-size 4 --partition gpu --time 0:30:00 "
-                       "--sbatch-arg=--account=proj -j 2 --timeout 90 --set simulation.seed=7 -o rel/out");
+  slurm_.hold = true;
+  CLI::App app;
+  int rc = 0;
+  cpsim::app::register_sweep(app, rc, &runner_, &clock_);
+  ::testing::internal::CaptureStdout();
+  app.parse(std::vector<std::string>{"rel/out", "-o", "--set=simulation.seed=7", "90", "--timeout", "2", "-j",
+                                     "--sbatch-arg=--account=proj", "0:30:00", "--time", "gpu", "--partition", "4",
+                                     "--array-size", "--slurm", "sweep.yaml", "sweep"});
+  const std::string text = ::testing::internal::GetCapturedStdout();
   fs::current_path(cwd);
-  ASSERT_EQ(o.rc, 0) << o.text;
+  ASSERT_EQ(rc, 0) << text;
   const fs::path out = fs::canonical(dir_ / "rel" / "out");
-  EXPECT_NE(o.text.find("submitted job 100: 4 array tasks (shards 0-3 of 4) for 12 of 12 points"), std::string::npos)
-      << o.text;
-  EXPECT_NE(o.text.find("cpsim sweep --merge " + out.string()), std::string::npos) << o.text;
+  EXPECT_NE(text.find("submitted job 100: 4 array tasks (shards 0-3 of 4) for 12 of 12 points"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("cpsim sweep --merge " + out.string()), std::string::npos) << text;
   const std::string script = slurp(out / "sweep.sbatch");
   for (const std::string& line : std::vector<std::string>{
            "#SBATCH --array=0-3", "#SBATCH --output=" + (out / "slurm-%A_%a.out").string(), "#SBATCH --partition=gpu",
@@ -233,24 +267,20 @@ TEST_F(SlurmSweepTest, SubmitsOneArrayScriptWithAbsolutePaths) {
             " --shard \"${SLURM_ARRAY_TASK_ID}/4\" -o " + out.string() +
             " -j 2 --timeout 90 --resume --set=simulation.seed=7"})
     EXPECT_NE(script.find("\n" + line + "\n"), std::string::npos) << line << "\n---\n" << script;
-  ASSERT_EQ(sbatch_calls().size(), 1u);
-  EXPECT_EQ(sbatch_calls()[0], "--parsable " + (out / "sweep.sbatch").string());
+  ASSERT_EQ(slurm_.calls.size(), 1u);
+  EXPECT_EQ(slurm_.calls[0], (out / "sweep.sbatch").string());
   const auto m = nlohmann::json::parse(slurp(out / "sweep-slurm.json"));
   EXPECT_EQ(m["shards"], 4);
   EXPECT_EQ(m["submissions"][0]["job_id"], "100");
-  // Wait for the stand-in tasks, then merge from the directory alone.
-  Output merged;
-  for (int t = 0; t < 600; ++t) {
-    merged = run(env() + kCpsim + " sweep --merge " + out.string());
-    if (merged.rc == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  // The tasks run, then a merge from the directory alone.
+  slurm_.release();
+  const Output merged = run(kCpsim + " sweep --merge " + out.string());
   EXPECT_EQ(merged.rc, 0) << merged.text;
 }
 
 TEST_F(SlurmSweepTest, WaitMergesTheSameCsvAsALocalRun) {
   ASSERT_EQ(run(sweep("-j 2 -q -o " + (dir_ / "local").string())).rc, 0);
-  const Output o = run(env() + sweep("--slurm --array-size 5 --wait -o " + (dir_ / "array").string()));
+  const Output o = here("--slurm --array-size 5 --wait -o " + (dir_ / "array").string());
   ASSERT_EQ(o.rc, 0) << o.text;
   EXPECT_NE(o.text.find("left the queue"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("merge: 12 points from 5 shards: 12 ok"), std::string::npos) << o.text;
@@ -258,11 +288,26 @@ TEST_F(SlurmSweepTest, WaitMergesTheSameCsvAsALocalRun) {
   for (int i = 0; i < 5; ++i)
     EXPECT_TRUE(fs::exists(dir_ / "array" / ("slurm-100_" + std::to_string(i) + ".out"))) << i;
   // -q prints the job id alone, for scripts.
-  const Output q = run(env() + sweep("--slurm --array-size 2 -q -o " + (dir_ / "quiet").string()));
+  const Output q = here("--slurm --array-size 2 -q -o " + (dir_ / "quiet").string());
   ASSERT_EQ(q.rc, 0) << q.text;
   EXPECT_EQ(q.text, "101\n");
-  for (int t = 0; t < 600 && run(env() + kCpsim + " sweep --merge " + (dir_ / "quiet").string()).rc != 0; ++t)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(run(kCpsim + " sweep --merge " + (dir_ / "quiet").string()).rc, 0);
+}
+
+TEST_F(SlurmSweepTest, WaitPollsSqueueUntilTheJobLeavesTheQueue) {
+  // While the tasks are queued, --wait asks squeue every 2 s (fake clock) and shows the count.
+  int polls = 0;
+  runner_.on_capture = [&, inner = runner_.on_capture](const std::vector<std::string>& argv) {
+    if (argv[0] == "squeue" && ++polls == 3) slurm_.release();
+    return inner(argv);
+  };
+  slurm_.hold = true;
+  const double t0 = clock_.now_s();
+  const Output o = here("--slurm --array-size 2 --wait -o " + (dir_ / "array").string());
+  ASSERT_EQ(o.rc, 0) << o.text;
+  EXPECT_EQ(polls, 3);  // the fresh directory asks nothing; 2 polls see the tasks, the third none
+  EXPECT_NEAR(clock_.now_s() - t0, 2 * 2.0, 0.1);
+  EXPECT_NE(o.text.find("[0/12] job 100: tasks 2 running, 0 pending"), std::string::npos) << o.text;
 }
 
 TEST_F(SlurmSweepTest, ResumeResubmitsOnlyTheMissingShards) {
@@ -270,7 +315,8 @@ TEST_F(SlurmSweepTest, ResumeResubmitsOnlyTheMissingShards) {
   const std::string out = (dir_ / "array").string();
   // Tasks 1 and 3 of 4 never run (as if killed before they wrote a row). Their shards hold
   // 3 and 4 of the 12 points (see ShardsAreBalancedByCost...: K = 4 gives 2, 3, 3, 4).
-  const Output first = run(env("FAKE_SLURM_SKIP=1,3") + sweep("--slurm --array-size 4 --wait -o " + out));
+  slurm_.skip = {1, 3};
+  const Output first = here("--slurm --array-size 4 --wait -o " + out);
   EXPECT_EQ(first.rc, 1) << first.text;
   EXPECT_NE(first.text.find("shard 1/4: 3 of 3 points missing"), std::string::npos) << first.text;
   EXPECT_NE(first.text.find("shard 3/4: 4 of 4 points missing"), std::string::npos) << first.text;
@@ -280,71 +326,68 @@ TEST_F(SlurmSweepTest, ResumeResubmitsOnlyTheMissingShards) {
   EXPECT_EQ(stamp.size(), 5u);
 
   // --merge reports the same and is idempotent.
-  const Output m = run(env() + kCpsim + " sweep --merge " + out);
+  const Output m = run(kCpsim + " sweep --merge " + out);
   EXPECT_EQ(m.rc, 1);
   EXPECT_NE(m.text.find("5 ok, 7 missing"), std::string::npos) << m.text;
 
-  const Output again = run(env() + sweep("--slurm --resume --wait -o " + out));
+  slurm_.skip.clear();
+  const Output again = here("--slurm --resume --wait -o " + out);
   ASSERT_EQ(again.rc, 0) << again.text;
   EXPECT_NE(again.text.find("resuming: 5 of 12 points done; resubmitting shards 1,3 of 4"), std::string::npos)
       << again.text;
-  ASSERT_EQ(sbatch_calls().size(), 2u);
-  EXPECT_NE(sbatch_calls()[1].find("--array=1,3 "), std::string::npos) << sbatch_calls()[1];
+  ASSERT_EQ(slurm_.calls.size(), 2u);
+  EXPECT_EQ(slurm_.calls[1].rfind("--array=1,3 ", 0), 0u) << slurm_.calls[1];
   EXPECT_EQ(comparable(dir_ / "local" / "results.csv"), comparable(dir_ / "array" / "results.csv"));
   for (const auto& [p, t] : stamp) EXPECT_EQ(fs::last_write_time(p), t) << p << " ran twice";
 
   // Complete: a further resume submits nothing.
-  const Output done = run(env() + sweep("--slurm --resume -o " + out));
+  const Output done = here("--slurm --resume -o " + out);
   EXPECT_EQ(done.rc, 0) << done.text;
   EXPECT_NE(done.text.find("nothing to submit"), std::string::npos) << done.text;
-  EXPECT_EQ(sbatch_calls().size(), 2u);
+  EXPECT_EQ(slurm_.calls.size(), 2u);
 }
 
 TEST_F(SlurmSweepTest, RefusesToSubmitWhileAnEarlierJobIsQueued) {
-  const fs::path child = dir_ / "slow.sh";
-  write(child, "#!/bin/sh\nsleep 0.5\nexec " + kCpsim + " \"$@\"\n");
-  fs::permissions(child, fs::perms::owner_all);
   const std::string out = (dir_ / "array").string();
-  ASSERT_EQ(run(env("CPSIM_SWEEP_CHILD=" + child.string()) + sweep("--slurm --array-size 2 -q -o " + out)).rc, 0);
-  const Output o = run(env() + sweep("--slurm --resume -o " + out));
+  slurm_.hold = true;
+  ASSERT_EQ(here("--slurm --array-size 2 -q -o " + out).rc, 0);
+  const Output o = here("--slurm --resume -o " + out);
   EXPECT_EQ(o.rc, 1) << o.text;
   EXPECT_NE(o.text.find("job 100 (an earlier submission"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("2 tasks running"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("scancel it first"), std::string::npos) << o.text;
-  EXPECT_EQ(sbatch_calls().size(), 1u);
+  EXPECT_EQ(slurm_.calls.size(), 1u);
   // Once it is done, a resume finds everything there.
-  Output r;
-  for (int t = 0; t < 600; ++t) {
-    r = run(env() + sweep("--slurm --resume -o " + out));
-    if (r.rc != 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  slurm_.release();
+  const Output r = here("--slurm --resume -o " + out);
   EXPECT_EQ(r.rc, 0) << r.text;
   EXPECT_NE(r.text.find("nothing to submit"), std::string::npos) << r.text;
 }
 
 TEST_F(SlurmSweepTest, SbatchFailuresAndBadOptionsAreReported) {
   const std::string out = " -o " + (dir_ / "array").string();
-  const Output fail = run(env("FAKE_SBATCH_FAIL='invalid partition specified: nope'") +
-                          sweep("--slurm --partition nope" + out));
+  slurm_.fail = "invalid partition specified: nope";
+  const Output fail = here("--slurm --partition nope" + out);
   EXPECT_EQ(fail.rc, 1);
   EXPECT_NE(fail.text.find("invalid partition specified: nope"), std::string::npos) << fail.text;
   EXPECT_FALSE(fs::exists(dir_ / "array" / "sweep-slurm.json"));
 
-  const Output none = run("env PATH=" + (dir_ / "state").string() + " " + sweep("--slurm" + out));
+  slurm_.installed = false;
+  const Output none = here("--slurm" + out);
   EXPECT_EQ(none.rc, 1);
   EXPECT_NE(none.text.find("cannot run sbatch"), std::string::npos) << none.text;
 
   for (const std::string& bad :
        std::vector<std::string>{"--wait", "--partition p", "--time 10", "--array-size 2", "--slurm --shard 0/2",
                                 "--slurm --list", "--slurm --merge x", "--slurm --array-size 0"}) {
-    const Output o = run(env() + sweep(bad + out));
+    const Output o = run(sweep(bad + out));
     EXPECT_EQ(o.rc, 2) << bad << ": " << o.text;
     EXPECT_NE(o.text.find("--"), std::string::npos) << bad << ": " << o.text;
   }
-  const Output blank = run(env() + sweep("--slurm -o '" + (dir_ / "a b").string() + "'"));
+  const Output blank = run(sweep("--slurm -o '" + (dir_ / "a b").string() + "'"));
   EXPECT_EQ(blank.rc, 2);
   EXPECT_NE(blank.text.find("may not hold blanks"), std::string::npos) << blank.text;
-  EXPECT_EQ(sbatch_calls().size(), 1u) << "only the failing submission reached sbatch";
+  EXPECT_EQ(slurm_.calls.size(), 1u) << "only the failing submission reached sbatch";
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // `cpsim sweep` end to end: the built binary on small sweep files in a temporary directory.
 // Each scenario is tiny (one attention layer, analytic engine, 16K tokens) so a point takes
-// a fraction of a second. Crashes and hangs are produced by a stand-in child program
-// (CPSIM_SWEEP_CHILD, the sweep's test seam) that kills itself or sleeps for chosen points and
-// runs the real `cpsim run` for the rest.
+// a fraction of a second. Crashes, failures, hangs and a Ctrl-C come from a fake runner
+// (tests/support/fake_runner.hpp) given to the sweep's runner in this process; the other
+// points run the real `cpsim run`.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -21,44 +21,17 @@
 
 namespace fs = std::filesystem;
 
+#include "app/sweep/runner.hpp"
 #include "support/cli.hpp"
+#include "support/fake_runner.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace cpsim::cli;
+using namespace cpsim::app;
+using cpsim::test::Act;
+using cpsim::test::FakeRunner;
 
 namespace {
-
-/// results.csv as maps from column name to value (no quoted commas in these tests' rows
-/// except the reason, which is the third field and handled by parsing quotes).
-std::vector<std::map<std::string, std::string>> read_csv(const fs::path& p) {
-  std::vector<std::vector<std::string>> recs;
-  std::vector<std::string> row;
-  std::string field, text = slurp(p);
-  bool q = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (q) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') q = false;
-      else field += c;
-    } else if (c == '"') {
-      q = true;
-    } else if (c == ',') {
-      row.push_back(field), field.clear();
-    } else if (c == '\n') {
-      row.push_back(field), field.clear();
-      recs.push_back(row), row.clear();
-    } else {
-      field += c;
-    }
-  }
-  std::vector<std::map<std::string, std::string>> out;
-  for (size_t r = 1; r < recs.size(); ++r) {
-    std::map<std::string, std::string> m;
-    for (size_t c = 0; c < recs[0].size() && c < recs[r].size(); ++c) m[recs[0][c]] = recs[r][c];
-    out.push_back(m);
-  }
-  return out;
-}
 
 std::vector<std::string> csv_header(const fs::path& p) {
   std::istringstream in(slurp(p));
@@ -70,35 +43,39 @@ std::vector<std::string> csv_header(const fs::path& p) {
   return h;
 }
 
-class SweepTest : public ::testing::Test {
+class SweepTest : public cpsim::test::TempDir {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("cpsim-sweep-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    TempDir::SetUp();
     ASSERT_TRUE(fs::exists(kCpsim)) << "build the cpsim binary first: " << kCpsim;
     write(dir_ / "tiny.yaml", kTinyScenario);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  /// A stand-in for `cpsim run`: `script` runs first with the arguments in "$*"; then the
-  /// real binary runs.
-  std::string child(const std::string& script) {
-    const fs::path p = dir_ / "child.sh";
-    write(p, "#!/bin/sh\n" + script + "\nexec " + kCpsim + " \"$@\"\n");
-    fs::permissions(p, fs::perms::owner_all);
-    return "env CPSIM_SWEEP_CHILD=" + p.string() + " ";
   }
 
   std::string sweep(const std::string& args) const {
     return kCpsim + " sweep " + (dir_ / "sweep.yaml").string() + " -o " + (dir_ / "out").string() + " " + args;
   }
 
-  fs::path dir_;
+  /// Runs sweep.yaml in this process as `cpsim sweep -o out -j JOBS` would, on `runner`.
+  int sweep_here(cpsim::test::FakeRunner& runner, int jobs, double timeout_s = 600, bool resume = false) {
+    sweep::SweepArgs a;
+    a.sweep_file = (dir_ / "sweep.yaml").string();
+    a.out_dir = (dir_ / "out").string();
+    a.jobs = jobs;
+    a.timeout_s = timeout_s;
+    a.resume = resume;
+    a.quiet = true;
+    const auto points = sweep::load_points(a.sweep_file, {});
+    EXPECT_TRUE(points);
+    fs::create_directories(dir_ / "out" / "runs");
+    fs::create_directories(dir_ / "out" / "logs");
+    std::vector<size_t> todo;
+    for (size_t i = 0; i < points->points.size(); ++i) todo.push_back(i);
+    sweep::SweepRunner r(a, points->points, "results.csv", runner, clock_);
+    if (resume) r.load_previous(todo);
+    return r.run(todo);
+  }
+
+  cpsim::test::FakeClock clock_;
 };
 
 TEST_F(SweepTest, ListShowsCartesianAndZippedExpansion) {
@@ -226,9 +203,9 @@ TEST_F(SweepTest, CrashingScenarioIsRecordedAndTheSweepCompletes) {
 axes:
   parallel.attention.scheme: [ring, allgather, ulysses]
 )");
-  const Output o = run(child(R"(case "$*" in *scheme=allgather*) echo "boom" >&2; kill -SEGV $$;; esac)") +
-                       sweep("-j 1"));
-  EXPECT_EQ(o.rc, 1) << o.text;
+  FakeRunner runner;
+  runner.rules = {{"scheme=allgather", {Act::Crash, SIGSEGV, "boom\n"}}};
+  EXPECT_EQ(sweep_here(runner, 1), 1);
   const auto rows = read_csv(dir_ / "out" / "results.csv");
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].at("status"), "ok");
@@ -238,29 +215,23 @@ axes:
   EXPECT_EQ(rows[2].at("status"), "ok");
 }
 
-TEST_F(SweepTest, TimeoutKillsTheScenarioAndItsChildren) {
+TEST_F(SweepTest, TimeoutKillsTheScenario) {
+  // (That the kill takes the command's whole process group: process_pool_test.cpp.) The
+  // limit is on the fake clock, which runs ~20x faster than real time while the sweep waits:
+  // it leaves the real point (perhaps under a sanitizer) ample time.
   write(dir_ / "sweep.yaml", R"(base: tiny.yaml
 axes:
   parallel.attention.scheme: [ring, allgather]
 )");
-  const fs::path marker = dir_ / "grandchild-survived";
-  // The hanging point starts a grandchild too: the whole process group must go. The limit
-  // leaves the other point (a real run, perhaps under a sanitizer) ample time.
-  const auto t0 = std::chrono::steady_clock::now();
-  const Output o = run(child("case \"$*\" in *scheme=ring*) (sleep 6; touch " + marker.string() +
-                             ") & sleep 60;; esac") +
-                       sweep("-j 2 --timeout 3"));
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(o.rc, 1) << o.text;
-  EXPECT_LT(wall, 30.0);
+  FakeRunner runner;
+  runner.rules = {{"scheme=ring", {Act::Hang}}};
+  EXPECT_EQ(sweep_here(runner, 2, 120), 1);
   const auto rows = read_csv(dir_ / "out" / "results.csv");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].at("status"), "timeout");
-  EXPECT_EQ(rows[0].at("reason"), "killed after --timeout 3 s");
+  EXPECT_EQ(rows[0].at("reason"), "killed after --timeout 120 s");
   EXPECT_EQ(rows[1].at("status"), "ok") << rows[1].at("reason");
-  const auto slept = std::chrono::steady_clock::now() - t0;
-  std::this_thread::sleep_for(std::chrono::milliseconds(6500) - slept);
-  EXPECT_FALSE(fs::exists(marker)) << "a child of the timed-out scenario outlived it";
+  EXPECT_EQ(runner.killed.size(), 1u);
 }
 
 TEST_F(SweepTest, SweepFileErrorExitsTwoWithTheLoadersMessage) {
@@ -292,10 +263,10 @@ int interrupt_sweep(const std::string& cmd, const fs::path& csv, size_t rows_bef
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-void check_resume_loses_nothing(const fs::path& dir, const std::string& slow_child,
-                                const std::string& sweep_cmd, int sig) {
+/// After an interrupted sweep (exit code `rc`): what was written is whole, and a resume runs
+/// only the rest.
+void check_resume_loses_nothing(const fs::path& dir, int rc, const std::string& sweep_cmd) {
   const fs::path csv = dir / "out" / "results.csv";
-  const int rc = interrupt_sweep(slow_child + sweep_cmd, csv, 2, sig);
   EXPECT_TRUE(rc == 130 || rc == 128 + SIGKILL) << "rc " << rc;
   // What was written is whole: every row parses and every ok row has its JSON.
   const auto before = read_csv(csv);
@@ -337,13 +308,24 @@ axes:
 )";
 
 TEST_F(SweepTest, ResumeAfterInterruptLosesNothing) {
+  // Ctrl-C (a real SIGINT to this process) once two of the eight points are done.
   write(dir_ / "sweep.yaml", kEightPoints);
-  check_resume_loses_nothing(dir_, child("sleep 0.3"), sweep("-j 1"), SIGINT);
+  FakeRunner runner;
+  runner.on_end = [](size_t ended) {
+    if (ended == 2) ::raise(SIGINT);
+  };
+  const int rc = sweep_here(runner, 1);
+  EXPECT_EQ(runner.started.size(), 2u);
+  check_resume_loses_nothing(dir_, rc, sweep("-j 1"));
 }
 
 TEST_F(SweepTest, ResumeAfterTheSweepIsKilledLosesNothing) {
+  // The real binary, SIGKILLed once two points are in its CSV (eight points, two at a time,
+  // each a real run of a few tenths of a second at 1M tokens).
   write(dir_ / "sweep.yaml", kEightPoints);
-  check_resume_loses_nothing(dir_, child("sleep 0.3"), sweep("-j 2"), SIGKILL);
+  const std::string cmd = sweep("-j 2 --set training.seq_len=1M");
+  const int rc = interrupt_sweep(cmd, dir_ / "out" / "results.csv", 2, SIGKILL);
+  check_resume_loses_nothing(dir_, rc, cmd);
 }
 
 TEST_F(SweepTest, ResumeRerunsFailedAndMissingPoints) {
@@ -351,7 +333,9 @@ TEST_F(SweepTest, ResumeRerunsFailedAndMissingPoints) {
 axes:
   parallel.attention.scheme: [ring, allgather, ulysses]
 )");
-  ASSERT_EQ(run(child(R"(case "$*" in *scheme=ulysses*) exit 3;; esac)") + sweep("-j 3")).rc, 1);
+  FakeRunner failing;
+  failing.rules = {{"scheme=ulysses", {Act::Exit, 3}}};
+  ASSERT_EQ(sweep_here(failing, 3), 1);
   auto rows = read_csv(dir_ / "out" / "results.csv");
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[2].at("status"), "failed");

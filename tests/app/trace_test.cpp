@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 #include "support/cli.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace cpsim::cli;
 
@@ -36,15 +37,11 @@ json load(const fs::path& p) {
   return json::parse(in);  // throws on invalid JSON, failing the test
 }
 
-class TraceTest : public ::testing::Test {
+class TraceTest : public cpsim::test::TempDir {
  protected:
   void SetUp() override {
+    TempDir::SetUp();
     ASSERT_TRUE(fs::exists(kCpsim)) << "build the cpsim binary first: " << kCpsim;
-    dir_ = fs::temp_directory_path() / ("cpsim-trace-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
   }
   /// Runs the scenario (one attention layer, 16K tokens) and returns its trace.
   json trace(const std::string& extra) {
@@ -56,7 +53,6 @@ class TraceTest : public ::testing::Test {
     EXPECT_EQ(run(cmd), 0) << cmd;
     return load(out);
   }
-  fs::path dir_;
 };
 
 struct Slice {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "app/child_replay.hpp"
 #include "engine/replay.hpp"
 #include "schedule/collectives.hpp"
 #include "test_platforms.hpp"
@@ -35,7 +36,7 @@ Result run(const Topology& topo, CollOp op, int n, double bytes, EngineKind kind
   req.bytes = bytes;
   auto res = add_collective(g, topo, req);
   g.finalize();
-  auto tr = cpsim::engine::replay_in_child(g, topo, kind);
+  auto tr = cpsim::app::replay_in_child(g, topo, kind);
   const double factor = op == CollOp::AllReduce ? 2.0 * (n - 1) / n : double(n - 1) / n;
   return {tr.makespan_s, bytes / tr.makespan_s * factor / GBps, res.protocol, res.predicted_s};
 }

@@ -2,6 +2,7 @@
 // contention-free symmetric rings it must give the same time as the step-by-step model.
 #include <gtest/gtest.h>
 
+#include "app/child_replay.hpp"
 #include "engine/replay.hpp"
 #include "schedule/collectives.hpp"
 #include "support/fixtures.hpp"
@@ -22,7 +23,7 @@ double collective_time(schedule::CollOp op, int n, double bytes, bool pipelined,
   schedule::add_collective(g, topo, req);
   g.finalize();
   if (ops) *ops = g.size();
-  return (simgrid ? engine::replay_in_child(g, topo, scenario::EngineKind::SimGrid)
+  return (simgrid ? app::replay_in_child(g, topo, scenario::EngineKind::SimGrid)
                   : engine::replay_analytic(g, topo))
       .makespan_s;
 }

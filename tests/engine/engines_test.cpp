@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "app/child_replay.hpp"
 #include "engine/replay.hpp"
 #include "test_platforms.hpp"
 
@@ -20,7 +21,7 @@ namespace {
 
 Trace run(EngineKind kind, const TaskGraph& g, const Topology& topo,
           const ReplayOptions& opt = {}) {
-  return cpsim::engine::replay_in_child(g, topo, kind, opt);
+  return cpsim::app::replay_in_child(g, topo, kind, opt);
 }
 
 void expect_agree(const TaskGraph& g, const Trace& a, const Trace& s, double rel = 1e-3) {

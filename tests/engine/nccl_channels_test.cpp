@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "app/child_replay.hpp"
 #include "engine/replay.hpp"
 #include "model/topology.hpp"
 #include "scenario/load.hpp"
@@ -28,7 +29,7 @@ double busbw(const Topology& topo, int n, double bytes, Algorithm a = Algorithm:
   req.algorithm = a;
   add_collective(g, topo, req);
   g.finalize();
-  const double t = cpsim::engine::replay_in_child(g, topo, kind).makespan_s;
+  const double t = cpsim::app::replay_in_child(g, topo, kind).makespan_s;
   return bytes / t * 2.0 * (n - 1) / n / 1e9;
 }
 

@@ -3,6 +3,7 @@
 // refused when replicas can differ; perturbed replicas are simulated in full.
 #include <gtest/gtest.h>
 
+#include "app/child_replay.hpp"
 #include "engine/replay.hpp"
 #include "report/metrics.hpp"
 #include "schedule/step.hpp"
@@ -48,7 +49,7 @@ Outcome run(const scenario::Scenario& sc, scenario::EngineKind engine) {
   schedule::TaskGraph g;
   const auto info = schedule::build_scenario(sc, topo, pricer, g);
   g.finalize();
-  const auto tr = engine::replay_in_child(g, topo, engine);
+  const auto tr = app::replay_in_child(g, topo, engine);
   return {tr.makespan_s, g.size(), info.symmetry};
 }
 

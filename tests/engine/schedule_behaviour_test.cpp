@@ -3,6 +3,7 @@
 // slower than compute, the pipeline bubble emerging from a 1F1B replay, and the double ring.
 #include <gtest/gtest.h>
 
+#include "app/child_replay.hpp"
 #include "engine/replay.hpp"
 #include "engine/test_platforms.hpp"
 #include "report/metrics.hpp"
@@ -46,7 +47,7 @@ double ring_forward_time(const scenario::Scenario& sc, double bw_Bps, bool simgr
   schedule::ring_pass(ctx, part, false, std::vector<schedule::OpId>(n, schedule::kNoOp), "ring");
   g.finalize();
   // In a child: SimGrid allows one engine per process, and other tests here replay too.
-  return engine::replay_in_child(g, topo, simgrid ? scenario::EngineKind::SimGrid
+  return app::replay_in_child(g, topo, simgrid ? scenario::EngineKind::SimGrid
                                                   : scenario::EngineKind::Analytic)
       .makespan_s;
 }
@@ -191,7 +192,7 @@ void run(Replayed& out, const scenario::Scenario& sc, scenario::EngineKind engin
   fixtures::PerPairCost cost(kPairSeconds);
   model::Topology topo(sc.platform);
   out.p = schedule::plan(sc, topo, cost);
-  const auto tr = engine::replay_in_child(out.p.graph, topo, engine);
+  const auto tr = app::replay_in_child(out.p.graph, topo, engine);
   out.r = report::analyze(out.p, tr, topo, model::estimate_memory(sc));
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "app/child_replay.hpp"
 #include "engine/replay.hpp"
 #include "report/metrics.hpp"
 #include "schedule/attention.hpp"
@@ -50,7 +51,7 @@ Outcome run(const scenario::Scenario& sc, bool in_child = false) {
   model::Topology topo(sc.platform, sc.perturb);
   const auto p = schedule::plan(sc, topo, cost);
   Outcome r;
-  r.trace = in_child ? engine::replay_in_child(p.graph, topo, sc.simulation.engine)
+  r.trace = in_child ? app::replay_in_child(p.graph, topo, sc.simulation.engine)
                      : engine::replay(p.graph, topo, sc.simulation.engine);
   r.result = report::analyze(p, r.trace, topo, model::estimate_memory(sc));
   return r;

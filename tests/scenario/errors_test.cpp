@@ -178,7 +178,7 @@ TEST(Errors, EnumValueNotAllowed) {
 
 TEST(Errors, EnumValueNoSuggestion) {
   EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, recompute: sometimes}\n"),
-            "s.yaml:3:38: error: training.recompute: unknown value 'sometimes'; allowed: full, selective, none\n"
+            "s.yaml:3:38: error: training.recompute: unknown value 'sometimes'; allowed: none, selective, full\n"
             "  training: {seq_len: 128K, recompute: sometimes}\n"
             "                                       ^");
 }

@@ -50,6 +50,11 @@ bool listed(const std::vector<std::string>& v, const std::string& s) {
 
 }  // namespace
 
+/// Each of `want`'s keys has its value in the imported YAML.
+void expect_keys(const std::string& y, const std::vector<std::pair<std::string, std::string>>& want) {
+  for (const auto& [key, value] : want) EXPECT_EQ(at(y, key), value) << key;
+}
+
 TEST(ImportHf, Llama3EightBIsThePreset) {
   const ModelSpec m = load_model("hf:" + kHf + "llama3-8b/config.json");
   const ModelSpec p = load_model("llama3-8b");
@@ -139,47 +144,27 @@ TEST(ImportHf, MissingHfFileIsReportedAtTheScenarioKey) {
 
 TEST(ImportHf, Qwen3MoeKeys) {
   const std::string y = import_hf(kHf + "qwen3-30b-a3b/config.json").yaml;
-  EXPECT_EQ(at(y, "layers"), "48");
-  EXPECT_EQ(at(y, "heads_kv"), "4");
-  EXPECT_EQ(at(y, "head_dim"), "128");
-  EXPECT_EQ(at(y, "moe.experts"), "128");
-  EXPECT_EQ(at(y, "moe.top_k"), "8");
-  EXPECT_EQ(at(y, "moe.expert_ffn_hidden"), "768");
-  EXPECT_EQ(at(y, "moe.shared_experts"), "0");
-  EXPECT_EQ(at(y, "moe.first_dense_layers"), "0");
-  EXPECT_EQ(at(y, "pattern"), "(absent)");
+  expect_keys(y, {{"layers", "48"}, {"heads_kv", "4"}, {"head_dim", "128"}, {"moe.experts", "128"},
+                   {"moe.top_k", "8"}, {"moe.expert_ffn_hidden", "768"}, {"moe.shared_experts", "0"},
+                   {"moe.first_dense_layers", "0"}, {"pattern", "(absent)"}});
 }
 
 TEST(ImportHf, Qwen3NextHybridMoeKeys) {
   const std::string y = import_hf(kHf + "qwen3-next-80b-a3b/config.json").yaml;
-  EXPECT_EQ(at(y, "pattern"), "[linear,linear,linear,full]");
-  EXPECT_EQ(at(y, "head_dim"), "256");
-  EXPECT_EQ(at(y, "linear_attention.heads_v"), "32");
-  EXPECT_EQ(at(y, "linear_attention.heads_k"), "16");
-  EXPECT_EQ(at(y, "moe.experts"), "512");
-  EXPECT_EQ(at(y, "moe.top_k"), "10");
-  EXPECT_EQ(at(y, "moe.expert_ffn_hidden"), "512");
-  EXPECT_EQ(at(y, "moe.shared_experts"), "1");
-  EXPECT_EQ(at(y, "moe.shared_expert_ffn_hidden"), "512");
+  expect_keys(y, {{"pattern", "[linear,linear,linear,full]"}, {"head_dim", "256"},
+                   {"linear_attention.heads_v", "32"}, {"linear_attention.heads_k", "16"},
+                   {"moe.experts", "512"}, {"moe.top_k", "10"}, {"moe.expert_ffn_hidden", "512"},
+                   {"moe.shared_experts", "1"}, {"moe.shared_expert_ffn_hidden", "512"}});
 }
 
 TEST(ImportHf, DeepSeekV3MlaAndMoeKeys) {
   const HfImport imp = import_hf(kHf + "deepseek-v3/config.json");
   const std::string& y = imp.yaml;
-  EXPECT_EQ(at(y, "attention_type"), "mla");
-  EXPECT_EQ(at(y, "mla.q_lora_rank"), "1536");
-  EXPECT_EQ(at(y, "mla.kv_lora_rank"), "512");
-  EXPECT_EQ(at(y, "mla.qk_nope_head_dim"), "128");
-  EXPECT_EQ(at(y, "mla.qk_rope_head_dim"), "64");
-  EXPECT_EQ(at(y, "mla.v_head_dim"), "128");
-  EXPECT_EQ(at(y, "head_dim"), "192");
-  EXPECT_EQ(at(y, "ffn_hidden"), "18432");
-  EXPECT_EQ(at(y, "moe.experts"), "256");
-  EXPECT_EQ(at(y, "moe.top_k"), "8");
-  EXPECT_EQ(at(y, "moe.expert_ffn_hidden"), "2048");
-  EXPECT_EQ(at(y, "moe.shared_experts"), "1");
-  EXPECT_EQ(at(y, "moe.shared_expert_ffn_hidden"), "2048");
-  EXPECT_EQ(at(y, "moe.first_dense_layers"), "3");
+  expect_keys(y, {{"attention_type", "mla"}, {"mla.q_lora_rank", "1536"}, {"mla.kv_lora_rank", "512"},
+                   {"mla.qk_nope_head_dim", "128"}, {"mla.qk_rope_head_dim", "64"}, {"mla.v_head_dim", "128"},
+                   {"head_dim", "192"}, {"ffn_hidden", "18432"}, {"moe.experts", "256"}, {"moe.top_k", "8"},
+                   {"moe.expert_ffn_hidden", "2048"}, {"moe.shared_experts", "1"},
+                   {"moe.shared_expert_ffn_hidden", "2048"}, {"moe.first_dense_layers", "3"}});
   EXPECT_TRUE(listed(imp.ignored, "num_nextn_predict_layers"));  // MTP is not modelled
   EXPECT_TRUE(listed(imp.ignored, "routed_scaling_factor"));
 }

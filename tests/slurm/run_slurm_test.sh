@@ -173,15 +173,12 @@ cp "$T/array/results.csv" "$T/merged-once.csv"
 cmp "$T/array/results.csv" "$T/merged-once.csv" && echo "  results.csv is byte-identical"
 
 step "kill one array task midway, then --resume"
-# Each point sleeps 1 s first (the sweep's CPSIM_SWEEP_CHILD seam; sbatch exports it to the
-# tasks), so shard 1 is caught after its first point and before its last.
-cat >"$T/slow-child.sh" <<EOF
-#!/bin/sh
-sleep 1
-exec $cpsim "\$@"
-EOF
-chmod +x "$T/slow-child.sh"
-job=$(CPSIM_SWEEP_CHILD=$T/slow-child.sh "$cpsim" sweep "$small" --slurm --array-size 3 -q -o "$T/killed")
+# Each point simulates a whole step of 32 micro-batches with SimGrid here (about a second), so
+# shard 1 is caught after its first point and before its last; compared with a local run of the
+# same points.
+slow=(--set simulation.scope=step --set simulation.engine=simgrid --set training.micro_batches=32)
+"$cpsim" sweep "$small" "${slow[@]}" -j 2 -o "$T/local-step" -q
+job=$("$cpsim" sweep "$small" "${slow[@]}" --slurm --array-size 3 -q -o "$T/killed")
 echo "  submitted job $job (3 tasks)"
 shard1_points=$("$cpsim" sweep "$small" --list --shard 1/3 | wc -l)
 csv1=$T/killed/results.1-of-3.csv
@@ -207,7 +204,7 @@ set -e
 grep -q "shard 1/3: .* missing" "$T/merge-killed.txt" || fail "--merge did not report shard 1 as missing points"
 kept=$(rows "$T/killed/results.csv")
 echo "  --resume:"
-"$cpsim" sweep "$small" --slurm --resume --wait -o "$T/killed" 2>&1 | tee "$T/resume.txt"
+"$cpsim" sweep "$small" "${slow[@]}" --slurm --resume --wait -o "$T/killed" 2>&1 | tee "$T/resume.txt"
 grep -q "resubmitting shard 1 of 3" "$T/resume.txt" || fail "--resume did not resubmit shard 1 alone"
 python3 - "$T/killed/sweep-slurm.json" <<'EOF'
 import json, sys
@@ -215,7 +212,7 @@ subs = json.load(open(sys.argv[1]))["submissions"]
 assert [s["shards"] for s in subs] == [[0, 1, 2], [1]], subs
 print(f"  submissions: {[(s['job_id'], s['shards']) for s in subs]}")
 EOF
-same_csv "$T/local/results.csv" "$T/killed/results.csv"
+same_csv "$T/local-step/results.csv" "$T/killed/results.csv"
 for j in "${!stamp[@]}"; do
   [ "$(stat -c %Y.%y "$j")" = "${stamp[$j]}" ] || fail "$j was written again: a finished point ran twice"
 done

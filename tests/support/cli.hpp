@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace cpsim::cli {
 
@@ -56,6 +58,38 @@ inline std::string slurp(const std::filesystem::path& p) {
 
 inline void write(const std::filesystem::path& p, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
+}
+
+/// A results CSV as rows of column name -> value (quoted fields, doubled quotes).
+inline std::vector<std::map<std::string, std::string>> read_csv(const std::filesystem::path& p) {
+  std::vector<std::vector<std::string>> recs;
+  std::vector<std::string> row;
+  std::string field, text = slurp(p);
+  bool q = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (q) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+      else if (c == '"') q = false;
+      else field += c;
+    } else if (c == '"') {
+      q = true;
+    } else if (c == ',') {
+      row.push_back(field), field.clear();
+    } else if (c == '\n') {
+      row.push_back(field), field.clear();
+      recs.push_back(row), row.clear();
+    } else {
+      field += c;
+    }
+  }
+  std::vector<std::map<std::string, std::string>> out;
+  for (size_t r = 1; r < recs.size(); ++r) {
+    std::map<std::string, std::string> m;
+    for (size_t c = 0; c < recs[0].size() && c < recs[r].size(); ++c) m[recs[0][c]] = recs[r][c];
+    out.push_back(m);
+  }
+  return out;
 }
 
 }  // namespace cpsim::cli

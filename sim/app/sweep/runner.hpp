@@ -1,39 +1,24 @@
 #pragma once
 /// Runs sweep points locally: each in its own `cpsim run` process (SimGrid allows one engine
-/// per process), N at a time, recording each CSV row and result JSON as it finishes.
+/// per process), N at a time (app/process_pool's run_batch), recording each CSV row and result
+/// JSON as it finishes.
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "app/process_pool.hpp"
 #include "app/sweep/results_csv.hpp"
 
 namespace cpsim::app::sweep {
 
-/// Set by SIGINT/SIGTERM while an InterruptGuard lives.
-bool interrupted();
-
-/// Installs SIGINT/SIGTERM handlers for the sweep's lifetime; the children run in their own
-/// process groups, so a terminal's Ctrl-C reaches only the sweep, which then stops them.
-class InterruptGuard {
- public:
-  InterruptGuard();
-  ~InterruptGuard();
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
-
- private:
-  struct Saved;
-  Saved* saved_;
-};
-
 /// The first line of a child's stderr that says what went wrong.
 std::string failure_reason(const std::string& log);
 
-struct Child;
-
 class SweepRunner {
  public:
-  SweepRunner(const SweepArgs& a, std::vector<scenario::SweepPoint> points, std::string csv_name);
+  /// Points run as `cpsim run` commands on `runner`; `clock` times them (timeouts, ETA).
+  SweepRunner(const SweepArgs& a, std::vector<scenario::SweepPoint> points, std::string csv_name,
+              pool::Runner& runner, pool::Clock& clock);
 
   std::string json_path(size_t i) const;
   std::string log_path(size_t i) const;
@@ -45,9 +30,9 @@ class SweepRunner {
   int run(const std::vector<size_t>& todo);
 
  private:
-  Child spawn(size_t i);
+  pool::Runner::Id spawn(size_t i);
   void remove_stale_temporaries(const std::vector<size_t>& todo) const;
-  Row& record(const Child& ch, int status);
+  Row& record(size_t i, const pool::Finished& f);
   void report_point(size_t i, size_t done, size_t total, double wall_s);
   void write_csv();
 
@@ -55,7 +40,8 @@ class SweepRunner {
   std::vector<scenario::SweepPoint> points_;
   fs::path dir_;
   std::string csv_path_;
-  std::string exe_;
+  pool::Runner& runner_;
+  pool::Clock& clock_;
   std::vector<std::string> swept_, header_;
   std::vector<std::optional<Row>> rows_;
   bool tty_ = false;

@@ -4,14 +4,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <iostream>
 #include <set>
-#include <thread>
 
+#include "app/process_pool.hpp"
 #include "app/slurm.hpp"
 #include "app/sweep/manifest.hpp"
-#include "app/sweep/runner.hpp"
 #include "report/output.hpp"
 #include "report/safe_write.hpp"
 
@@ -19,36 +17,23 @@ namespace cpsim::app::sweep {
 
 namespace {
 
-std::string own_exe() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "/proc/self/exe" : p.string();
-}
-
-
-double poll_interval_s() {
-  // A test seam: how often --wait asks squeue.
-  if (const char* p = std::getenv("CPSIM_SLURM_POLL_S"); p && *p) {
-    const double v = std::atof(p);
-    if (v > 0) return v;
-  }
-  return 2.0;
-}
+/// How often --wait asks squeue: a query costs slurmctld one RPC, and array tasks run minutes.
+constexpr double kPollS = 2.0;
 
 /// Waits until `job_id` has left the queue, showing how many points its shards finished.
 /// Returns false when interrupted.
-bool wait_for_job(const std::string& job_id, const fs::path& dir, const std::vector<size_t>& shard_of,
+bool wait_for_job(pool::Runner& runner, pool::Clock& clock, const std::string& job_id, const fs::path& dir,
+                  const std::vector<size_t>& shard_of,
                   const std::vector<size_t>& shards, size_t k, bool quiet) {
   std::set<size_t> mine(shards.begin(), shards.end());
   size_t total = 0;
   for (size_t s : shard_of) total += mine.count(s);
   const bool tty = ::isatty(STDERR_FILENO) && !quiet;
-  const double poll_s = poll_interval_s();
-  const auto t0 = Clock::now();
+  const double t0 = clock.now_s();
   std::string last_line, last_error;
-  InterruptGuard guard;
-  while (!interrupted()) {
-    const slurm::QueueState q = slurm::query(job_id);
+  pool::InterruptGuard guard;
+  while (!pool::interrupted()) {
+    const slurm::QueueState q = slurm::query(runner, job_id);
     if (q.gone()) break;
     if (!q.answered) {
       if (q.error != last_error)
@@ -63,24 +48,25 @@ bool wait_for_job(const std::string& job_id, const fs::path& dir, const std::vec
       if (line != last_line) std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n") << std::flush;
       last_line = line;
     }
-    const auto until = Clock::now() + std::chrono::duration<double>(poll_s);
-    while (!interrupted() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // In short naps, so that Ctrl-C is noticed at once.
+    const double until = clock.now_s() + kPollS;
+    while (!pool::interrupted() && clock.now_s() < until) clock.sleep_s(0.02);
   }
   if (tty) std::cerr << "\r\033[K" << std::flush;
-  if (interrupted()) {
+  if (pool::interrupted()) {
     std::cerr << "sweep: stopped waiting; job " << job_id << " goes on. Merge when it is done: cpsim sweep --merge "
               << slurm::shell_quote(dir.string()) << "\n";
     return false;
   }
   if (!quiet)
     std::cerr << "sweep: job " << job_id << " left the queue after "
-              << format_duration(std::chrono::duration<double>(Clock::now() - t0).count()) << "\n";
+              << format_duration(clock.now_s() - t0) << "\n";
   return true;
 }
 
 }  // namespace
 
-int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep) {
+int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep, pool::Runner& runner, pool::Clock& clock) {
   const size_t n = sweep.points.size();
   const fs::path dir = absolute_dir(a.out_dir.empty() ? report::path_component(sweep.name) + "-sweep" : a.out_dir);
   if (dir.string().find_first_of(" \t\n%") != std::string::npos)
@@ -109,7 +95,7 @@ int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep) {
   // A submission still queued would write the same shard files as a new one.
   if (m)
     for (const auto& sub : m->submissions) {
-      const slurm::QueueState q = slurm::query(sub.job_id);
+      const slurm::QueueState q = slurm::query(runner, sub.job_id);
       if (!q.answered) {
         std::cerr << "sweep: cannot tell whether job " << sub.job_id << " (an earlier submission to " << dir.string()
                   << ") is still queued: " << q.error << "\n";
@@ -170,7 +156,7 @@ int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep) {
   for (char& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '_' && ch != '.') ch = '-';
   job.job_name = name;
-  job.cpsim = own_exe();
+  job.cpsim = fs::weakly_canonical(fs::absolute(runner.cpsim())).string();
   job.sweep_file = next.sweep_file;
   job.out_dir = dir.string();
   job.shards = k;
@@ -189,7 +175,7 @@ int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep) {
     std::cerr << "sweep: " << e.what() << "\n";
     return 1;
   }
-  const slurm::Submitted sub = slurm::submit(script, to_run.size() == k ? "" : slurm::array_list(to_run));
+  const slurm::Submitted sub = slurm::submit(runner, script, to_run.size() == k ? "" : slurm::array_list(to_run));
   if (!sub.ok) {
     std::cerr << "sweep: sbatch " << script << ": " << sub.error << "\n";
     return 1;
@@ -213,12 +199,12 @@ int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep) {
       std::cout << "sweep: when it is done: cpsim sweep --merge " << slurm::shell_quote(dir.string()) << "\n";
   }
   if (!a.wait) return 0;
-  if (!wait_for_job(sub.job_id, dir, shard_of, to_run, k, a.quiet)) return 130;
+  if (!wait_for_job(runner, clock, sub.job_id, dir, shard_of, to_run, k, a.quiet)) return 130;
   const std::optional<Manifest> now = next;
   Collected c = collect_shards(dir, sweep.points, shard_of, k);
   // On a shared filesystem the last files a node wrote may take a moment to show here.
-  for (int retry = 0; retry < 3 && c.missing > 0 && !interrupted(); ++retry) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(poll_interval_s()));
+  for (int retry = 0; retry < 3 && c.missing > 0 && !pool::interrupted(); ++retry) {
+    clock.sleep_s(kPollS);
     c = collect_shards(dir, sweep.points, shard_of, k);
   }
   try {

@@ -1,12 +1,12 @@
-// Topology: links, routes, latencies and bottlenecks (tests/model is another engineer's; the
-// engine tests are this class's main users).
+// Topology (sim/model/topology): links, routes, latencies and bottlenecks. The platforms are
+// the engine tests' (tests/engine/test_platforms.hpp), the class's main users.
 #include "model/topology.hpp"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "test_platforms.hpp"
+#include "engine/test_platforms.hpp"
 
 using cpsim::model::LinkClass;
 using cpsim::model::Topology;

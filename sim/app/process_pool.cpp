@@ -1,0 +1,372 @@
+// Every fork, exec and waitpid of cpsim (process_pool.hpp says why there are child processes).
+#include "app/process_pool.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+#include <thread>
+
+namespace cpsim::app::pool {
+
+namespace {
+
+volatile sig_atomic_t g_interrupted = 0;
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
+bool write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t w = ::write(fd, s.data() + off, s.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    off += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+std::string read_all(int fd) {
+  std::string buf;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t r = ::read(fd, chunk, sizeof chunk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    buf.append(chunk, static_cast<size_t>(r));
+  }
+  return buf;
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+Exit exit_of(int status) {
+  Exit e;
+  if (WIFSIGNALED(status)) {
+    e.how = Exit::How::Signaled;
+    e.code = WTERMSIG(status);
+  } else {
+    e.how = Exit::How::Exited;
+    e.code = WEXITSTATUS(status);
+  }
+  return e;
+}
+
+/// A forked child running one function: its pid and the pipe its answer comes through.
+struct FnChild {
+  size_t job;
+  pid_t pid;
+  int fd;
+};
+
+/// Forks a child that runs `fn` and writes back one tag byte ('0' = bytes follow, '1' = an
+/// error message follows) and the payload.
+FnChild start_fn(const std::function<std::string()>& fn, size_t job) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string out;
+    int code = 0;
+    try {
+      out = "0" + fn();
+    } catch (const std::exception& e) {
+      out = std::string("1") + e.what();
+      code = 1;
+    }
+    // _exit: the child must not run the parent's atexit handlers or flush its stdio buffers.
+    ::_exit(write_all(fds[1], out) ? code : 3);
+  }
+  ::close(fds[1]);
+  return {job, pid, fds[0]};
+}
+
+/// Reads the child's answer to its end (so a child never blocks on a full pipe) and reaps it.
+/// `who` names the child in errors ("" leaves the child's own message as it is).
+std::string finish_fn(const FnChild& c, const std::string& who) {
+  const std::string name = who.empty() ? "child process" : who;
+  const std::string buf = read_all(c.fd);
+  ::close(c.fd);
+  const int status = wait_for(c.pid);
+  if (WIFSIGNALED(status))
+    throw std::runtime_error(name + " killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+                             strsignal(WTERMSIG(status)) + ")");
+  if (buf.empty()) throw std::runtime_error(name + " exited without a result");
+  if (buf[0] == '1') throw std::runtime_error(who.empty() ? buf.substr(1) : who + ": " + buf.substr(1));
+  return buf.substr(1);
+}
+
+}  // namespace
+
+bool interrupted() { return g_interrupted != 0; }
+void request_interrupt() { g_interrupted = 1; }
+
+struct InterruptGuard::Saved {
+  struct sigaction old_int {}, old_term {};
+};
+
+InterruptGuard::InterruptGuard() : saved_(new Saved) {
+  g_interrupted = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &saved_->old_int);
+  sigaction(SIGTERM, &sa, &saved_->old_term);
+}
+
+InterruptGuard::~InterruptGuard() {
+  sigaction(SIGINT, &saved_->old_int, nullptr);
+  sigaction(SIGTERM, &saved_->old_term, nullptr);
+  delete saved_;
+}
+
+std::string run_in_child(const std::function<std::string()>& fn) {
+  return finish_fn(start_fn(fn, 0), "");
+}
+
+std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs,
+                                         int parallel) {
+  std::vector<std::string> out(jobs.size());
+  std::deque<FnChild> running;
+  size_t next = 0;
+  std::string error;
+  while (next < jobs.size() || !running.empty()) {
+    while (error.empty() && next < jobs.size() &&
+           running.size() < static_cast<size_t>(std::max(1, parallel))) {
+      running.push_back(start_fn(jobs[next], next));
+      ++next;
+    }
+    if (running.empty()) break;
+    const FnChild c = running.front();
+    running.pop_front();
+    try {
+      out[c.job] = finish_fn(c, "child run " + std::to_string(c.job + 1));
+    } catch (const std::exception& e) {
+      if (error.empty()) error = e.what();  // let the running ones finish, start no more
+    }
+  }
+  if (!error.empty()) throw std::runtime_error(error);
+  return out;
+}
+
+std::string self_exe() {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "/proc/self/exe" : p.string();
+}
+
+SystemRunner::SystemRunner(std::string cpsim) : cpsim_(std::move(cpsim)) {}
+
+SystemRunner::~SystemRunner() {
+  for (const auto& [id, pid] : running_) {
+    ::kill(-static_cast<pid_t>(pid), SIGKILL);
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
+    wait_for(static_cast<pid_t>(pid));
+  }
+}
+
+Runner::Id SystemRunner::start_cpsim(const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<std::string> argv = {cpsim_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> cargv;
+  for (auto& s : argv) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const pid_t parent = ::getpid();
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    if (devnull >= 0) {
+      ::dup2(devnull, STDIN_FILENO);
+      ::dup2(devnull, STDOUT_FILENO);
+    }
+    if (log >= 0) ::dup2(log, STDERR_FILENO);
+    ::execv(cargv[0], cargv.data());
+    const char msg[] = "error: cannot execute the cpsim binary\n";
+    [[maybe_unused]] const ssize_t w = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  if (pid > 0) ::setpgid(pid, pid);  // also here: no race with the first kill
+  if (log >= 0) ::close(log);
+  if (devnull >= 0) ::close(devnull);
+  const Id id = next_++;
+  if (pid < 0) ended_[id] = Exit{Exit::How::NotStarted, fork_errno};
+  else running_[id] = pid;
+  return id;
+}
+
+std::optional<Exit> SystemRunner::poll(Id id) {
+  if (const auto e = ended_.find(id); e != ended_.end()) {
+    const Exit x = e->second;
+    ended_.erase(e);
+    return x;
+  }
+  const auto it = running_.find(id);
+  if (it == running_.end()) return Exit{Exit::How::NotStarted, ECHILD};
+  int status = 0;
+  pid_t r;
+  while ((r = ::waitpid(static_cast<pid_t>(it->second), &status, WNOHANG)) < 0 && errno == EINTR) {
+  }
+  if (r == 0) return std::nullopt;
+  running_.erase(it);
+  if (r < 0) return Exit{Exit::How::NotStarted, errno};
+  return exit_of(status);
+}
+
+void SystemRunner::kill(Id id) {
+  const auto it = running_.find(id);
+  if (it == running_.end()) return;
+  ::kill(-static_cast<pid_t>(it->second), SIGKILL);
+  ::kill(static_cast<pid_t>(it->second), SIGKILL);
+}
+
+Captured SystemRunner::capture(const std::vector<std::string>& argv) {
+  Captured r;
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    r.err = std::strerror(errno);
+    return r;
+  }
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    r.err = std::strerror(errno);
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return r;
+  }
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargv;
+  for (auto& s : args) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+    ::dup2(out_pipe[1], STDOUT_FILENO);
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    ::execvp(cargv[0], cargv.data());
+    const std::string msg = std::string(cargv[0]) + ": " + std::strerror(errno) + "\n";
+    [[maybe_unused]] const ssize_t w = ::write(STDERR_FILENO, msg.data(), msg.size());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (pid < 0) {
+    r.err = std::string("fork: ") + std::strerror(errno);
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    return r;
+  }
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int k = 0; k < 2; ++k) {
+      if (fds[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[4096];
+      const ssize_t n = ::read(fds[k].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[k]->append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[k].fd);
+        fds[k].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  r.rc = exit_of(wait_for(pid)).shell_code();
+  return r;
+}
+
+double SystemClock::now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void SystemClock::sleep_s(double s) {
+  if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
+
+bool run_batch(Runner& runner, Clock& clock, size_t count, int jobs, double timeout_s,
+               const std::function<Runner::Id(size_t)>& launch,
+               const std::function<void(const Finished&)>& done,
+               const std::function<void(bool changed)>& tick) {
+  struct Running {
+    size_t index;
+    Runner::Id id;
+    double started;
+    bool timed_out = false;
+  };
+  std::vector<Running> running;
+  size_t next = 0;
+  while ((next < count || !running.empty()) && !interrupted()) {
+    while (next < count && running.size() < static_cast<size_t>(std::max(1, jobs)) && !interrupted()) {
+      const double t = clock.now_s();
+      running.push_back({next, launch(next), t});
+      ++next;
+    }
+    bool changed = false;
+    for (size_t c = 0; c < running.size();) {
+      Running& r = running[c];
+      const std::optional<Exit> e = runner.poll(r.id);
+      if (!e) {
+        if (timeout_s > 0 && clock.now_s() - r.started > timeout_s && !r.timed_out) {
+          r.timed_out = true;
+          runner.kill(r.id);
+        }
+        ++c;
+        continue;
+      }
+      done(Finished{r.index, *e, r.timed_out, clock.now_s() - r.started});
+      running.erase(running.begin() + static_cast<long>(c));
+      changed = true;
+    }
+    tick(changed);
+    // 20 ms: a finished point is noticed at once on the scale of a scenario's run (0.1 s+).
+    if (!changed) clock.sleep_s(0.02);
+  }
+  if (!interrupted()) return true;
+  for (const Running& r : running) runner.kill(r.id);
+  for (const Running& r : running)
+    while (!runner.poll(r.id)) clock.sleep_s(0.005);
+  return false;
+}
+
+}  // namespace cpsim::app::pool

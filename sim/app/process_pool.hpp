@@ -1,0 +1,138 @@
+#pragma once
+/// The only code of cpsim that starts processes. SimGrid allows one engine per process, so
+/// every replay beyond the first runs in a child: a function in a forked child that sends its
+/// bytes back (run_in_child, run_in_children), or `cpsim run` exec'd with a log (Runner,
+/// run_batch for sweeps). Commands go through the Runner interface and time through Clock, so
+/// the sweep and Slurm code is tested with fakes (as ninja tests its SubprocessSet through a
+/// fake CommandRunner) instead of environment variables or scripts on PATH. POSIX.
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cpsim::app::pool {
+
+// ---- one interrupt flag -------------------------------------------------------------------------
+
+/// Set by SIGINT/SIGTERM while an InterruptGuard lives, or by request_interrupt().
+bool interrupted();
+/// Sets the flag as a signal would (tests, and fakes that stand for an impatient user).
+void request_interrupt();
+
+/// Installs SIGINT/SIGTERM handlers for its lifetime and clears the flag; commands run in
+/// their own process groups, so a terminal's Ctrl-C reaches only cpsim, which then stops them.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  struct Saved;
+  Saved* saved_;
+};
+
+// ---- functions in forked children ---------------------------------------------------------------
+
+/// Runs `fn` in a forked child and returns the bytes it returned there. Throws
+/// std::runtime_error with the child's exception message, or saying which signal killed it.
+std::string run_in_child(const std::function<std::string()>& fn);
+
+/// Each job in its own forked child, at most `parallel` at once; results in job order. After
+/// the first failure no further job starts, the running ones finish, and its error is thrown.
+std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs,
+                                         int parallel);
+
+// ---- commands -----------------------------------------------------------------------------------
+
+/// How a command ended.
+struct Exit {
+  enum class How { Exited, Signaled, NotStarted };
+  How how = How::NotStarted;
+  int code = 0;  ///< exit code, signal number, or errno (NotStarted)
+  /// waitpid-style: exit code, 128 + signal, or 127 when it never ran.
+  int shell_code() const { return how == How::Exited ? code : how == How::Signaled ? 128 + code : 127; }
+};
+
+/// What a captured command printed.
+struct Captured {
+  int rc = -1;  ///< exit code (128 + signal); 127 when the program could not be executed
+  std::string out, err;
+};
+
+/// Starts and watches commands. The system one forks and execs; tests pass fakes.
+class Runner {
+ public:
+  using Id = long;
+  virtual ~Runner() = default;
+  /// Starts `cpsim ARGS` in its own process group, stdin and stdout on /dev/null, stderr into
+  /// `log_path` (truncated). Never throws: a command that cannot start reports
+  /// Exit::How::NotStarted from poll().
+  virtual Id start_cpsim(const std::vector<std::string>& args, const std::string& log_path) = 0;
+  /// The command's exit once it ended (and is reaped); nullopt while it runs. Never blocks.
+  virtual std::optional<Exit> poll(Id id) = 0;
+  /// SIGKILL to the command and its process group; poll() then reports it.
+  virtual void kill(Id id) = 0;
+  /// Runs argv (argv[0] looked up on PATH) to its end with stdin on /dev/null, collecting
+  /// stdout and stderr.
+  virtual Captured capture(const std::vector<std::string>& argv) = 0;
+  /// The cpsim binary start_cpsim runs (what a Slurm batch script execs).
+  virtual std::string cpsim() const = 0;
+};
+
+/// Wall-clock time and sleeping; tests pass one whose sleep only advances its count.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual double now_s() = 0;
+  virtual void sleep_s(double s) = 0;
+};
+
+/// The path of the running binary (/proc/self/exe).
+std::string self_exe();
+
+/// Runner of real processes; `cpsim` is the binary start_cpsim execs.
+class SystemRunner : public Runner {
+ public:
+  explicit SystemRunner(std::string cpsim = self_exe());
+  ~SystemRunner() override;
+  Id start_cpsim(const std::vector<std::string>& args, const std::string& log_path) override;
+  std::optional<Exit> poll(Id id) override;
+  void kill(Id id) override;
+  Captured capture(const std::vector<std::string>& argv) override;
+  std::string cpsim() const override { return cpsim_; }
+
+ private:
+  std::string cpsim_;
+  Id next_ = 0;
+  std::map<Id, long> running_;  ///< id -> pid
+  std::map<Id, Exit> ended_;    ///< ended, not yet polled (commands that could not start)
+};
+
+class SystemClock : public Clock {
+ public:
+  double now_s() override;
+  void sleep_s(double s) override;
+};
+
+/// One finished command of run_batch.
+struct Finished {
+  size_t index = 0;  ///< which command (0 .. count-1)
+  Exit exit;
+  bool timed_out = false;  ///< killed after timeout_s
+  double wall_s = 0;
+};
+
+/// Runs commands 0 .. count-1, `launch(i)` starting command i on `runner`, at most `jobs` at
+/// once; kills one that runs longer than `timeout_s` (> 0); calls `done` as each finishes and
+/// `tick(changed)` after each look at the running ones (about every 20 ms). Once interrupted(),
+/// it starts no more, kills and reaps the running ones and returns false.
+bool run_batch(Runner& runner, Clock& clock, size_t count, int jobs, double timeout_s,
+               const std::function<Runner::Id(size_t)>& launch,
+               const std::function<void(const Finished&)>& done,
+               const std::function<void(bool changed)>& tick);
+
+}  // namespace cpsim::app::pool

@@ -1,0 +1,151 @@
+// app/process_pool: functions in forked children, real commands (a shell script stands for the
+// cpsim binary, passed to SystemRunner's constructor), the interrupt flag, and run_batch's
+// scheduling through a fake runner and clock.
+#include "app/process_pool.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+#include "support/fake_runner.hpp"
+#include "support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using namespace cpsim;
+using namespace cpsim::app;
+
+namespace {
+
+TEST(ProcessPool, FunctionBytesComeBackFromTheChild) {
+  const pid_t parent = ::getpid();
+  const std::string got = pool::run_in_child([parent] {
+    return std::string(::getpid() != parent ? "child" : "parent") + std::string(1, '\0') + "tail";
+  });
+  EXPECT_EQ(got, std::string("child") + std::string(1, '\0') + "tail");
+}
+
+TEST(ProcessPool, ChildErrorsAndSignalsAreThrownHere) {
+  try {
+    pool::run_in_child([]() -> std::string { throw std::invalid_argument("no such scheme"); });
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "no such scheme");
+  }
+  try {
+    pool::run_in_child([]() -> std::string { ::raise(SIGSEGV); return ""; });
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("killed by signal 11"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ProcessPool, ChildrenKeepJobOrderAndNameTheFailingRun) {
+  std::vector<std::function<std::string()>> jobs;
+  for (int i = 0; i < 5; ++i)
+    jobs.push_back([i] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10 * (5 - i)));  // later ones end first
+      return std::to_string(i * i);
+    });
+  EXPECT_EQ(pool::run_in_children(jobs, 3), (std::vector<std::string>{"0", "1", "4", "9", "16"}));
+  jobs[3] = []() -> std::string { throw std::runtime_error("bad point"); };
+  try {
+    pool::run_in_children(jobs, 2);
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "child run 4: bad point");
+  }
+}
+
+class SystemRunnerTest : public test::TempDir {};
+
+TEST_F(SystemRunnerTest, CommandsExitWithTheirCodeAndLogTheirStderr) {
+  const fs::path script = dir_ / "fake-cpsim";
+  cli::write(script, "#!/bin/sh\necho \"args: $*\" >&2\necho not-in-the-log\nexit 3\n");
+  fs::permissions(script, fs::perms::owner_all);
+  pool::SystemRunner r(script.string());
+  EXPECT_EQ(r.cpsim(), script.string());
+  const auto id = r.start_cpsim({"run", "a b.yaml"}, (dir_ / "log").string());
+  std::optional<pool::Exit> e;
+  for (int i = 0; i < 5000 && !(e = r.poll(id)); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->how, pool::Exit::How::Exited);
+  EXPECT_EQ(e->code, 3);
+  EXPECT_EQ(cli::slurp(dir_ / "log"), "args: run a b.yaml\n");
+
+  const pool::Captured c = r.capture({"sh", "-c", "echo out; echo err >&2; exit 4"});
+  EXPECT_EQ(c.rc, 4);
+  EXPECT_EQ(c.out, "out\n");
+  EXPECT_EQ(c.err, "err\n");
+  const pool::Captured none = r.capture({"cpsim-no-such-program"});
+  EXPECT_EQ(none.rc, 127);
+  EXPECT_NE(none.err.find("cpsim-no-such-program"), std::string::npos) << none.err;
+}
+
+TEST_F(SystemRunnerTest, KillTakesTheWholeProcessGroup) {
+  // The command starts a grandchild that would leave a mark 2 s later: killing the command
+  // must kill it too (a sweep's timeout, an interrupted sweep).
+  const fs::path script = dir_ / "fake-cpsim", marker = dir_ / "grandchild-survived";
+  cli::write(script, "#!/bin/sh\n(sleep 2; touch " + marker.string() + ") &\nsleep 60\n");
+  fs::permissions(script, fs::perms::owner_all);
+  pool::SystemRunner r(script.string());
+  const auto id = r.start_cpsim({}, (dir_ / "log").string());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(r.poll(id));
+  r.kill(id);
+  std::optional<pool::Exit> e;
+  for (int i = 0; i < 5000 && !(e = r.poll(id)); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->how, pool::Exit::How::Signaled);
+  EXPECT_EQ(e->code, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_FALSE(fs::exists(marker)) << "a child of the killed command outlived it";
+}
+
+TEST(RunBatch, AtMostNAtOnceTimeoutsAndInterrupts) {
+  test::FakeRunner r("/nonexistent");
+  test::FakeClock clock;
+  r.rules = {{"hang", {test::Act::Hang}}, {"x", {test::Act::Exit, 0}}};
+  size_t live = 0, most = 0;
+  std::vector<pool::Finished> ended;
+  const bool whole = pool::run_batch(
+      r, clock, 6, 2, 30,
+      [&](size_t i) {
+        most = std::max(most, ++live);
+        return r.start_cpsim({i == 4 ? "hang" : "x"}, "/dev/null");
+      },
+      [&](const pool::Finished& f) {
+        --live;
+        ended.push_back(f);
+      },
+      [](bool) {});
+  EXPECT_TRUE(whole);
+  EXPECT_EQ(most, 2u);
+  ASSERT_EQ(ended.size(), 6u);
+  const auto hung = std::find_if(ended.begin(), ended.end(), [](const auto& f) { return f.index == 4; });
+  EXPECT_TRUE(hung->timed_out);
+  EXPECT_EQ(hung->exit.how, pool::Exit::How::Signaled);
+  EXPECT_GE(hung->wall_s, 30);
+  EXPECT_LT(hung->wall_s, 31);
+
+  // A Ctrl-C while two hang: both are killed and reaped, nothing more starts.
+  pool::InterruptGuard guard;
+  r.rules = {{"", {test::Act::Hang}}};
+  r.killed.clear();
+  size_t launched = 0, ticks = 0;
+  const bool again = pool::run_batch(
+      r, clock, 5, 2, 0, [&](size_t) { return ++launched, r.start_cpsim({"y"}, "/dev/null"); },
+      [](const pool::Finished&) {},
+      [&](bool) {
+        if (++ticks == 3) ::raise(SIGINT);
+      });
+  EXPECT_FALSE(again);
+  EXPECT_TRUE(pool::interrupted());
+  EXPECT_EQ(launched, 2u);
+  EXPECT_EQ(r.killed.size(), 2u);
+}
+
+}  // namespace
