@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "app/command_errors.hpp"
 #include "app/commands.hpp"
 #include "model/cost_model.hpp"
 #include "model/gdn_cost.hpp"
@@ -103,20 +104,7 @@ void register_kernels_gdn(CLI::App* kernels, int& rc) {
   sub->add_option("--value-dim", a->value_dim, "value head dim (default 128)");
   sub->add_option("--chunk", a->chunk, "chunk size (default 64)");
   sub->add_option("--json", a->json, "write the result as JSON to this file");
-  sub->callback([a, &rc] {
-    try {
-      rc = price_gdn(*a);
-    } catch (const scenario::InputError& e) {
-      std::cerr << e.what() << "\n";
-      rc = 2;
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "cpsim kernels gdn: error: " << e.what() << "\n";
-      rc = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "cpsim kernels gdn: " << e.what() << "\n";
-      rc = 1;
-    }
-  });
+  sub->callback([a, &rc] { rc = report_errors("cpsim kernels gdn", "", [&] { return price_gdn(*a); }); });
 }
 
 }  // namespace cpsim::app
