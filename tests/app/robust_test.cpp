@@ -157,7 +157,20 @@ TEST_F(RobustTest, CheckRefusesWhatRunRefuses) {
   EXPECT_EQ(c.rc, 2) << c.text;
   EXPECT_NE(c.text.find("every rail"), std::string::npos) << c.text;
   EXPECT_NE(c.text.find("perturb.rails_down"), std::string::npos) << c.text;
+  EXPECT_NE(c.text.find("<--set>:1:20: error: perturb.rails_down: every rail"), std::string::npos) << c.text;
   EXPECT_EQ(run(kCpsim + " check " + s).rc, 0);
+  // In a file: check and run both name the line and column of the list.
+  std::string text = slurp(s);
+  text.replace(text.find("rails_down: [0]"), 15, "rails_down: [0, 1, 2, 3, 4, 5, 6, 7]");
+  write(dir_ / "down.yaml", text);
+  for (const char* cmd : {" check ", " run ", " kernels shapes "}) {
+    const Output o = run(kCpsim + cmd + (dir_ / "down.yaml").string() + " --set simulation.engine=analytic");
+    EXPECT_EQ(o.rc, 2) << cmd << o.text;
+    EXPECT_NE(o.text.find("down.yaml:24:15: error: perturb.rails_down: every rail GPUs use (8 of 8 NICs per "
+                          "node) is down, so the 4 nodes cannot reach each other"),
+              std::string::npos)
+        << cmd << o.text;
+  }
 }
 
 // ---- data loss ----------------------------------------------------------------------------------
