@@ -73,6 +73,17 @@ TEST_F(RobustTest, BillionMicroBatchesAreRefusedWithTheEstimate) {
   EXPECT_EQ(r.rc, 2) << r.text;
   EXPECT_NE(r.text.find("over the limit of 1.07 GB"), std::string::npos) << r.text;
   EXPECT_EQ(run(kCpsim + " run " + tiny() + " --max-memory 0").rc, 2);
+  // Layer scope builds every micro-batch too (found by fuzz_argv: it took 24 GB, then SIGKILL).
+  for (const char* cmd : {" kernels shapes ", " run "}) {
+    const Output l = run("env CPSIM_MAX_MEMORY=1GiB " + kCpsim + cmd + tiny() +
+                         " --set training.micro_batches=1000000000 --set simulation.scope=layer");
+    EXPECT_EQ(l.rc, 2) << cmd << l.text;
+    EXPECT_NE(l.text.find("the layer's task graph would have about"), std::string::npos) << l.text;
+    EXPECT_NE(l.text.find("over the limit of 1.07 GB (CPSIM_MAX_MEMORY)"), std::string::npos) << l.text;
+  }
+  EXPECT_EQ(run("env CPSIM_MAX_MEMORY=lots " + kCpsim + " run " + tiny() +
+                " --set training.micro_batches=100 --set simulation.scope=layer").rc,
+            2);
 }
 
 TEST_F(RobustTest, HugeCountsOnTheCommandLineAreRefused) {
