@@ -100,6 +100,25 @@ TEST_F(RobustTest, HugeCountsOnTheCommandLineAreRefused) {
   EXPECT_EQ(o.rc, 2) << o.text;
 }
 
+TEST_F(RobustTest, OutOfMemoryIsExitOneWithWhatItWasDoing) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan reserves terabytes of address space: ulimit -v cannot apply";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "ASan reserves terabytes of address space: ulimit -v cannot apply";
+#endif
+#endif
+  // 200 MB of address space for a 1,000-micro-batch step forced past the work limit: the
+  // new-handler reports it (never std::terminate, an abort or exit 134).
+  const Output o = run("ulimit -v 200000; " + kCpsim + " run " + tiny() +
+                       " --set training.micro_batches=1000 --set simulation.scope=step"
+                       " --set simulation.engine=simgrid --force -q");
+  EXPECT_EQ(o.rc, 1) << o.text;
+  EXPECT_NE(o.text.find("cpsim: out of memory while "), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("; try a smaller simulation.scope"), std::string::npos) << o.text;
+  EXPECT_EQ(o.text.find("terminate"), std::string::npos) << o.text;
+}
+
 TEST_F(RobustTest, ManifestWithNegativeShardsIsAnErrorNotACrash) {
   write(dir_ / "sweep.yaml", "base: tiny.yaml\naxes:\n  parallel.cp: [4, 8]\n");
   write(dir_ / "sweep-slurm.json",
