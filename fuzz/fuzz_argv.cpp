@@ -4,17 +4,18 @@
 // report, a hang (-timeout), an exit code other than 0/1/2, a failure (exit 1 or 2) that prints
 // no reason, or an internal error (a std::logic_error that reached the error boundary).
 //
-// The input runs in the harness's sandbox (the working directory is fuzz::work_dir()), and the
-// command line is made safe and quick before it runs (sandboxed()):
+// The input runs in the harness's sandbox (the working directory is fuzz::work_dir() while it
+// runs), and the command line is made safe and quick first (sandboxed()):
 //  - the value of every output option (--json, --trace, -o/--out/--output, --merge) becomes a
 //    plain file name in the sandbox, so no input can write outside it;
 //  - what would start other processes or unbounded work is dropped: --samples, -j/--jobs,
 //    --what-if-straggler, --slurm/--wait/--shard (sbatch, and a sweep's children exec
-//    /proc/self/exe, the fuzzer), --force, --max-memory, --engine, --timeout, --verify, --budget;
-//  - each subcommand gets bounding arguments appended: the analytic engine (SimGrid holds one
-//    engine per process, and the SimGrid paths fork), simulation.scope=layer, a 64 MiB
-//    --max-memory for run, `memory --no-simulate`, `sweep --list`, a plan of at most 4 GPUs and
-//    a budget of 2 runs.
+//    /proc/self/exe, the fuzzer), --force, --max-memory, --engine, --timeout, --verify, --budget,
+//    and any `simulation...` override;
+//  - each subcommand gets bounding arguments right after its name: the analytic engine (SimGrid
+//    holds one engine per process, and the SimGrid paths fork), simulation.scope=layer, a 64 MiB
+//    --max-memory for run (and CPSIM_MAX_MEMORY for every estimate), `memory --no-simulate`,
+//    `sweep --list`, a plan of at most 4 GPUs and a budget of 2 runs.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -76,7 +77,7 @@ std::string option_of(const std::string& a) {
   return a;
 }
 
-const std::initializer_list<const char*> kOutputs = {"--json", "--trace", "-o", "--out", "--output", "--merge"};
+const std::initializer_list<const char*> kOutputs = {"--json", "--trace", "--out", "--output", "--merge"};
 const std::initializer_list<const char*> kDropped = {
     "--samples", "-j",      "--jobs",  "--what-if-straggler", "--slurm",  "--wait",   "--shard",
     "--force",   "--max-memory", "--engine", "--timeout", "--verify", "--budget", "--array-size",
@@ -92,17 +93,33 @@ std::vector<std::string> sandboxed(const std::vector<std::string>& in) {
   for (size_t i = 0; i < in.size(); ++i) {
     const std::string& a = in[i];
     const std::string name = option_of(a);
-    // `-o` is collective's --redop (a value, not a path): only sweep and import write there.
-    const bool output = one_of(name, kOutputs) && !(name == "-o" && sub == "collective");
-    if (output) {
+    // `-o` is collective's --redop (a value, not a path): only sweep and import write there. A
+    // cluster of short flags ending in it ("-qo DIR") or with a value attached ("-oDIR") too.
+    const size_t short_o = a.size() > 1 && a[0] == '-' && a[1] != '-' ? a.find('o') : std::string::npos;
+    if (sub != "collective" && short_o != std::string::npos) {
+      if (short_o + 1 == a.size()) {
+        out.push_back(a);
+        if (i + 1 < in.size()) out.push_back(plain_name(in[++i]));
+      } else {
+        out.push_back(a.substr(0, short_o + 1) + plain_name(a.substr(short_o + 1)));
+      }
+      continue;
+    }
+    if (one_of(name, kOutputs) && name.starts_with("--")) {
       if (name == a) {  // the value is the next argument
         out.push_back(a);
         if (i + 1 < in.size()) out.push_back(plain_name(in[++i]));
       } else {
-        const size_t cut = a.starts_with("--") ? a.find('=') + 1 : 2;
-        out.push_back(a.substr(0, cut) + plain_name(a.substr(cut)));
+        out.push_back(name + "=" + plain_name(a.substr(name.size() + 1)));
       }
       continue;
+    }
+    // An override of simulation.* would undo the bounds below (scope, engine); --set takes every
+    // value up to the next option, so any argument that reads as one is dropped.
+    {
+      std::string v = a.starts_with("--set=") ? a.substr(6) : a;
+      v.erase(0, std::min(v.size(), v.find_first_not_of(' ')));
+      if (v.starts_with("simulation")) continue;
     }
     // plan searches every layout of --gpus GPUs: at most 4 keep an input near a second.
     if (sub == "plan" && name == "--gpus" && (a != name || i + 1 < in.size())) {
@@ -118,12 +135,13 @@ std::vector<std::string> sandboxed(const std::vector<std::string>& in) {
     }
     out.push_back(a);
   }
-  auto add = [&](std::initializer_list<const char*> args) {
-    for (const char* s : args) out.emplace_back(s);
-  };
-  // One layer, not the whole step: a step of the bundled 1,024-GPU scenarios takes 20-110 s on
-  // the analytic engine (its work estimate only probes steps of more than 16 micro-batches).
+  // The bounds go right after the subcommand: at the end, an option of the input that expects a
+  // value would take the first of them as its value (`--set --list` ran the sweep).
   const bool shapes = sub == "kernels" && in.size() > 1 && in[1] == "shapes";
+  std::vector<std::string> bounds;
+  auto add = [&](std::initializer_list<const char*> args) { bounds.insert(bounds.end(), args.begin(), args.end()); };
+  // One layer, not the whole step: a step of the bundled 1,024-GPU scenarios takes 20-110 s on
+  // the analytic engine (its work estimate only probes more than 16 micro-batches).
   if (sub == "run" || sub == "memory" || shapes) add({"--set", "simulation.scope=layer"});
   if (sub == "run") add({"--engine", "analytic", "--no-what-if-straggler", "--max-memory", "64MiB"});
   if (sub == "collective") add({"--engine", "analytic"});
@@ -133,6 +151,8 @@ std::vector<std::string> sandboxed(const std::vector<std::string>& in) {
   // A sweep only lists its points (its runs exec /proc/self/exe); --merge only reads.
   const bool merge = std::any_of(in.begin(), in.end(), [](const std::string& a) { return option_of(a) == "--merge"; });
   if (sub == "sweep" && !merge) add({"--list"});
+  const size_t at = std::min(out.size(), size_t{shapes ? 2u : 1u});
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(at), bounds.begin(), bounds.end());
   return out;
 }
 
