@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds the loaders' fuzz targets with clang's libFuzzer (+ ASan + UBSan), replays their
-# regression cases, then fuzzes each target for TOTAL_SECONDS / 5 from a seed corpus of the
-# bundled files. Fails on any finding; the input that caused it is left in
+# Builds the fuzz targets (the loaders, and argv: the whole command line) with clang's libFuzzer
+# (+ ASan + UBSan), replays their regression cases, then fuzzes each target for TOTAL_SECONDS / 6
+# from a seed corpus of the bundled files. Fails on any finding; the input that caused it is left in
 # BUILD_DIR/fuzz-artifacts/<target>/ (fix the bug, then keep the input in fuzz/regressions/).
-#   fuzz/run.sh [BUILD_DIR] [TOTAL_SECONDS] [TARGET...]     (default: build-fuzz 60, all five)
+#   fuzz/run.sh [BUILD_DIR] [TOTAL_SECONDS] [TARGET...]     (default: build-fuzz 60, all six)
 # Inputs that found new coverage accumulate in BUILD_DIR/fuzz-corpus/<target>/ across runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,10 +11,10 @@ build=${1:-build-fuzz}
 total=${2:-60}
 shift $(( $# < 2 ? $# : 2 ))
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(scenario platform model sweep profile)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario platform model sweep profile argv)
 jobs=${FUZZ_BUILD_JOBS:-$(nproc)}
 
-# Only the scenario and model libraries and the targets are built (no SimGrid, no tests).
+# The libraries and the targets are built, instrumented (no tests).
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCPSIM_FUZZ=ON -DCPSIM_TESTS=OFF -DCPSIM_CUDA=OFF >/dev/null
 cmake --build "$build" -j"$jobs" --target "${targets[@]/#/fuzz_}"
@@ -29,10 +29,11 @@ seeds() {  # the seed corpus directories of a target (the regression cases among
     model) echo scenarios/models ;;
     sweep) echo sweeps tests/scenario/data ;;
     profile) echo kernels/profiles tests/scenario/data ;;
+    argv) echo fuzz/seeds/argv ;;
   esac
   echo "fuzz/regressions/$1"
 }
-dict() { case $1 in profile) echo fuzz/dicts/profile.dict ;; *) echo fuzz/dicts/yaml.dict ;; esac; }
+dict() { case $1 in profile | argv) echo "fuzz/dicts/$1.dict" ;; *) echo fuzz/dicts/yaml.dict ;; esac; }
 
 per_target=$(( total / ${#targets[@]} ))
 [ "$per_target" -ge 1 ] || per_target=1
@@ -47,7 +48,7 @@ for t in "${targets[@]}"; do
   fi
   # shellcheck disable=SC2046
   if "$bin" -max_total_time="$per_target" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-       -dict="$(dict "$t")" -artifact_prefix="$build/fuzz-artifacts/$t/" \
+       -dict="$(dict "$t")" -artifact_prefix="$(realpath "$build")/fuzz-artifacts/$t/" \
        "$build/fuzz-corpus/$t" $(seeds "$t") >"$log" 2>&1; then
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     corpus=$(find "$build/fuzz-corpus/$t" -type f | wc -l)

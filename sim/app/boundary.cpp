@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 #include <new>
+#include <stdexcept>
 
 #include "scenario/load.hpp"
 #include "scenario/yaml_tree.hpp"
@@ -96,6 +97,9 @@ int run_guarded(const std::function<int()>& body) {
   } catch (const std::invalid_argument& e) {  // bad input the commands did not catch themselves
     std::cerr << "error: " << one_line(e.what()) << "\n";
     return 2;
+  } catch (const std::logic_error& e) {  // a broken invariant (out_of_range, a graph cycle): a bug
+    std::cerr << "cpsim: internal error while " << g_phase << ": " << one_line(e.what()) << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "cpsim: error while " << g_phase << ": " << one_line(e.what()) << "\n";
     return 1;

@@ -1,84 +1,10 @@
-// cpsim: the composition root. Reads top to bottom: build the CLI, let each subcommand
-// register itself, parse, run, all inside one error boundary (app/boundary.hpp). Nothing below
-// this file calls exit().
-#include <CLI/CLI.hpp>
-#include <iostream>
-#include <string>
-#include <vector>
-
+// cpsim: the composition root. The process-wide crash handlers, then the command line
+// (app/dispatch.cpp: every subcommand inside one error boundary). Nothing below this file calls
+// exit().
 #include "app/boundary.hpp"
-#include "app/commands.hpp"
-#include "cpsim_version.hpp"
-
-namespace {
-
-/// "error: unknown subcommand 'rn' (did you mean 'run'?)" before CLI11's generic message.
-bool unknown_subcommand(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2 || argv[1][0] == '-') return false;
-  std::vector<std::string> names;
-  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(s->get_name());
-  const std::string word = argv[1];
-  for (const auto& n : names)
-    if (n == word) return false;
-  std::string msg = "error: unknown subcommand '" + word.substr(0, 64) + "'";
-  const std::string s = cpsim::app::suggest(word, names);
-  msg += s.empty() ? "; the subcommands are: " + CLI::detail::join(names, ", ") : " (did you mean '" + s + "'?)";
-  std::cerr << msg << "\n";
-  return true;
-}
-
-/// For each unknown --flag given to the chosen subcommand, the closest known one.
-void suggest_flags(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2) return;
-  const CLI::App* sub = nullptr;
-  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
-    if (s->get_name() == argv[1]) sub = s;
-  if (sub == nullptr) return;
-  std::vector<std::string> longs;
-  for (const CLI::Option* o : sub->get_options())
-    for (const auto& l : o->get_lnames()) longs.push_back("--" + l);
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") break;
-    if (!a.starts_with("--")) continue;
-    a = a.substr(0, a.find('='));
-    bool known = false;
-    for (const auto& l : longs) known |= l == a;
-    if (known) continue;
-    const std::string s = cpsim::app::suggest(a, longs);
-    if (!s.empty()) std::cerr << "error: unknown option '" << a << "' (did you mean '" << s << "'?)\n";
-  }
-}
-
-}  // namespace
+#include "app/dispatch.hpp"
 
 int main(int argc, char** argv) {
   cpsim::app::install_crash_handlers();
-  CLI::App app{"cpsim: context-parallel training simulator"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("cpsim ") + CPSIM_VERSION + " (git " + CPSIM_GIT_COMMIT +
-                                        ", SimGrid " + CPSIM_SIMGRID_VERSION + ")");
-  int rc = 0;
-  cpsim::app::register_run(app, rc);
-  cpsim::app::register_check(app, rc);
-  cpsim::app::register_kernels(app, rc);
-  cpsim::app::register_partition(app, rc);
-  cpsim::app::register_collective(app, rc);
-  cpsim::app::register_sweep(app, rc);
-  cpsim::app::register_import(app, rc);
-  cpsim::app::register_memory(app, rc);
-  cpsim::app::register_plan(app, rc);
-  if (unknown_subcommand(app, argc, argv)) return 2;
-  if (argc >= 2) cpsim::app::set_phase(std::string("running `cpsim ") + argv[1] + "`");
-  const int code = cpsim::app::run_guarded([&] {
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) suggest_flags(app, argc, argv);
-      const int c = app.exit(e);
-      return c == 0 ? 0 : 2;
-    }
-    return rc;
-  });
-  return code;
+  return cpsim::app::dispatch(argc, argv);
 }

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #include "app/simulate.hpp"
 #include "scenario/load.hpp"
@@ -43,6 +46,14 @@ std::string count(double n) {
 }  // namespace
 
 double default_max_memory() {
+  // A site (or the argv fuzzer) can lower the default for every subcommand at once.
+  if (const char* env = std::getenv("CPSIM_MAX_MEMORY"); env != nullptr && *env != '\0') {
+    try {
+      return parse_memory_limit(env);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("CPSIM_MAX_MEMORY: ") + e.what());
+    }
+  }
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page <= 0) return 8e9;
   return 0.5 * static_cast<double>(pages) * static_cast<double>(page);
@@ -62,7 +73,8 @@ double parse_memory_limit(const std::string& s) {
 WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace) {
   WorkEstimate e;
   const int m = sc.training.micro_batches;
-  if (sc.simulation.scope != scenario::Scope::Step || m <= kProbeMicroBatches) return e;
+  // Layer scope builds the whole pipeline too, with fewer layers: its ops grow with m as well.
+  if (sc.simulation.scope == scenario::Scope::AttentionLayer || m <= kProbeMicroBatches) return e;
   scenario::Scenario one = sc, two = sc;
   one.training.micro_batches = 1;
   two.training.micro_batches = 2;
@@ -85,13 +97,18 @@ WorkEstimate check_work(const scenario::Scenario& sc, const WorkLimits& limits) 
   const WorkEstimate e = estimate_work(sc, limits.trace);
   if (!e.probed || limits.force) return e;
   const double limit = limits.max_memory_bytes > 0 ? limits.max_memory_bytes : default_max_memory();
+  const bool layer = sc.simulation.scope == scenario::Scope::Layer;
+  const char* env = std::getenv("CPSIM_MAX_MEMORY");
+  const std::string why = limits.max_memory_bytes > 0      ? ""
+                          : env != nullptr && *env != '\0' ? " (CPSIM_MAX_MEMORY)"
+                                                           : " (half of this machine's memory)";
   if (e.bytes > limit)
-    throw WorkLimitError("the step's task graph would have about " + count(e.ops) + " ops (" +
-                         std::to_string(sc.training.micro_batches) + " micro-batches) and need about " +
-                         gb(e.bytes) + " of memory, over the limit of " + gb(limit) +
-                         (limits.max_memory_bytes > 0 ? "" : " (half of this machine's memory)") +
-                         "; use fewer training.micro_batches, simulation.scope: layer, or raise --max-memory "
-                         "(--force skips this check)");
+    throw WorkLimitError(std::string(layer ? "the layer's" : "the step's") + " task graph would have about " +
+                         count(e.ops) + " ops (" + std::to_string(sc.training.micro_batches) +
+                         " micro-batches) and need about " + gb(e.bytes) + " of memory, over the limit of " +
+                         gb(limit) + why + "; use fewer training.micro_batches, " +
+                         (layer ? "" : "simulation.scope: layer, ") +
+                         "or raise --max-memory (--force skips this check)");
   return e;
 }
 

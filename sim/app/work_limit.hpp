@@ -29,13 +29,14 @@ class WorkLimitError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-/// Half of physical memory: the rest stays for the system and a second run.
+/// $CPSIM_MAX_MEMORY (a size, e.g. 8GiB), else half of physical memory: the rest stays for the
+/// system and a second run.
 double default_max_memory();
 
 /// "8G", "512MiB", "0.5T" -> bytes; throws std::invalid_argument.
 double parse_memory_limit(const std::string& s);
 
-/// Estimates the scenario's graph: when a step has more than kProbeMicroBatches micro-batches,
+/// Estimates the scenario's graph: when a step (or layer) has more than kProbeMicroBatches micro-batches,
 /// builds it with 1 and 2 (cheap, and a pipeline schedule's ops grow linearly in the
 /// micro-batches) and extrapolates; otherwise nothing is probed (the build is bounded by the
 /// loader's limits) and `probed` is false.

@@ -298,6 +298,17 @@ PerturbSpec read_perturb(const Node& n, const PlatformSpec& plat, std::vector<co
       s.rails_down.push_back(rail);
     }
     std::sort(s.rails_down.begin(), s.rails_down.end());
+    // Every rail a GPU uses is down while the GPUs need the network (model::Topology's rule):
+    // refused here, with the position, so `cpsim check` says what `run` would.
+    const int used = std::min(plat.nics_per_node, plat.gpus_per_node);
+    const bool needs_network = plat.intra == IntraFabric::PCIe
+                                   ? plat.nodes > 1
+                                   : plat.total_gpus() > std::max(plat.nvlink_domain_gpus, plat.gpus_per_node);
+    const auto down = std::count_if(s.rails_down.begin(), s.rails_down.end(), [&](int r) { return r < used; });
+    if (needs_network && used > 0 && down == used)
+      fail_at(*rd, "every rail GPUs use (" + str(used) + " of " + str(plat.nics_per_node) +
+                       " NICs per node) is down, so the " + str(plat.nodes) +
+                       " nodes cannot reach each other: the run is impossible");
   }
   return s;
 }

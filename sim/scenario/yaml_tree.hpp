@@ -145,6 +145,15 @@ Resolved resolve_preset(const std::string& name, const std::string& base_dir,
 std::vector<std::string> list_presets(const std::string& dir,
                                       const std::vector<std::string>& excluded = {});
 
+// Shared by the yaml_*.cpp files of this stage.
+/// "a.b" + "c" -> "a.b.c" ("" + "c" -> "c").
+std::string join_yaml_path(const std::string& prefix, const std::string& key);
+/// Lower case without '-' and '_': how names are compared (as_choice, did_you_mean).
+std::string lower_norm(std::string_view s);
+/// Parses YAML text read from `src` (yaml_parse.cpp); paths start at `path_prefix`.
+Node parse_yaml(const std::string& yaml, const std::shared_ptr<const Source>& src,
+                const std::string& path_prefix);
+
 std::string file_stem(const std::string& path);
 std::string dir_of(const std::string& path);
 std::string join_path(const std::string& dir, const std::string& rel);

@@ -67,6 +67,17 @@ TEST_F(RobustTest, BillionMicroBatchesAreRefusedWithTheEstimate) {
   EXPECT_EQ(r.rc, 2) << r.text;
   EXPECT_NE(r.text.find("over the limit of 1.07 GB"), std::string::npos) << r.text;
   EXPECT_EQ(run(kCpsim + " run " + tiny() + " --max-memory 0").rc, 2);
+  // Layer scope builds every micro-batch too (found by fuzz_argv: it took 24 GB, then SIGKILL).
+  for (const char* cmd : {" kernels shapes ", " run "}) {
+    const Output l = run("env CPSIM_MAX_MEMORY=1GiB " + kCpsim + cmd + tiny() +
+                         " --set training.micro_batches=1000000000 --set simulation.scope=layer");
+    EXPECT_EQ(l.rc, 2) << cmd << l.text;
+    EXPECT_NE(l.text.find("the layer's task graph would have about"), std::string::npos) << l.text;
+    EXPECT_NE(l.text.find("over the limit of 1.07 GB (CPSIM_MAX_MEMORY)"), std::string::npos) << l.text;
+  }
+  EXPECT_EQ(run("env CPSIM_MAX_MEMORY=lots " + kCpsim + " run " + tiny() +
+                " --set training.micro_batches=100 --set simulation.scope=layer").rc,
+            2);
 }
 
 TEST_F(RobustTest, HugeCountsOnTheCommandLineAreRefused) {
@@ -81,6 +92,25 @@ TEST_F(RobustTest, HugeCountsOnTheCommandLineAreRefused) {
   write(dir_ / "sweep.yaml", "base: tiny.yaml\naxes:\n  parallel.cp: [4, 8]\n");
   o = run(kCpsim + " sweep " + (dir_ / "sweep.yaml").string() + " --list --shard 0/1000000000");
   EXPECT_EQ(o.rc, 2) << o.text;
+}
+
+TEST_F(RobustTest, OutOfMemoryIsExitOneWithWhatItWasDoing) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ASan reserves terabytes of address space: ulimit -v cannot apply";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+  GTEST_SKIP() << "ASan reserves terabytes of address space: ulimit -v cannot apply";
+#endif
+#endif
+  // 200 MB of address space for a 1,000-micro-batch step forced past the work limit: the
+  // new-handler reports it (never std::terminate, an abort or exit 134).
+  const Output o = run("ulimit -v 200000; " + kCpsim + " run " + tiny() +
+                       " --set training.micro_batches=1000 --set simulation.scope=step"
+                       " --set simulation.engine=simgrid --force -q");
+  EXPECT_EQ(o.rc, 1) << o.text;
+  EXPECT_NE(o.text.find("cpsim: out of memory while "), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("; try a smaller simulation.scope"), std::string::npos) << o.text;
+  EXPECT_EQ(o.text.find("terminate"), std::string::npos) << o.text;
 }
 
 TEST_F(RobustTest, ManifestWithNegativeShardsIsAnErrorNotACrash) {
@@ -151,7 +181,20 @@ TEST_F(RobustTest, CheckRefusesWhatRunRefuses) {
   EXPECT_EQ(c.rc, 2) << c.text;
   EXPECT_NE(c.text.find("every rail"), std::string::npos) << c.text;
   EXPECT_NE(c.text.find("perturb.rails_down"), std::string::npos) << c.text;
+  EXPECT_NE(c.text.find("<--set>:1:20: error: perturb.rails_down: every rail"), std::string::npos) << c.text;
   EXPECT_EQ(run(kCpsim + " check " + s).rc, 0);
+  // In a file: check and run both name the line and column of the list.
+  std::string text = slurp(s);
+  text.replace(text.find("rails_down: [0]"), 15, "rails_down: [0, 1, 2, 3, 4, 5, 6, 7]");
+  write(dir_ / "down.yaml", text);
+  for (const char* cmd : {" check ", " run ", " kernels shapes "}) {
+    const Output o = run(kCpsim + cmd + (dir_ / "down.yaml").string() + " --set simulation.engine=analytic");
+    EXPECT_EQ(o.rc, 2) << cmd << o.text;
+    EXPECT_NE(o.text.find("down.yaml:24:15: error: perturb.rails_down: every rail GPUs use (8 of 8 NICs per "
+                          "node) is down, so the 4 nodes cannot reach each other"),
+              std::string::npos)
+        << cmd << o.text;
+  }
 }
 
 // ---- data loss ----------------------------------------------------------------------------------

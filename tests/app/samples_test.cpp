@@ -155,8 +155,8 @@ TEST_F(Perturbed, RailDownReroutesAndEveryRailDownIsImpossible) {
   const Output o = run(kCpsim + " run " + kScenarios + "anchor-128k-ring-zigzag.yaml" + two +
                        " --set 'perturb.rails_down=[0, 1, 2, 3, 4, 5, 6, 7]'");
   EXPECT_EQ(o.rc, 2) << o.text;
-  EXPECT_NE(o.text.find("error: perturb.rails_down: every rail of platform h100-cluster (8 used of 8 NICs per "
-                        "node) is down, so its 2 nodes cannot reach each other: the run is impossible"),
+  EXPECT_NE(o.text.find("<--set>:1:20: error: perturb.rails_down: every rail GPUs use (8 of 8 NICs per "
+                        "node) is down, so the 2 nodes cannot reach each other: the run is impossible"),
             std::string::npos)
       << o.text;
 }

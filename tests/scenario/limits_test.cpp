@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/cost_model.hpp"
@@ -188,8 +189,56 @@ TEST(Limits, DeeplyNestedYaml) {
   const std::string deep = "name: " + std::string(100, '[') + std::string(100, ']') + "\n";
   EXPECT_EQ(cpsim::test::scenario_error(deep),
             "s.yaml:1:70: error: nesting deeper than 64 levels\n"
-            "  " + deep.substr(0, deep.size() - 1) + "\n"
-            "  " + std::string(69, ' ') + "^");
+            "  ..." + deep.substr(9, 120) + "...\n"  // 120 of the line's 206 characters
+            "  " + std::string(3 + 60, ' ') + "^");
+}
+
+TEST(Limits, HundredThousandLevelsOfNesting) {
+  // yaml-cpp gives up at 2,000 levels with "bad file"; the message names the first level too
+  // deep, as for 100 levels, and nothing recurses 100,000 frames deep.
+  const size_t n = 100'000;
+  auto repeat = [&](const std::string& s) {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) out += s;
+    return out;
+  };
+  // Flow lists, flow mappings (the position of level 65 is known), block lists on one line.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"name: x\nmodel: " + repeat("[") + "1" + repeat("]") + "\n", "s.yaml:2:71: "},
+      {"name: x\nmodel: " + repeat("{a: ") + "1" + repeat("}") + "\n", "s.yaml:2:"},
+      {repeat("- ") + "1\n", "s.yaml:1:"}};
+  for (const auto& [deep, where] : cases) {
+    const std::string msg = cpsim::test::scenario_error(deep);
+    EXPECT_TRUE(msg.starts_with(where)) << msg.substr(0, 300);
+    EXPECT_NE(msg.find(": error: nesting deeper than 64 levels\n"), std::string::npos) << msg.substr(0, 300);
+    EXPECT_EQ(msg.find("bad file"), std::string::npos);
+    EXPECT_LT(msg.size(), 600u);  // the 100,000-level line is quoted as an excerpt
+  }
+}
+
+TEST(Limits, ErrorOnATenMegabyteLineQuotesAnExcerpt) {
+  // A flow mapping padded with 10 MB of spaces before an unknown key: the message quotes about
+  // 120 characters around the key, "..." where it cuts, and the caret is under the key.
+  const std::string line =
+      "training: {seq_len: 128K," + std::string(10'000'000, ' ') + "bogus: 1," + std::string(100, ' ') + "micro_batches: 1}";
+  const std::string msg = cpsim::test::scenario_error(kHead + line + "\n");
+  const size_t col = line.find("bogus") + 1;
+  const std::string head = "s.yaml:3:" + std::to_string(col) + ": error: training.bogus: unknown key";
+  ASSERT_TRUE(msg.starts_with(head)) << msg.substr(0, 300);
+  const size_t nl = msg.find('\n');
+  const std::string quoted = msg.substr(nl + 1, msg.find('\n', nl + 1) - nl - 1);
+  const std::string caret = msg.substr(msg.rfind('\n') + 1);
+  EXPECT_EQ(quoted, "  ..." + std::string(60, ' ') + "bogus: 1," + std::string(51, ' ') + "...") << quoted;
+  EXPECT_EQ(caret, std::string(2 + 3 + 60, ' ') + "^");
+  EXPECT_EQ(quoted.substr(caret.size() - 1, 5), "bogus");
+  EXPECT_LT(msg.size(), 1000u);
+  // The start of a long line: no "..." before; a long value in the message is cut too.
+  const std::string value = "model: " + std::string(10'000'000, 'q') + "\n";
+  const std::string m2 = cpsim::test::scenario_error("platform: dgx-h100\n" + value + kTail);
+  EXPECT_TRUE(m2.starts_with("s.yaml:2:8: error: model: ")) << m2.substr(0, 300);
+  EXPECT_NE(m2.find("\n  model: qqq"), std::string::npos) << m2.substr(0, 300);
+  EXPECT_NE(m2.find("qqq...\n         ^"), std::string::npos) << m2.substr(0, 2000);
+  EXPECT_LT(m2.size(), 2000u) << m2.substr(0, 300);
 }
 
 TEST(Limits, HugeYamlFile) {
