@@ -27,7 +27,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== fuzz the loaders (libFuzzer + ASan + UBSan, 60 s in total)"
 if echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long){return 0;}' |
     clang++ -fsanitize=fuzzer -x c++ - -o /dev/null >/dev/null 2>&1; then
-  FUZZ_BUILD_JOBS=$jobs fuzz/run.sh build-fuzz 60
+  # The loaders here; argv's libFuzzer build is the whole simulator under clang (about 10 min
+  # on 2 cores, over this script's budget): its seeds and regressions replay under ASan above
+  # (ctest fuzz_regressions_argv), and `fuzz/run.sh build-fuzz 300 argv` fuzzes it.
+  FUZZ_BUILD_JOBS=$jobs fuzz/run.sh build-fuzz 60 scenario platform model sweep profile
 else
   echo "fuzz: skipped (no clang++ with libFuzzer; the regression cases ran above as ctest fuzz_regressions_*)"
 fi
