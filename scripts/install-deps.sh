@@ -4,7 +4,7 @@
 #   scripts/install-deps.sh --tests   # also what test.sh needs: GoogleTest, Slurm and munge
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
-      libsimgrid-dev libboost-graph-dev libyaml-cpp-dev libspdlog-dev
+      libsimgrid-dev libboost-graph-dev libyaml-cpp-dev
       nlohmann-json3-dev libcli11-dev python3 python3-matplotlib)
 case "${1:-}" in
   "") ;;
