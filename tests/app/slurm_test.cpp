@@ -181,6 +181,9 @@ zip:
 };
 
 TEST_F(SlurmSweepTest, ShardsAreBalancedByCostDisjointAndDeterministic) {
+#ifdef CPSIM_SANITIZED
+  GTEST_SKIP() << "real cpsim children under ASan (60-70 s); runs in the optimised stage";
+#endif
   // Costs (GPUs x K tokens) of points 0000..0011: scheme-major, then (cp, seq_len).
   const double unit[] = {2 * 16, 4 * 16, 8 * 16, 8 * 32};
   for (size_t k : {1u, 2u, 3u, 5u, 12u}) {
@@ -214,6 +217,9 @@ TEST_F(SlurmSweepTest, ShardsAreBalancedByCostDisjointAndDeterministic) {
 }
 
 TEST_F(SlurmSweepTest, LocalShardsMergeIntoTheLocalRunsCsv) {
+#ifdef CPSIM_SANITIZED
+  GTEST_SKIP() << "real cpsim children under ASan (60-70 s); runs in the optimised stage";
+#endif
   ASSERT_EQ(run(sweep("-j 2 -q -o " + (dir_ / "local").string())).rc, 0);
   const std::string out = (dir_ / "sharded").string();
   for (int i = 0; i < 3; ++i) ASSERT_EQ(run(sweep("-j 2 -q --shard " + std::to_string(i) + "/3 -o " + out)).rc, 0);
@@ -279,6 +285,9 @@ TEST_F(SlurmSweepTest, SubmitsOneArrayScriptWithAbsolutePaths) {
 }
 
 TEST_F(SlurmSweepTest, WaitMergesTheSameCsvAsALocalRun) {
+#ifdef CPSIM_SANITIZED
+  GTEST_SKIP() << "real cpsim children under ASan (60-70 s); runs in the optimised stage";
+#endif
   ASSERT_EQ(run(sweep("-j 2 -q -o " + (dir_ / "local").string())).rc, 0);
   const Output o = here("--slurm --array-size 5 --wait -o " + (dir_ / "array").string());
   ASSERT_EQ(o.rc, 0) << o.text;
@@ -311,6 +320,9 @@ TEST_F(SlurmSweepTest, WaitPollsSqueueUntilTheJobLeavesTheQueue) {
 }
 
 TEST_F(SlurmSweepTest, ResumeResubmitsOnlyTheMissingShards) {
+#ifdef CPSIM_SANITIZED
+  GTEST_SKIP() << "real cpsim children under ASan (60-70 s); runs in the optimised stage";
+#endif
   ASSERT_EQ(run(sweep("-j 2 -q -o " + (dir_ / "local").string())).rc, 0);
   const std::string out = (dir_ / "array").string();
   // Tasks 1 and 3 of 4 never run (as if killed before they wrote a row). Their shards hold
