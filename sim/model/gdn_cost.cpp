@@ -2,6 +2,7 @@
 // bytes read off their Triton sources), a roofline fitted to FLA's published H200 figures, and
 // the profile of those figures.
 #include "model/gdn_cost.hpp"
+#include "model/cost_source.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -125,34 +126,13 @@ Cost gdn_roofline(const GdnCall& c, const scenario::GpuSpec& gpu, int sms) {
   return r;
 }
 
-namespace {
-
-CostSource from_row(scenario::RowSource s) {
-  switch (s) {
-    case scenario::RowSource::Measured: return CostSource::Measured;
-    case scenario::RowSource::Published: return CostSource::Published;
-    case scenario::RowSource::Derived: return CostSource::Derived;
-  }
-  return CostSource::Derived;
-}
-
-/// The weaker of two sources (measured < published < derived).
-CostSource weaker(CostSource a, CostSource b) {
-  auto rank = [](CostSource s) {
-    return s == CostSource::Measured ? 0 : s == CostSource::Published ? 1 : 2;
-  };
-  return rank(a) >= rank(b) ? a : b;
-}
-
-}  // namespace
-
 GdnProfile::GdnProfile(const scenario::GdnProfileTable& table) : path_(table.path) {
   for (const scenario::GdnProfileRow& row : table.rows) {
     auto& curves = curves_[{row.backward, row.key_dim, row.value_dim, row.chunk}];
     const int64_t heads = static_cast<int64_t>(row.heads_v) * row.seqs;
     curves[heads][row.seq_len].push_back({static_cast<double>(row.seqs),
                                           static_cast<double>(row.heads_k) * row.seqs, row.time_s,
-                                          from_row(row.source)});
+                                          row_source(row.source)});
     ++rows_;
   }
 }

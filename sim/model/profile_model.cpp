@@ -1,6 +1,7 @@
 // Profile-table attention costs: exact rows, else log-log interpolation along the curve of the
 // call's direction / head dim / mask class, else the roofline (marked extrapolated).
 #include "model/profile_model.hpp"
+#include "model/cost_source.hpp"
 
 #include "model/tile_cost.hpp"
 
@@ -20,22 +21,6 @@ int mask_class(scenario::Mask m) {
              : static_cast<int>(m);
 }
 
-CostSource row_source(scenario::RowSource s) {
-  switch (s) {
-    case scenario::RowSource::Measured: return CostSource::Measured;
-    case scenario::RowSource::Published: return CostSource::Published;
-    case scenario::RowSource::Derived: return CostSource::Derived;
-  }
-  return CostSource::Derived;
-}
-
-/// The weaker of two sources (measured < published < derived): what a curve mixing them is.
-CostSource weaker(CostSource a, CostSource b) {
-  auto rank = [](CostSource s) {
-    return s == CostSource::Measured ? 0 : s == CostSource::Published ? 1 : 2;
-  };
-  return rank(a) >= rank(b) ? a : b;
-}
 
 }  // namespace
 
