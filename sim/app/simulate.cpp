@@ -1,5 +1,7 @@
 #include "app/simulate.hpp"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -130,7 +132,7 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   const model::Topology topo(sc.platform, sc.perturb);
   const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
   set_phase("building the task graph of " + sc.name);
-  const schedule::Plan p = schedule::plan(sc, topo, *cost);
+  schedule::Plan p = schedule::plan(sc, topo, *cost);
   progress.phase("replay");
   set_phase("replaying " + std::to_string(p.graph.ops().size()) + " ops of " + sc.name);
   engine::ReplayOptions ro = replay_options(sc);
@@ -142,12 +144,24 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   // child too (the trace comes back whole).
   const bool what_if = opt.what_if_straggler.value_or(sc.perturb.any());
   const bool children = what_if || opt.samples > 0;
-  const schedule::Trace tr = children ? replay_in_child(p.graph, topo, sc.simulation.engine, ro)
-                                      : engine::replay(p.graph, topo, sc.simulation.engine, ro);
+  schedule::Trace tr = children ? replay_in_child(p.graph, topo, sc.simulation.engine, ro)
+                                : engine::replay(p.graph, topo, sc.simulation.engine, ro);
   check_finite(p.graph, tr);
   progress.phase("report");
   set_phase("reporting " + sc.name);
   report::Result r = report::analyze(p, tr, topo, model::peak_rank_memory(sc));
+  if (!opt.trace_path.empty())
+    report::write_atomic(opt.trace_path, [&](std::ostream& os) {
+      report::write_chrome_trace(os, p.graph, tr, r.critical_path.ops, opt.trace_filter);
+      os << "\n";
+    });
+  if (children) {
+    // Each child builds and replays its own graph: free this one first, so that the machine
+    // holds one graph at a time, not two (the 16,384-GPU full replay needs ~10 GB per graph).
+    p.graph = schedule::TaskGraph();
+    tr = schedule::Trace();
+    malloc_trim(0);
+  }
   if (what_if) {
     progress.phase("straggler what-if (child replays)");
     r.straggler = straggler_what_if(p.scenario, r, p.rank_factor, opt);
@@ -158,15 +172,10 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   }
   progress.phase("write outputs");
   SimulateOutput out;
-  out.result = report::result_json(r, sc, p.graph);
+  out.result = report::result_json(r, sc);
   out.result["cost_model"] = cost->describe();
   out.summary = report::summary_table(r, sc);
   if (!opt.json_path.empty()) report::write_atomic(opt.json_path, out.result.dump(2) + "\n");
-  if (!opt.trace_path.empty())
-    report::write_atomic(opt.trace_path, [&](std::ostream& os) {
-      report::write_chrome_trace(os, p.graph, tr, r.critical_path.ops, opt.trace_filter);
-      os << "\n";
-    });
   progress.finish();
   return out;
 }

@@ -37,8 +37,8 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
 
   Trace tr;
   tr.engine = "analytic";
-  tr.start_s.assign(n, 0.0);
-  tr.end_s.assign(n, 0.0);
+  schedule::assign_huge(tr.start_s, n, 0.0);
+  schedule::assign_huge(tr.end_s, n, 0.0);
 
   std::vector<uint32_t> waits = detail::initial_waits(g);
   detail::RouteCache routes(topo);

@@ -16,6 +16,9 @@ struct ReplayOptions {
   /// flight (SM and HBM contention with NCCL kernels). 0 = ideal overlap.
   double interference = 0;
   bool verbose = false;          ///< let SimGrid log
+  /// SimGrid: run a transfer whose route is idle as a timer until another flow meets it (see
+  /// simgrid.cpp). Off: every transfer is a SimGrid Comm (the reference the tests compare to).
+  bool solo_transfers = true;
   /// Called every kProgressEvery completed ops with the simulated time reached, the ops done and
   /// the ops in all (for a progress line). Empty: never.
   std::function<void(double sim_s, size_t done, size_t total)> progress;

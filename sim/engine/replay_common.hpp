@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/topology.hpp"
+#include "schedule/huge_pages.hpp"
 #include "schedule/task_graph.hpp"
 
 namespace cpsim::engine::detail {
@@ -28,7 +29,8 @@ inline void check_replayable(const schedule::TaskGraph& g, const model::Topology
 /// Number of ops each op waits for: explicit predecessors plus its predecessor in each queue it
 /// occupies. Counted with multiplicity, as for_each_successor notifies.
 inline std::vector<uint32_t> initial_waits(const schedule::TaskGraph& g) {
-  std::vector<uint32_t> w(g.size(), 0);
+  std::vector<uint32_t> w;
+  schedule::assign_huge<uint32_t>(w, g.size(), 0);
   for (schedule::OpId id = 0; id < g.size(); ++id) {
     auto [b, e] = g.preds(id);
     w[id] = static_cast<uint32_t>(e - b);
@@ -56,6 +58,7 @@ struct RouteInfo {
   double latency_s = 0;
   double bw_Bps = std::numeric_limits<double>::infinity();
   uint8_t links_of_class[kLinkClasses] = {};  ///< how many links of each class the route crosses
+  uint32_t links_begin = 0, links_count = 0;  ///< the route's links, in RouteCache::links()
 };
 
 /// Route latency, bottleneck bandwidth and link classes per (src, dst) pair the graph uses.
@@ -67,7 +70,11 @@ class RouteCache {
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
     RouteInfo ri;
-    for (uint32_t l : topo_.route(src, dst)) {
+    const std::vector<uint32_t> route = topo_.route(src, dst);
+    ri.links_begin = static_cast<uint32_t>(pool_.size());
+    ri.links_count = static_cast<uint32_t>(route.size());
+    pool_.insert(pool_.end(), route.begin(), route.end());
+    for (uint32_t l : route) {
       const auto& link = topo_.links()[l];
       ri.latency_s += link.latency_s;
       ri.bw_Bps = std::min(ri.bw_Bps, link.bw_Bps);
@@ -75,10 +82,16 @@ class RouteCache {
     }
     return cache_.emplace(key, ri).first->second;
   }
+  /// The Topology link ids a route crosses, in order.
+  std::pair<const uint32_t*, const uint32_t*> links(const RouteInfo& ri) const {
+    const uint32_t* b = pool_.data() + ri.links_begin;
+    return {b, b + ri.links_count};
+  }
 
  private:
   const model::Topology& topo_;
   std::unordered_map<uint64_t, RouteInfo> cache_;
+  std::vector<uint32_t> pool_;  ///< every cached route's links, back to back
 };
 
 /// Rate a lone transfer reaches: the route's bottleneck, capped by the software path.

@@ -308,6 +308,10 @@ void critical_path(const TaskGraph& g, const schedule::Trace& tr, Result& r) {
       cur = releaser(g, tr, cur);
     }
     std::reverse(r.critical_path.ops.begin(), r.critical_path.ops.end());
+    const auto& path = r.critical_path.ops;
+    for (size_t i = path.size() > CriticalPath::kLastOps ? path.size() - CriticalPath::kLastOps : 0;
+         i < path.size(); ++i)
+      r.critical_path.last_described.push_back(g.describe(path[i]));
     double best = 0;
     for (const auto& [rank, s] : r.critical_path.compute_by_rank)
       if (s > best * (1 + 1e-9)) {

@@ -86,6 +86,10 @@ struct CriticalPath {
   std::map<std::string, double> by_category;  ///< seconds on the path per op category
   std::map<int, double> compute_by_rank;      ///< compute seconds on the path per rank
   std::vector<uint32_t> ops;                  ///< from first to last
+  /// The path's last kLastOps ops, described (TaskGraph::describe), so that outputs written
+  /// after the graph is released (simulate.cpp, before child replays) can still name them.
+  static constexpr size_t kLastOps = 200;
+  std::vector<std::string> last_described;
 };
 
 struct Result {

@@ -26,7 +26,7 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
-json result_json(const Result& r, const scenario::Scenario& sc, const schedule::TaskGraph& g) {
+json result_json(const Result& r, const scenario::Scenario& sc) {
   json j;
   j["name"] = r.name;
   j["engine"] = r.engine;
@@ -79,11 +79,8 @@ json result_json(const Result& r, const scenario::Scenario& sc, const schedule::
   for (const auto& [k, c] : r.communication)
     comm[k] = {{"total_s", c.total_s}, {"exposed_s", c.exposed_s}, {"bytes", c.bytes}};
   j["communication"] = comm;
-  json path = json::array();
-  const size_t keep = 200;  // the path's tail is what ends the step; keep it readable
-  const size_t first = r.critical_path.ops.size() > keep ? r.critical_path.ops.size() - keep : 0;
-  for (size_t i = first; i < r.critical_path.ops.size(); ++i)
-    path.push_back(g.describe(r.critical_path.ops[i]));
+  // The path's tail is what ends the step; keep it readable (CriticalPath::kLastOps).
+  const json path = r.critical_path.last_described;
   j["critical_path"] = {{"length_s", r.critical_path.length_s},
                         {"by_category_s", r.critical_path.by_category},
                         {"ops", r.critical_path.ops.size()}, {"last_ops", path}};

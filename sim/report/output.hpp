@@ -15,8 +15,7 @@ namespace cpsim::report {
 /// The fully resolved scenario echoed back (every default filled in).
 nlohmann::json scenario_json(const scenario::Scenario& sc);
 
-nlohmann::json result_json(const Result& r, const scenario::Scenario& sc,
-                           const schedule::TaskGraph& g);
+nlohmann::json result_json(const Result& r, const scenario::Scenario& sc);
 
 /// The table a newcomer reads.
 std::string summary_table(const Result& r, const scenario::Scenario& sc);

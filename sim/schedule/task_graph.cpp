@@ -95,12 +95,13 @@ int32_t TaskGraph::add_shape(const KernelShape& s) {
 }
 
 namespace {
-void build_csr(size_t n, const std::vector<OpId>& key, const std::vector<OpId>& val,
-               std::vector<uint32_t>& off, std::vector<OpId>& out) {
-  off.assign(n + 1, 0);
+template <class Edges>
+void build_csr(size_t n, const Edges& key, const Edges& val, std::vector<uint32_t>& off,
+               std::vector<OpId>& out) {
+  assign_huge<uint32_t>(off, n + 1, 0);
   for (OpId k : key) off[k + 1]++;
   for (size_t i = 0; i < n; ++i) off[i + 1] += off[i];
-  out.resize(val.size());
+  assign_huge<OpId>(out, val.size(), 0);
   std::vector<uint32_t> cur(off.begin(), off.end() - 1);
   for (size_t e = 0; e < key.size(); ++e) out[cur[key[e]]++] = val[e];
 }
@@ -111,11 +112,14 @@ void TaskGraph::finalize() {
   const size_t n = ops_.size();
   build_csr(n, edge_to_, edge_from_, pred_off_, pred_);
   build_csr(n, edge_from_, edge_to_, succ_off_, succ_);
+  // The CSR arrays hold every edge now; the build-time lists would be 8 bytes per edge more.
+  edge_from_.clear();
+  edge_to_.clear();
 
   // Queues in deterministic order of first appearance.
   std::map<std::pair<int, uint16_t>, uint32_t> qidx;
-  queue_of_.assign(n, {});
-  peer_queue_of_.assign(n, {});
+  assign_huge<QueueSlot>(queue_of_, n, {});
+  assign_huge<QueueSlot>(peer_queue_of_, n, {});
   auto slot = [&](int rank, uint16_t s, OpId id) -> QueueSlot {
     auto [it, inserted] = qidx.try_emplace({rank, s}, static_cast<uint32_t>(queues_.size()));
     if (inserted) queues_.push_back({rank, s, {}});
@@ -131,7 +135,8 @@ void TaskGraph::finalize() {
   }
 
   // Topological order over explicit edges plus stream order (Kahn; deterministic).
-  std::vector<uint32_t> indeg(n, 0);
+  std::vector<uint32_t> indeg;
+  assign_huge<uint32_t>(indeg, n, 0);
   auto for_each_succ = [&](OpId id, auto&& f) {
     for (uint32_t e = succ_off_[id]; e < succ_off_[id + 1]; ++e) f(succ_[e]);
     for (const QueueSlot* qs : {&queue_of_[id], &peer_queue_of_[id]}) {
@@ -143,6 +148,7 @@ void TaskGraph::finalize() {
   for (OpId id = 0; id < n; ++id) for_each_succ(id, [&](OpId s) { indeg[s]++; });
   topo_.clear();
   topo_.reserve(n);
+  huge_page_hint(topo_.data(), n * sizeof(OpId));
   std::vector<OpId> ready;
   for (OpId id = 0; id < n; ++id)
     if (indeg[id] == 0) ready.push_back(id);
@@ -195,7 +201,11 @@ std::string TaskGraph::describe(OpId id) const {
 std::string TaskGraph::to_dot() const {
   using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
   G g(ops_.size());
-  for (size_t e = 0; e < edge_from_.size(); ++e) boost::add_edge(edge_from_[e], edge_to_[e], g);
+  if (!finalized_)
+    for (size_t e = 0; e < edge_from_.size(); ++e) boost::add_edge(edge_from_[e], edge_to_[e], g);
+  else  // finalize() keeps the edges in CSR form only
+    for (OpId id = 0; id < ops_.size(); ++id)
+      for (auto [b, e] = succs(id); b != e; ++b) boost::add_edge(id, *b, g);
   std::ostringstream os;
   boost::write_graphviz(os, g, [&](std::ostream& out, const auto& v) {
     out << "[label=\"" << describe(static_cast<OpId>(v)) << "\"]";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/cost_model.hpp"
+#include "schedule/chunked_vector.hpp"
 
 namespace cpsim::schedule {
 
@@ -116,9 +117,9 @@ class TaskGraph {
   size_t size() const { return ops_.size(); }
   const Op& op(OpId id) const { return ops_[id]; }
   Op& op_mut(OpId id) { return ops_[id]; }
-  const std::vector<Op>& ops() const { return ops_; }
+  const ChunkedVector<Op>& ops() const { return ops_; }
   int num_ranks() const { return num_ranks_; }
-  size_t num_edges() const { return edge_from_.size(); }
+  size_t num_edges() const { return finalized_ ? succ_.size() : edge_from_.size(); }
 
   /// Explicit predecessors / successors (after finalize).
   std::pair<const OpId*, const OpId*> preds(OpId id) const;
@@ -155,8 +156,8 @@ class TaskGraph {
   std::string describe(OpId id) const;
 
  private:
-  std::vector<Op> ops_;
-  std::vector<OpId> edge_from_, edge_to_;
+  ChunkedVector<Op> ops_;
+  ChunkedVector<OpId> edge_from_, edge_to_;  ///< until finalize(): then CSR only
   std::vector<uint32_t> pred_off_, succ_off_;
   std::vector<OpId> pred_, succ_;
   std::vector<std::string> strings_{""};

@@ -55,8 +55,10 @@ TEST(Golden, AnchorStepAt128kOnOneNode) {
 }
 
 TEST(Golden, Llama8bOnFourNodes) {
-
-  EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.54247218382823, 3.55e-9);
+  // 3.54247218382823 s until transfers alone on their route ran as timers (issue 20): SimGrid
+  // rounds each Comm's end by ~2e-11 s, a timer does not, and compute interference amplifies
+  // the difference over the step (+0.0066 %; tests/engine/solo_transfers_test.cpp).
+  EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.5427071405853026, 3.55e-9);
 }
 
 }  // namespace

@@ -1,0 +1,38 @@
+#pragma once
+/// Transparent huge pages for the few arrays that grow with the graph (issue 20).
+///
+/// Why: a 24 M-op graph touches gigabytes once, and in this project's VM each first touch of a
+/// 4 KB page is a fault (perf: pvm_irq_enable and page-fault paths at ~22 % of a 3.9 M-op run).
+/// Debian's kernel ships THP in "madvise" mode: only ranges that ask get 2 MB pages. Asking for
+/// the graph's arrays cut that run's user time from 4.9 s to 3.0 s (measured with glibc's
+/// glibc.malloc.hugetlb=1 tunable, which asks for every large allocation).
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace cpsim::schedule {
+
+inline constexpr size_t kHugePage = size_t{2} << 20;
+
+/// Asks for huge pages on the 2 MB-aligned part of [p, p + bytes). A hint: ignored where THP is
+/// off, harmless on memory already touched.
+inline void huge_page_hint(void* p, size_t bytes) {
+  if (bytes < kHugePage) return;
+  const auto b = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t lo = (b + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t hi = (b + bytes) & ~(kHugePage - 1);
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+}
+
+/// v.assign(n, value) on huge pages: reserve (untouched memory), hint, then fill.
+template <class T>
+void assign_huge(std::vector<T>& v, size_t n, const T& value) {
+  std::vector<T>().swap(v);
+  v.reserve(n);
+  huge_page_hint(v.data(), n * sizeof(T));
+  v.assign(n, value);
+}
+
+}  // namespace cpsim::schedule
