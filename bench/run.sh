@@ -68,7 +68,11 @@ row "Llama-3 70B, 1,024 H100, full replay (symmetry off)" \
     "$CPSIM" run scenarios/llama3-70b-128k-1024-h100.yaml --set simulation.symmetry=off -q
 row "--trace of the 1,024-GPU scenario (streamed)" \
     "$CPSIM" run scenarios/llama3-70b-128k-1024-h100.yaml -q --trace "$tmp/t.json"
+row "cpsim collective 1 GiB all-reduce, 1,024 GPUs (SimGrid)" \
+    "$CPSIM" collective --platform h100-cluster --param nodes=128 --op allreduce --ranks 1024 -b 1G -e 1G
 if [ "$ROW_LIMIT_S" != 0 ]; then
+  row "cpsim collective 1 GiB all-reduce, 16,384 GPUs (SimGrid)" \
+      "$CPSIM" collective --platform h100-cluster --param nodes=2048 --op allreduce --ranks 16384 -b 1G -e 1G
   # The straggler what-if (4 more full replays) is left out: the critical path names the
   # straggler, and each what-if replay costs as much as a sample.
   row "Llama 3 405B, 16,384 H100, full replay + jitter/variation, 3 samples" \

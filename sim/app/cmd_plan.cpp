@@ -38,7 +38,7 @@ nlohmann::json candidate_json(const plan::Candidate& c) {
           {"tp", c.tp}, {"cp", c.cp}, {"pp", c.pp}, {"dp", c.dp}, {"virtual_stages", c.vstages},
           {"micro_batches", c.micro_batches}, {"zero_stage", c.zero_stage},
           {"peak_bytes", c.peak_bytes}, {"attention_layer_s", num(c.attention_layer_s)},
-          {"analytic_step_s", num(c.analytic_s)}, {"simgrid_step_s", num(c.simgrid_s)},
+          {"lower_bound_step_s", num(c.estimate_s)}, {"analytic_step_s", num(c.analytic_s)}, {"simgrid_step_s", num(c.simgrid_s)},
           {"tokens_per_step", c.tokens_per_step}, {"tokens_per_s", num(c.tokens_per_s())}};
 }
 
@@ -102,7 +102,8 @@ void register_plan(CLI::App& app, int& rc) {
               << "): " << res.all.size() << " candidates from " << res.structures << " layouts\n";
     std::cout << "  invalid " << counts["invalid"] << ", out of memory " << counts["oom"]
               << ", dominated (fit with less recompute/sharding) " << counts["dominated"]
-              << ", scheme screened out " << counts["screened"] << ", over budget " << counts["budget"]
+              << ", scheme screened out " << counts["screened"]
+              << ", cannot win (lower bound) " << counts["bounded"] << ", over budget " << counts["budget"]
               << ", failed " << counts["failed"] << ", ranked " << counts["ranked"] << "\n";
     std::cout << "  runs: " << res.attention_runs << " attention layers and " << res.step_runs
               << " steps (analytic), " << res.simgrid_runs << " steps (SimGrid); " << fmt("%.1f s wall\n", wall);
@@ -125,7 +126,7 @@ void register_plan(CLI::App& app, int& rc) {
     }
     // Why the others lost: the first few of each kind, in enumeration order.
     std::cout << "why the others lost (first 3 of each kind; --json lists all):\n";
-    for (const char* st : {"oom", "invalid", "dominated", "screened", "budget", "failed", "ranked"}) {
+    for (const char* st : {"oom", "invalid", "dominated", "screened", "bounded", "budget", "failed", "ranked"}) {
       int shown = 0;
       for (size_t k = 0; k < res.all.size() && shown < 3; ++k) {
         const auto& c = res.all[k];

@@ -269,7 +269,12 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
       }
   }
 
-  // Stage 4: whole steps, analytic, best estimate first.
+  // Stage 4: whole steps, analytic, best lower bound first. estimate_s is a lower bound on the
+  // step: every GPU's share of the FLOPs at the GPU's highest peak, stretched by the pipeline
+  // bubble of a balanced 1F1B schedule. Steps run in rounds of 2 x jobs; once a candidate's
+  // bound per token is no better than the best simulated time per token, it and every later
+  // one (sorted by that bound) cannot win and are not simulated.
+  const double peak = std::max(given.platform.gpu.peak_flops, given.platform.gpu.fp8_peak_flops);
   std::vector<size_t> step;
   for (size_t i : alive)
     if (res.all[i].status.empty()) {
@@ -277,41 +282,61 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
       double rf = 1;
       flops(loaded[scenario_of[i]], c, rf);
       const double bubble = c.pp > 1 ? (c.pp - 1.0) / (c.vstages * c.micro_batches) : 0.0;
-      c.estimate_s = c.model_flops * rf / (opt.gpus * given.platform.gpu.peak_flops) * (1 + bubble);
+      c.estimate_s = c.model_flops * rf / (opt.gpus * peak) * (1 + bubble);
       step.push_back(i);
     }
+  auto per_token = [&](size_t i) { return res.all[i].estimate_s / res.all[i].tokens_per_step; };
   std::stable_sort(step.begin(), step.end(), [&](size_t a, size_t b) {
-    const double ea = res.all[a].estimate_s / res.all[a].tokens_per_step;
-    const double eb = res.all[b].estimate_s / res.all[b].tokens_per_step;
+    const double ea = per_token(a), eb = per_token(b);
     return ea != eb ? ea < eb : res.all[a].label < res.all[b].label;
   });
-  std::vector<size_t> simulated;
-  runs.clear();
-  for (size_t k = 0; k < step.size(); ++k) {
-    auto& c = res.all[step[k]];
-    if (static_cast<int>(k) >= opt.budget) {
-      c.status = "budget";
-      c.why = "not simulated: --budget " + str(opt.budget) + " whole-step runs spent on layouts with a better FLOP estimate";
-      continue;
-    }
-    scenario::Scenario s = loaded[scenario_of[step[k]]];
-    s.training.recompute = c.recompute;
-    s.parallel.zero_stage = c.zero_stage;
-    runs.push_back(s);
-    simulated.push_back(step[k]);
-  }
-  const std::vector<double> st = run_step_times(runs, opt.jobs);
-  res.step_runs = static_cast<int>(runs.size());
   std::vector<size_t> ok;
-  for (size_t k = 0; k < simulated.size(); ++k) {
-    auto& c = res.all[simulated[k]];
-    c.analytic_s = st[k];
-    if (st[k] <= 0) {
-      c.status = "failed";
-      c.why = "the schedule could not be built or replayed";
-    } else {
-      c.status = "ranked";
-      ok.push_back(simulated[k]);
+  double best = 1e300;  // best simulated step time per token
+  const size_t round = static_cast<size_t>(2 * std::max(1, opt.jobs));
+  for (size_t k = 0; k < step.size();) {
+    if (static_cast<int>(k) >= opt.budget) {
+      for (; k < step.size(); ++k) {
+        auto& c = res.all[step[k]];
+        c.status = "budget";
+        c.why = "not simulated: --budget " + str(opt.budget) +
+                " whole-step runs spent on layouts with a better lower bound";
+      }
+      break;
+    }
+    if (per_token(step[k]) >= best) {
+      for (; k < step.size(); ++k) {
+        auto& c = res.all[step[k]];
+        c.status = "bounded";
+        c.why = "cannot win: at most " + fmt("%.0f tokens/s", 1 / per_token(step[k])) +
+                fmt(" (FLOPs at peak) vs %.0f simulated", 1 / best);
+      }
+      break;
+    }
+    std::vector<size_t> batch;
+    runs.clear();
+    for (; k < step.size() && batch.size() < round && static_cast<int>(k) < opt.budget &&
+           per_token(step[k]) < best;
+         ++k) {
+      const auto& c = res.all[step[k]];
+      scenario::Scenario s = loaded[scenario_of[step[k]]];
+      s.training.recompute = c.recompute;
+      s.parallel.zero_stage = c.zero_stage;
+      runs.push_back(s);
+      batch.push_back(step[k]);
+    }
+    const std::vector<double> st = run_step_times(runs, opt.jobs);
+    res.step_runs += static_cast<int>(runs.size());
+    for (size_t b = 0; b < batch.size(); ++b) {
+      auto& c = res.all[batch[b]];
+      c.analytic_s = st[b];
+      if (st[b] <= 0) {
+        c.status = "failed";
+        c.why = "the schedule could not be built or replayed";
+      } else {
+        c.status = "ranked";
+        ok.push_back(batch[b]);
+        best = std::min(best, st[b] / c.tokens_per_step);
+      }
     }
   }
   auto by_tps = [&](size_t a, size_t b) {

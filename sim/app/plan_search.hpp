@@ -10,7 +10,8 @@
 ///   3. attention scheme: one attention layer per (TP, CP, scheme, layout) with the analytic
 ///      engine; the best two per (TP, CP) survive (the scheme changes only attention layers);
 ///   4. step: the survivors' whole steps with the analytic engine, in child processes (-j),
-///      in the order of a FLOP-based estimate, at most `budget` of them;
+///      in the order of a FLOP-based lower bound per token, at most `budget` of them; once
+///      that bound is no better than the best simulated step, the rest cannot win ("bounded");
 ///   5. the best `verify` re-simulated with SimGrid (contention), which ranks them.
 /// Throughput (tokens/s) ranks the layouts, since DP and micro-batches change the tokens per
 /// step. Deterministic: fixed enumeration order, ties broken by the label.
@@ -30,12 +31,12 @@ struct Candidate {
   int zero_stage = 1;
   std::vector<std::string> sets;  ///< overrides that reproduce it with `cpsim run`
   std::string label;              ///< "tp1 cp8 pp2 dp1 v1 m8 ring-zigzag rc=full z3"
-  /// "ranked", "invalid", "oom", "dominated", "screened", "budget", "failed"
+  /// "ranked", "invalid", "oom", "dominated", "screened", "bounded", "budget", "failed"
   std::string status;
   std::string why;                ///< one line: why it lost
   double peak_bytes = 0;
   double attention_layer_s = -1;  ///< stage 3
-  double estimate_s = 0;          ///< stage 4's order: FLOPs / peak x (1 + bubble) x recompute
+  double estimate_s = 0;          ///< stage 4's lower bound: FLOPs / peak x (1 + bubble) x recompute
   double analytic_s = -1;         ///< stage 4
   double simgrid_s = -1;          ///< stage 5
   double tokens_per_step = 0;

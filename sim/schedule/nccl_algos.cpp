@@ -55,6 +55,19 @@ std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::v
   return out;
 }
 
+/// The lane's member in the node block [b, e) of lane.order that sits on the lane's NIC rail
+/// (ring_lanes walks odd nodes backwards, so there it is the last): NCCL builds each channel's
+/// tree between the same NIC index on every node (NCCL_CROSS_NIC, rail-optimised fabrics), so
+/// a lane's inter-node tree stays on one rail and lanes on different rails share no link.
+int head_of(const model::Topology& topo, const std::vector<int>& ranks, const Lane& lane,
+            size_t b, size_t e, int lane_index) {
+  const auto& s = topo.spec();
+  const int nics = std::max(1, s.nics_per_node);
+  for (size_t j = b; j < e; ++j)
+    if ((ranks[lane.order[j]] % s.gpus_per_node) % nics == lane_index % nics) return lane.order[j];
+  return lane.order[b];
+}
+
 /// NCCL's double binary tree over node heads: tree 0 is a heap on node order, tree 1 the same
 /// heap on reversed order, so a node inner in one tree is (mostly) a leaf in the other.
 /// Each tree carries half the lane's data up (reduce) and down (broadcast).
@@ -80,13 +93,15 @@ CollectiveResult build_tree(TaskGraph& g, const model::Topology& topo, const Col
   const auto lanes = ring_lanes(topo, req.ranks, shape.nodes > 1 ? shape.rails : 1,
                                 std::max(1, c.channels));
   const int per_node = static_cast<int>(nodes_of(topo, req.ranks)[0].size());
-  for (const auto& lane : lanes) {
+  for (size_t li = 0; li < lanes.size(); ++li) {
+    const auto& lane = lanes[li];
     const double wire = req.bytes * lane.share / eff;
     // Inside a node a chain (reduce towards the head, broadcast back), in the lane's order.
     std::vector<int> heads;
     for (size_t k = 0; k < lane.order.size(); k += per_node) {
       const size_t e = std::min(lane.order.size(), k + per_node);
-      heads.push_back(lane.order[k]);
+      heads.push_back(lanes.size() > 1 ? head_of(topo, req.ranks, lane, k, e, static_cast<int>(li))
+                                       : lane.order[k]);
       for (size_t j = k; j + 1 < e; ++j) {
         b.xfer(lane.order[j + 1], lane.order[j], wire);
         b.xfer(lane.order[j], lane.order[j + 1], wire);
@@ -118,9 +133,14 @@ CollectiveResult build_nvls(TaskGraph& g, const model::Topology& topo, const Col
     const GroupShape shape = group_shape(topo, req.ranks);
     const auto lanes = ring_lanes(topo, req.ranks, shape.rails, std::max(1, c.channels));
     const int per_node = static_cast<int>(nodes[0].size());
-    for (const auto& lane : lanes) {
+    for (size_t li = 0; li < lanes.size(); ++li) {
+      const auto& lane = lanes[li];
       std::vector<int> heads;
-      for (size_t k = 0; k < lane.order.size(); k += per_node) heads.push_back(lane.order[k]);
+      for (size_t k = 0; k < lane.order.size(); k += per_node)
+        heads.push_back(lanes.size() > 1
+                            ? head_of(topo, req.ranks, lane, k,
+                                      std::min(lane.order.size(), k + per_node), static_cast<int>(li))
+                            : lane.order[k]);
       inter_node_trees(b, heads, req.bytes * lane.share);
     }
   }

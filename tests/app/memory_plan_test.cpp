@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,19 @@ TEST_F(MemoryPlanTest, PlanIsDeterministicAndRanksOnlyLayoutsThatFit) {
     }
   }
   EXPECT_FALSE(ja["ranked"][0]["simgrid_step_s"].is_null());
+  // Stage 4's bound is a lower bound: no simulated step beats it (else pruning by it would
+  // drop layouts that can win), and a layout pruned by it cannot beat the best step per token.
+  double best_per_token = 1e300;
+  for (const auto& c : ja["ranked"]) {
+    const double lb = c["lower_bound_step_s"].get<double>(), t = c["analytic_step_s"].get<double>();
+    EXPECT_GT(lb, 0) << c["label"];
+    EXPECT_GE(t, lb) << c["label"];
+    best_per_token = std::min(best_per_token, t / c["tokens_per_step"].get<double>());
+  }
+  for (const auto& c : ja["candidates"])
+    if (c["status"] == "bounded") {
+      EXPECT_GE(c["lower_bound_step_s"].get<double>() / c["tokens_per_step"].get<double>(), best_per_token);
+    }
   // Every loser says why.
   for (const auto& c : ja["candidates"])
     if (c["status"] != "ranked") { EXPECT_FALSE(c["why"].get<std::string>().empty()) << c["label"]; }
