@@ -42,7 +42,7 @@ void register_kernels(CLI::App& app, int& rc) {
       const model::Topology topo(sc.platform);
       const auto cost = model::CostModel::make(sc.cost.profile, sc.platform.gpu);
       schedule::TaskGraph g;
-      schedule::Pricer pricer(*cost, sc, topo.gpus());
+      schedule::Pricer pricer(*cost);
       schedule::build_scenario(sc, topo, pricer, g);
       using Key = std::tuple<int, int64_t, int64_t, int, double, int, int, int>;
       std::map<Key, long> count;

@@ -62,20 +62,37 @@ std::vector<double> run_in_children(const std::vector<std::function<double()>>& 
   return out;
 }
 
+/// The step time of `p`'s graph replayed once per noise, each in a forked child (SimGrid's one
+/// engine per process). The children read the parent's graph through copy-on-write pages
+/// instead of building their own, so the machine holds one graph however many samples or
+/// what-ifs run (the 405B 16,384-GPU full replay's graph is ~15 GB).
+std::vector<double> replay_with_noise(const schedule::Plan& p, const model::Topology& topo,
+                                      const std::vector<schedule::ComputeNoise>& noises, int jobs) {
+  std::vector<std::function<double()>> fns;
+  for (const auto& n : noises)
+    fns.push_back([&p, &topo, &n] {
+      engine::ReplayOptions ro = replay_options(p.scenario);
+      ro.noise = &n;
+      const schedule::Trace tr = engine::replay(p.graph, topo, p.scenario.simulation.engine, ro);
+      check_finite(p.graph, tr);
+      return tr.makespan_s;
+    });
+  return run_in_children(fns, jobs);
+}
+
 /// The straggler what-if: for each candidate rank (static factor > 1: the most slowed ranks,
-/// and the critical path's straggler), the step with that rank made neutral (perturb.neutral_rank:
-/// no slowdown, variation or jitter; the other ranks' draws are untouched).
-report::StragglerWhatIf straggler_what_if(const scenario::Scenario& priced, const report::Result& r,
-                                          const std::vector<double>& rank_factor,
-                                          const SimulateOptions& opt) {
+/// and the critical path's straggler), the step with that rank made neutral (no slowdown,
+/// variation or jitter; the other ranks' draws are untouched), on the same graph.
+report::StragglerWhatIf straggler_what_if(const schedule::Plan& p, const model::Topology& topo,
+                                          const report::Result& r, const SimulateOptions& opt) {
+  const schedule::ComputeNoise& noise = p.graph.noise();
   report::StragglerWhatIf w;
   w.step_with_s = r.step_time_s;
   w.step_without_s = r.step_time_s;
   w.removed = "the rank's slowdown (slow_gpus, slow_nodes), static variation and jitter";
   std::vector<std::pair<double, int>> slowed;  // (factor, rank) of ranks that compute
   for (const auto& m : r.ranks)
-    if (m.compute_s > 0 && rank_factor[static_cast<size_t>(m.rank)] > 1)
-      slowed.push_back({rank_factor[static_cast<size_t>(m.rank)], m.rank});
+    if (m.compute_s > 0 && noise.rank_factor(m.rank) > 1) slowed.push_back({noise.rank_factor(m.rank), m.rank});
   std::sort(slowed.begin(), slowed.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
@@ -88,16 +105,12 @@ report::StragglerWhatIf straggler_what_if(const scenario::Scenario& priced, cons
     cand.push_back(cp);
   if (cand.empty()) return w;
 
-  std::vector<std::function<double()>> jobs;
-  for (int k : cand) {
-    scenario::Scenario s = priced;
-    s.perturb.neutral_rank = k;
-    jobs.push_back([s] { return step_time(s); });
-  }
-  const std::vector<double> steps = run_in_children(jobs, opt.jobs);
+  std::vector<schedule::ComputeNoise> noises;
+  for (int k : cand) noises.push_back(noise.with_neutral(k));
+  const std::vector<double> steps = replay_with_noise(p, topo, noises, opt.jobs);
   double best = -1;
   for (size_t i = 0; i < cand.size(); ++i) {
-    const double factor = rank_factor[static_cast<size_t>(cand[i])];
+    const double factor = noise.rank_factor(cand[i]);
     w.tried.push_back({cand[i], factor, steps[i]});
     if (r.step_time_s - steps[i] > best) {
       best = r.step_time_s - steps[i];
@@ -110,16 +123,32 @@ report::StragglerWhatIf straggler_what_if(const scenario::Scenario& priced, cons
   return w;
 }
 
-report::Samples run_samples(const scenario::Scenario& sc, const SimulateOptions& opt) {
+/// Whether the graph itself depends on simulation.seed, not only its noise: seeded MoE routing
+/// sets the experts' token counts, hence the ops' nominal times.
+bool graph_depends_on_seed(const scenario::Scenario& sc) {
+  return sc.model.moe.experts > 0 && sc.model.moe.router_skew > 0;
+}
+
+/// Step times for seeds seed, seed + 1, ...: the same graph replayed with each seed's noise
+/// (static variation and jitter), or, when the seed shapes the graph, a graph built per seed.
+report::Samples run_samples(const scenario::Scenario& sc, const schedule::Plan& p,
+                            const model::Topology& topo, const SimulateOptions& opt) {
   report::Samples sm;
-  std::vector<std::function<double()>> jobs;
+  std::vector<scenario::Scenario> seeded;
   for (int i = 0; i < opt.samples; ++i) {
-    scenario::Scenario s = sc;
-    s.simulation.seed = sc.simulation.seed + static_cast<uint64_t>(i);
-    sm.seeds.push_back(s.simulation.seed);
-    jobs.push_back([s] { return step_time(s); });
+    seeded.push_back(graph_depends_on_seed(sc) ? sc : p.scenario);
+    seeded.back().simulation.seed = sc.simulation.seed + static_cast<uint64_t>(i);
+    sm.seeds.push_back(seeded.back().simulation.seed);
   }
-  sm.step_time_s = run_in_children(jobs, opt.jobs);
+  if (graph_depends_on_seed(sc)) {
+    std::vector<std::function<double()>> jobs;
+    for (const auto& s : seeded) jobs.push_back([&s] { return step_time(s); });
+    sm.step_time_s = run_in_children(jobs, opt.jobs);
+  } else {
+    std::vector<schedule::ComputeNoise> noises;
+    for (const auto& s : seeded) noises.emplace_back(s, topo.gpus());
+    sm.step_time_s = replay_with_noise(p, topo, noises, opt.jobs);
+  }
   report::sample_stats(sm);
   return sm;
 }
@@ -156,19 +185,18 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
       os << "\n";
     });
   if (children) {
-    // Each child builds and replays its own graph: free this one first, so that the machine
-    // holds one graph at a time, not two (the 16,384-GPU full replay needs ~10 GB per graph).
-    p.graph = schedule::TaskGraph();
+    // The children replay this graph (copy-on-write): free the trace, which they do not read
+    // (16 B per op; 1.5 GB on the 16,384-GPU full replay).
     tr = schedule::Trace();
     malloc_trim(0);
   }
   if (what_if) {
-    progress.phase("straggler what-if (child replays)");
-    r.straggler = straggler_what_if(p.scenario, r, p.rank_factor, opt);
+    progress.phase("straggler what-if (child replays of the same graph)");
+    r.straggler = straggler_what_if(p, topo, r, opt);
   }
   if (opt.samples > 0) {
     progress.phase("samples: " + std::to_string(opt.samples) + " seeds (child replays)");
-    r.samples = run_samples(sc, opt);
+    r.samples = run_samples(sc, p, topo, opt);
   }
   progress.phase("write outputs");
   SimulateOutput out;

@@ -47,6 +47,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
 
   // Interference: compute progresses at `rate` (1 when no transfer of its GPU is in flight).
   const bool interfere = opt.interference > 0;
+  const schedule::ComputeNoise& noise = opt.noise ? *opt.noise : g.noise();
   const double slow_rate = interfere ? 1.0 / (1.0 + opt.interference) : 1.0;
   std::vector<int> inflight(interfere ? topo.gpus() : 0, 0);
   std::vector<std::vector<OpId>> running(interfere ? topo.gpus() : 0);
@@ -71,14 +72,15 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     const auto& op = g.op(id);
     tr.start_s[id] = t;
     if (op.kind == OpKind::Compute) {
-      if (interfere && op.duration_s > 0) {
-        work_left[id] = op.duration_s;
+      const double d = detail::compute_time_s(op, id, noise);
+      if (interfere && d > 0) {
+        work_left[id] = d;
         last_t[id] = t;
         rate[id] = inflight[op.rank] ? slow_rate : 1.0;
         running[op.rank].push_back(id);
-        events.push({t + op.duration_s / rate[id], id, version[id]});
+        events.push({t + d / rate[id], id, version[id]});
       } else {
-        events.push({t + std::max(0.0, op.duration_s), id, version[id]});
+        events.push({t + std::max(0.0, d), id, version[id]});
       }
       return;
     }

@@ -19,6 +19,9 @@ struct ReplayOptions {
   /// SimGrid: run a transfer whose route is idle as a timer until another flow meets it (see
   /// simgrid.cpp). Off: every transfer is a SimGrid Comm (the reference the tests compare to).
   bool solo_transfers = true;
+  /// Fleet noise for the graph's priced compute ops instead of graph.noise(): another seed (a
+  /// sample) or a spared rank (the straggler what-if) on the same graph. Null: the graph's own.
+  const schedule::ComputeNoise* noise = nullptr;
   /// Called every kProgressEvery completed ops with the simulated time reached, the ops done and
   /// the ops in all (for a progress line). Empty: never.
   std::function<void(double sim_s, size_t done, size_t total)> progress;

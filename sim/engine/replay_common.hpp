@@ -52,6 +52,12 @@ void for_each_successor(const schedule::TaskGraph& g, schedule::OpId id, F&& f) 
   }
 }
 
+/// Compute time of op `id` on an idle GPU: its nominal time, times the fleet noise if the cost
+/// model priced it (TaskGraph::add_priced).
+inline double compute_time_s(const schedule::Op& op, schedule::OpId id, const schedule::ComputeNoise& noise) {
+  return op.noisy ? op.duration_s * noise.scale(id, op.rank) : op.duration_s;
+}
+
 inline constexpr int kLinkClasses = 5;
 
 struct RouteInfo {

@@ -86,6 +86,7 @@ struct Replay {
   const schedule::TaskGraph& g;
   const ReplayOptions& opt;
   Trace& tr;
+  const schedule::ComputeNoise& noise;  ///< opt.noise or the graph's
   std::vector<sg4::Host*> hosts{};                              ///< per GPU
   std::map<std::pair<int, double>, sg4::Host*> capped_hosts{};  ///< (GPU, cap) -> shadow host
   std::vector<uint32_t> waits{};
@@ -153,12 +154,13 @@ struct Replay {
     const auto& op = g.op(id);
     tr.start_s[id] = sg4::Engine::get_clock();
     if (op.kind == OpKind::Compute) {
-      if (!(op.duration_s > 0)) {
+      const double d = detail::compute_time_s(op, id, noise);
+      if (!(d > 0)) {
         instant.push_back(id);
         return;
       }
       const double now = sg4::Engine::get_clock();
-      kernels[op.rank].push_back({id, op.duration_s, now, arm(id, now + op.duration_s / speed(op.rank))});
+      kernels[op.rank].push_back({id, d, now, arm(id, now + d / speed(op.rank))});
       return;
     }
     if (!op.interference_priced) {
@@ -310,7 +312,8 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
 
   // --- platform ---
   auto* zone = new TopologyZone(topo);  // the root zone; the Engine owns and frees it
-  Replay rp{.g = g, .opt = opt, .tr = tr, .routes = detail::RouteCache(topo)};
+  Replay rp{.g = g, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
+            .routes = detail::RouteCache(topo)};
   rp.hosts.resize(gpus);
   for (int gpu = 0; gpu < gpus; ++gpu) {
     rp.hosts[gpu] = zone->create_host("gpu" + std::to_string(gpu), std::vector<double>{kHostSpeed});

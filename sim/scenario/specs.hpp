@@ -274,7 +274,7 @@ struct PerturbSpec {
   int neutral_rank = -1;
 
   /// slow_gpus times slow_nodes per GPU (GPU g is on node g / gpus_per_node): the per-rank
-  /// factors schedule::Pricer applies through gpu_slowdown.
+  /// factors schedule::ComputeNoise applies through gpu_slowdown.
   std::map<int, double> gpu_factors(int gpus_per_node) const {
     std::map<int, double> f = gpu_slowdown;
     for (const auto& [node, factor] : node_slowdown)

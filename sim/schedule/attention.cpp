@@ -10,47 +10,10 @@
 
 namespace cpsim::schedule {
 
-namespace {
-/// Standard normal from two uniforms (Box-Muller), written out so that the same seed gives the
-/// same numbers with every standard library.
-double normal(std::mt19937_64& rng) {
-  constexpr double kTwoPi = 6.283185307179586;
-  const double u1 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-  const double u2 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
-}
-}  // namespace
-
-Pricer::Pricer(const model::CostModel& cost, const scenario::Scenario& sc, int num_ranks)
-    : cost_(cost), factor_(static_cast<size_t>(num_ranks), 1.0),
-      jitter_cv_(sc.perturb.jitter_cv),
-      lognormal_(sc.perturb.jitter_dist == scenario::JitterDist::LogNormal),
-      neutral_rank_(sc.perturb.neutral_rank), rng_(sc.simulation.seed) {
-  if (lognormal_) {
-    log_sigma_ = std::sqrt(std::log1p(jitter_cv_ * jitter_cv_));
-    log_mu_ = -0.5 * log_sigma_ * log_sigma_;
-  }
-  if (sc.perturb.gpu_variation_cv > 0) {
-    std::mt19937_64 static_rng(sc.simulation.seed ^ 0x9e3779b97f4a7c15ULL);
-    for (auto& f : factor_)
-      f *= std::max(0.5, 1.0 + sc.perturb.gpu_variation_cv * normal(static_rng));
-  }
-  for (const auto& [rank, slow] : sc.perturb.gpu_slowdown)
-    if (rank >= 0 && rank < num_ranks) factor_[static_cast<size_t>(rank)] *= slow;
-  if (neutral_rank_ >= 0 && neutral_rank_ < num_ranks) factor_[static_cast<size_t>(neutral_rank_)] = 1.0;
-}
-
-double Pricer::time(int rank, const model::Cost& c, const std::string& kind) {
+double Pricer::time(const model::Cost& c, const std::string& kind) {
   sources_[kind][model::cost_source_name(c.source)]++;
   if (c.extrapolated) extrapolated_++;
-  double t = c.time_s * factor_[static_cast<size_t>(rank)];
-  if (jitter_cv_ > 0) {
-    // Drawn for every op, so that sparing the neutral rank leaves the others' draws as they were.
-    const double z = normal(rng_);
-    const double j = lognormal_ ? std::exp(log_mu_ + log_sigma_ * z) : std::max(0.5, 1.0 + jitter_cv_ * z);
-    if (rank != neutral_rank_) t *= j;
-  }
-  return t;
+  return c.time_s;
 }
 
 BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>& kv,
@@ -138,8 +101,8 @@ OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w,
     ctx.g.add_compute(rank, stream::kCompute, rt.ring_step_sync_s, ov);
   }
   label.category = ctx.g.intern("attention");
-  const OpId k = ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "attention"),
-                                   label, c.flops);
+  const OpId k = ctx.g.add_priced(rank, stream::kCompute, ctx.pricer.time(c, "attention"),
+                                  label, c.flops);
   ctx.g.add_edge(host, k);
   return k;
 }
@@ -147,7 +110,7 @@ OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w,
 OpId add_memory_op(AttentionCtx& ctx, int rank, double bytes, OpLabel label) {
   const model::Cost c = ctx.pricer.cost().memory_bound(bytes);
   label.category = ctx.g.intern("memory");
-  return ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "memory"), label);
+  return ctx.g.add_priced(rank, stream::kCompute, ctx.pricer.time(c, "memory"), label);
 }
 
 Partition cp_partition(const scenario::Scenario& sc, const Documents& docs, int ranks) {

@@ -2,7 +2,6 @@
 /// Attention schedule builders: one per context-parallel scheme, sharing the partition and the
 /// work accounting. Each appends one layer's forward or backward for one CP group to the graph.
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -14,30 +13,22 @@
 
 namespace cpsim::schedule {
 
-/// Prices compute ops: the cost model's time on an idle GPU, scaled by the rank's perturbation
-/// (slow GPU, static fleet variation) and seeded per-kernel jitter (normal or lognormal), except
-/// on perturb.neutral_rank, which runs at nominal speed while the others keep their draws.
-/// Records which source priced each op kind so results can say so.
+/// Prices compute ops: the cost model's time on an idle, nominal GPU. The fleet noise (slow
+/// GPUs, static variation, jitter) is not priced in: the replay applies the graph's
+/// ComputeNoise to the ops added with TaskGraph::add_priced. Records which source priced each
+/// op kind so results can say so.
 class Pricer {
  public:
-  Pricer(const model::CostModel& cost, const scenario::Scenario& sc, int num_ranks);
+  explicit Pricer(const model::CostModel& cost) : cost_(cost) {}
   const model::CostModel& cost() const { return cost_; }
-  /// Time of `c` on `rank`, recorded under `kind` ("attention", "gemm", ...).
-  double time(int rank, const model::Cost& c, const std::string& kind);
-  /// Per-rank static factor (>= 0; 1 = nominal).
-  double rank_factor(int rank) const { return factor_[static_cast<size_t>(rank)]; }
+  /// Nominal time of `c`, recorded under `kind` ("attention", "gemm", ...).
+  double time(const model::Cost& c, const std::string& kind);
   /// kind -> source name -> op count, plus kinds that were extrapolated.
   const std::map<std::string, std::map<std::string, long>>& sources() const { return sources_; }
   long extrapolated() const { return extrapolated_; }
 
  private:
   const model::CostModel& cost_;
-  std::vector<double> factor_;
-  double jitter_cv_ = 0;
-  bool lognormal_ = false;
-  double log_mu_ = 0, log_sigma_ = 0;  ///< lognormal jitter: mean 1, cv jitter_cv_
-  int neutral_rank_ = -1;
-  std::mt19937_64 rng_;
   std::map<std::string, std::map<std::string, long>> sources_;
   long extrapolated_ = 0;
 };

@@ -59,7 +59,7 @@ OpLabel p2p(AttentionCtx& ctx, const char* name, const std::string& scheme, Phas
 OpId add_gemm(AttentionCtx& ctx, int rank, double m, double n, double k, OpLabel l) {
   const model::Cost c = ctx.pricer.cost().gemm(m, n, k);
   l.category = ctx.g.intern("gemm");
-  return ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "gemm"), l, c.flops);
+  return ctx.g.add_priced(rank, stream::kCompute, ctx.pricer.time(c, "gemm"), l, c.flops);
 }
 
 /// One group of Gated DeltaNet chunk kernels (model::GdnPart) over this rank's slice.
@@ -78,7 +78,7 @@ OpId add_gdn(AttentionCtx& ctx, int rank, const LinearGeometry& lg, int64_t loca
   const model::Cost c = ctx.pricer.cost().gdn(call);
   OpLabel l = make_label(ctx.g, ctx, name, scheme, backward ? Phase::Backward : Phase::Forward);
   l.category = ctx.g.intern("linear-attention");
-  return ctx.g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "linear-attention"), l,
+  return ctx.g.add_priced(rank, stream::kCompute, ctx.pricer.time(c, "linear-attention"), l,
                            c.flops);
 }
 

@@ -78,7 +78,7 @@ std::vector<OpId> linear_a2a_pass(AttentionCtx& ctx, bool backward, const std::v
     const model::Cost c = ctx.pricer.cost().gdn(call);
     OpLabel l = make_label(g, ctx, backward ? "gdn_chunk_bwd" : "gdn_chunk_fwd", scheme, phase);
     l.category = g.intern("linear-attention");
-    done[i] = g.add_compute(rank, stream::kCompute, ctx.pricer.time(rank, c, "linear-attention"), l, c.flops);
+    done[i] = g.add_priced(rank, stream::kCompute, ctx.pricer.time(c, "linear-attention"), l, c.flops);
     g.add_edge(conv, done[i]);
   }
   // After: the output forward; dq, dk, dv and the gate gradients backward.

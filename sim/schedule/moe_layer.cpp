@@ -166,8 +166,8 @@ Ops expert_ops(MoeCtx& c, int part, const Ops& deps) {
   for (size_t i = 0; i < c.ranks.size(); ++i) {
     const int t = static_cast<int>(i) % p.tp, cp_i = static_cast<int>(i) / p.tp;
     const int idx = model::ep_coord(p, t, cp_i, c.dp_i).index;
-    const double t_s = c.pricer.time(c.ranks[i], costs[slowest], kind);
-    out[i] = c.g.add_compute(c.ranks[i], stream::kCompute, t_s,
+    const double t_s = c.pricer.time(costs[slowest], kind);
+    out[i] = c.g.add_priced(c.ranks[i], stream::kCompute, t_s,
                              make_label(c.g, kNames[c.backward][part], c, kind),
                              c.recompute ? 0 : costs[static_cast<size_t>(idx)].flops);
     c.g.add_edge(deps[i], out[i]);

@@ -20,13 +20,11 @@ scenario::Scenario priced_scenario(const scenario::Scenario& sc) {
 Plan plan(const scenario::Scenario& sc, const model::Topology& topo, const model::CostModel& cost) {
   Plan p;
   p.scenario = priced_scenario(sc);
-  Pricer pricer(cost, p.scenario, topo.gpus());
+  Pricer pricer(cost);
   p.info = build_scenario(p.scenario, topo, pricer, p.graph);
   p.graph.finalize();
   p.pricing = pricer.sources();
   p.extrapolated_ops = pricer.extrapolated();
-  p.rank_factor.resize(static_cast<size_t>(topo.gpus()));
-  for (int k = 0; k < topo.gpus(); ++k) p.rank_factor[static_cast<size_t>(k)] = pricer.rank_factor(k);
   return p;
 }
 

@@ -17,14 +17,11 @@ namespace cpsim::schedule {
 struct Plan {
   /// The scenario as the builders and the pricing saw it (see priced_scenario).
   scenario::Scenario scenario;
-  TaskGraph graph;   ///< finalized
+  TaskGraph graph;   ///< finalized; graph.noise() holds the fleet noise (per-rank factors, jitter)
   BuildInfo info;
   /// op kind ("attention", "gemm", ...) -> cost source -> ops priced from it
   std::map<std::string, std::map<std::string, long>> pricing;
   long extrapolated_ops = 0;
-  /// Per GPU of the topology: its static slowdown (slow_gpus x slow_nodes x variation; 1 =
-  /// nominal), for the straggler what-if.
-  std::vector<double> rank_factor;
 };
 
 /// The scenario the builders and the pricing see: slow_nodes folded into slow_gpus (the

@@ -82,8 +82,8 @@ OpId StageBuilder::gemm_op(size_t i, const char* name, const model::Cost& c, dou
                            int mb, int layer, Phase ph, OpId dep) {
   OpLabel l = label(name, mb, layer, ph, "gemm");
   if (recompute_) l.name = g_.intern(std::string(name) + "_recompute");
-  const double t = pricer_.time(ranks_[i], c, "gemm") * mult * slow;
-  const OpId op = g_.add_compute(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.flops * mult);
+  const double t = pricer_.time(c, "gemm") * mult * slow;
+  const OpId op = g_.add_priced(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.flops * mult);
   g_.add_edge(dep, op);
   if (!param_ready_.empty()) g_.add_edge(param_ready_[i], op);
   return op;
@@ -129,7 +129,7 @@ StageBuilder::Ops StageBuilder::memory_all(const char* name, double bytes, int m
   Ops out(ranks_.size());
   const model::Cost c = pricer_.cost().memory_bound(bytes);
   for (size_t i = 0; i < ranks_.size(); ++i) {
-    out[i] = g_.add_compute(ranks_[i], stream::kCompute, pricer_.time(ranks_[i], c, "memory"),
+    out[i] = g_.add_priced(ranks_[i], stream::kCompute, pricer_.time(c, "memory"),
                             label(name, mb, layer, ph, "memory"));
     g_.add_edge(deps[i], out[i]);
   }

@@ -389,7 +389,7 @@ Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops
     l.name = x.g.intern("optimizer_step");
     l.category = x.g.intern("memory");
     l.phase = Phase::Optimizer;
-    opt[i] = x.g.add_compute(members[i], stream::kCompute, x.pricer.time(members[i], c, "memory"), l);
+    opt[i] = x.g.add_priced(members[i], stream::kCompute, x.pricer.time(c, "memory"), l);
     x.g.add_edge(reduced[i], opt[i]);
   }
   // A mirrored replica's member waits as its twin in the representative replica does.
@@ -492,6 +492,7 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
     throw std::invalid_argument("the mesh needs " + std::to_string(mesh.size()) +
                                 " GPUs but the platform has " + std::to_string(topo.gpus()));
   const Documents docs = scenario_documents(sc);
+  g.set_noise(ComputeNoise(sc, topo.gpus()));
   if (sc.simulation.scope == scenario::Scope::AttentionLayer)
     return build_attention_layer(sc, topo, pricer, g, mesh, docs);
   return build_step(StepCtx{sc, topo, pricer, g, mesh, docs});

@@ -45,7 +45,8 @@ struct BuildInfo {
   std::string symmetry;
 };
 
-/// Builds the scenario's scope (attention-layer, layer or step) into `g` (not finalized).
+/// Builds the scenario's scope (attention-layer, layer or step) into `g` (not finalized), with
+/// the fleet noise `sc` asks for as g.noise().
 BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& topo,
                          Pricer& pricer, TaskGraph& g);
 

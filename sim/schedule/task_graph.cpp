@@ -57,6 +57,13 @@ OpId TaskGraph::add_compute(int rank, uint16_t stream, double duration_s, const 
   return add(op);
 }
 
+OpId TaskGraph::add_priced(int rank, uint16_t stream, double nominal_s, const OpLabel& label,
+                           double flops) {
+  const OpId id = add_compute(rank, stream, nominal_s, label, flops);
+  ops_[id].noisy = true;
+  return id;
+}
+
 OpId TaskGraph::add_transfer(int src, uint16_t src_stream, int dst, uint16_t dst_stream,
                              double bytes, const OpLabel& label, double max_rate_Bps,
                              double extra_latency_s) {

@@ -8,10 +8,12 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "model/cost_model.hpp"
 #include "schedule/chunked_vector.hpp"
+#include "schedule/compute_noise.hpp"
 
 namespace cpsim::schedule {
 
@@ -78,6 +80,10 @@ struct Op {
   /// Transfer: the compute it overlaps is already priced slower for it (TE userbuffers' SM
   /// margin, tp_overlap.hpp), so the engines add no generic interference while it runs.
   bool interference_priced = false;
+  /// Compute: priced by the cost model (schedule::Pricer), so the replay multiplies duration_s
+  /// (the nominal time) by the graph's ComputeNoise for this op. Fences, launches and framework
+  /// overheads are not.
+  bool noisy = false;
   /// Unordered transfers only: the route's lone bottleneck bandwidth over this transfer's fair
   /// share of the collective's concurrent load, min over its links of bw / transfers (>= 1).
   /// The analytic engine (no contention model) divides the bandwidth by it; SimGrid shares the
@@ -86,7 +92,7 @@ struct Op {
   float sharers = 1;
   int32_t rank = 0;           ///< compute: its GPU; transfer: sender
   int32_t peer = -1;          ///< transfer: receiver
-  double duration_s = 0;      ///< compute: time on an idle GPU
+  double duration_s = 0;      ///< compute: time on an idle, nominal GPU (noise applies at replay)
   double flops = 0;           ///< compute: model FLOPs (for TFLOP/s), informational
   double bytes = 0;           ///< transfer: bytes on the wire
   double max_rate_Bps = 0;    ///< transfer: cap of the software path (0 = none)
@@ -100,6 +106,9 @@ class TaskGraph {
   OpId add(const Op& op);
   OpId add_compute(int rank, uint16_t stream, double duration_s, const OpLabel& label,
                    double flops = 0);
+  /// A compute op priced by the cost model: `nominal_s` on a nominal GPU, to which the replay
+  /// applies the rank's factor and the op's jitter (noise()).
+  OpId add_priced(int rank, uint16_t stream, double nominal_s, const OpLabel& label, double flops = 0);
   OpId add_transfer(int src, uint16_t src_stream, int dst, uint16_t dst_stream, double bytes,
                     const OpLabel& label, double max_rate_Bps = 0, double extra_latency_s = 0);
   /// `before` must finish before `after` starts. Ignores kNoOp on either side.
@@ -149,6 +158,10 @@ class TaskGraph {
   void set_pipelined_collectives(bool on) { pipelined_collectives_ = on; }
   bool pipelined_collectives() const { return pipelined_collectives_; }
 
+  /// The fleet noise the replay applies to priced ops (engine::ReplayOptions may replace it).
+  void set_noise(ComputeNoise n) { noise_ = std::move(n); }
+  const ComputeNoise& noise() const { return noise_; }
+
   /// Graphviz DOT of the graph (small graphs only).
   std::string to_dot() const;
 
@@ -169,6 +182,7 @@ class TaskGraph {
   int num_ranks_ = 0;
   bool finalized_ = false;
   bool pipelined_collectives_ = false;
+  ComputeNoise noise_;
 };
 
 }  // namespace cpsim::schedule

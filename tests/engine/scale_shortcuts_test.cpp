@@ -45,7 +45,7 @@ struct Outcome {
 Outcome run(const scenario::Scenario& sc, scenario::EngineKind engine) {
   model::Topology topo(sc.platform);
   auto cost = model::CostModel::roofline(sc.platform.gpu);
-  schedule::Pricer pricer(*cost, sc, topo.gpus());
+  schedule::Pricer pricer(*cost);
   schedule::TaskGraph g;
   const auto info = schedule::build_scenario(sc, topo, pricer, g);
   g.finalize();

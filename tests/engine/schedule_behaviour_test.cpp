@@ -38,7 +38,7 @@ double ring_forward_time(const scenario::Scenario& sc, double bw_Bps, bool simgr
   const int n = sc.parallel.cp;
   fixtures::PerPairCost cost(kPairSeconds);
   model::Topology topo(fixtures::nvswitch_node(n, bw_Bps, 0.0));
-  schedule::Pricer pricer(cost, sc, n);
+  schedule::Pricer pricer(cost);
   schedule::TaskGraph g;
   schedule::AttentionCtx ctx{g, topo, pricer, sc, {}, 0, 0, {}, schedule::scenario_documents(sc)};
   for (int i = 0; i < n; ++i) ctx.group.push_back(i);

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "app/child_replay.hpp"
 #include "engine/replay.hpp"
 #include "report/metrics.hpp"
 #include "schedule/attention.hpp"
+#include "schedule/compute_noise.hpp"
 #include "schedule/step.hpp"
 #include "support/fixtures.hpp"
 #include "test_platforms.hpp"
@@ -262,48 +264,80 @@ TEST(RailsDown, SlowsAMultiNodeRingAndNamesTheDoubledNic) {
   EXPECT_NE(down.result.links[0].name.find(".nic1."), std::string::npos) << down.result.links[0].name;
 }
 
-TEST(Pricer, NeutralRankRunsNominalWhileTheOthersKeepTheirDraws) {
-  fixtures::PerPairCost cost(kPairSeconds);
+TEST(ComputeNoise, NeutralRankRunsNominalWhileTheOthersKeepTheirDraws) {
   auto sc = ring8(1e18);
   sc.perturb.gpu_slowdown[3] = 1.2;
   sc.perturb.gpu_variation_cv = 0.05;
   sc.perturb.jitter_cv = 0.1;
   auto neutral = sc;
   neutral.perturb.neutral_rank = 3;
-  schedule::Pricer a(cost, sc, 8), b(cost, neutral, 8);
+  const schedule::ComputeNoise a(sc, 8), b(neutral, 8), c = a.with_neutral(3);
   EXPECT_DOUBLE_EQ(b.rank_factor(3), 1.0);
-  model::Cost c;
-  c.time_s = 1e-3;
-  for (int i = 0; i < 64; ++i) {
-    const int rank = i % 8;
-    const double ta = a.time(rank, c, "attention"), tb = b.time(rank, c, "attention");
+  EXPECT_DOUBLE_EQ(c.rank_factor(3), 1.0);
+  EXPECT_GT(a.rank_factor(3), 1.0);
+  for (uint32_t id = 0; id < 64; ++id) {
+    const int rank = static_cast<int>(id % 8);
     if (rank == 3) {
-      EXPECT_EQ(tb, 1e-3);
+      EXPECT_EQ(b.scale(id, rank), 1.0);
+      EXPECT_EQ(c.scale(id, rank), 1.0);
+      EXPECT_NE(a.scale(id, rank), 1.0);
     } else {
-      EXPECT_EQ(ta, tb) << i;
+      EXPECT_EQ(a.scale(id, rank), b.scale(id, rank)) << id;
+      EXPECT_EQ(a.scale(id, rank), c.scale(id, rank)) << id;
     }
   }
 }
 
-TEST(Pricer, LognormalJitterHasMeanOneAndTheGivenSpread) {
-  fixtures::PerPairCost cost(kPairSeconds);
+TEST(ComputeNoise, DrawsDependOnTheSeedAndTheOpNotOnOrder) {
+  auto sc = ring8(1e18);
+  sc.perturb.jitter_cv = 0.1;
+  const schedule::ComputeNoise a(sc, 8);
+  const double later = a.jitter(1000);
+  EXPECT_EQ(a.jitter(7), a.jitter(7));
+  EXPECT_EQ(later, a.jitter(1000));
+  EXPECT_NE(a.jitter(7), a.jitter(8));
+  sc.simulation.seed += 1;
+  const schedule::ComputeNoise b(sc, 8);
+  EXPECT_NE(a.jitter(7), b.jitter(7));
+  sc.perturb.jitter_cv = 0;
+  EXPECT_EQ(schedule::ComputeNoise(sc, 8).jitter(7), 1.0);
+  EXPECT_FALSE(schedule::ComputeNoise(sc, 8).any());
+}
+
+/// Mean, coefficient of variation and minimum of n draws.
+struct Moments {
+  double mean = 0, cv = 0, lo = 1e300;
+};
+Moments jitter_moments(const schedule::ComputeNoise& n, uint32_t count) {
+  double sum = 0, sum2 = 0;
+  Moments m;
+  for (uint32_t i = 0; i < count; ++i) {
+    const double t = n.jitter(i);
+    sum += t;
+    sum2 += t * t;
+    m.lo = std::min(m.lo, t);
+  }
+  m.mean = sum / count;
+  m.cv = std::sqrt(sum2 / count - m.mean * m.mean) / m.mean;
+  return m;
+}
+
+TEST(ComputeNoise, LognormalJitterHasMeanOneAndTheGivenSpread) {
   auto sc = ring8(1e18);
   sc.perturb.jitter_cv = 0.3;
   sc.perturb.jitter_dist = scenario::JitterDist::LogNormal;
-  schedule::Pricer p(cost, sc, 8);
-  model::Cost c;
-  c.time_s = 1.0;
-  const int n = 200000;
-  double sum = 0, sum2 = 0, lo = 1;
-  for (int i = 0; i < n; ++i) {
-    const double t = p.time(0, c, "gemm");
-    sum += t;
-    sum2 += t * t;
-    lo = std::min(lo, t);
-  }
-  const double mean = sum / n, cv = std::sqrt(sum2 / n - mean * mean) / mean;
-  EXPECT_NEAR(mean, 1.0, 0.005);
-  EXPECT_NEAR(cv, 0.3, 0.01);
-  EXPECT_GT(lo, 0.0);
-  EXPECT_LT(lo, 0.5);  // no floor at 0.5 as the normal's
+  const Moments m = jitter_moments(schedule::ComputeNoise(sc, 8), 200000);
+  EXPECT_NEAR(m.mean, 1.0, 0.005);
+  EXPECT_NEAR(m.cv, 0.3, 0.01);
+  EXPECT_GT(m.lo, 0.0);
+  EXPECT_LT(m.lo, 0.5);  // no floor at 0.5 as the normal's
+}
+
+TEST(ComputeNoise, NormalJitterHasMeanOneTheGivenSpreadAndAFloor) {
+  auto sc = ring8(1e18);
+  sc.perturb.jitter_cv = 0.1;
+  const Moments m = jitter_moments(schedule::ComputeNoise(sc, 8), 200000);
+  EXPECT_NEAR(m.mean, 1.0, 0.002);
+  EXPECT_NEAR(m.cv, 0.1, 0.002);
+  EXPECT_GE(m.lo, 0.5);
 }

@@ -37,7 +37,7 @@ struct Built {
 void build(Built& b, const scenario::Scenario& sc, int n) {
   static fixtures::PerPairCost cost(1e-12);
   model::Topology topo(fixtures::nvswitch_node(n, 100e9, 1e-6));
-  schedule::Pricer pricer(cost, sc, n);
+  schedule::Pricer pricer(cost);
   schedule::AttentionCtx ctx{b.g, topo, pricer, sc, {}, 0, 0, {}, schedule::scenario_documents(sc)};
   for (int i = 0; i < n; ++i) ctx.group.push_back(i);
   ctx.geo = {sc.model.heads_q, sc.model.heads_kv, sc.model.head_dim, 1};
@@ -401,7 +401,7 @@ TEST(DoubleRing, InnerRingDefaultsToTheCpRanksOfOneNode) {
   static fixtures::PerPairCost cost(1e-12);
   model::Topology topo(test::dgx_h100(4));
   auto sc = anchor_scenario(scenario::AttentionScheme::DoubleRing, scenario::Layout::ZigZag);
-  schedule::Pricer pricer(cost, sc, 32);
+  schedule::Pricer pricer(cost);
   schedule::TaskGraph g;
   schedule::AttentionCtx ctx{g, topo, pricer, sc, {}, 0, 0, {}, schedule::scenario_documents(sc)};
   for (int c = 0; c < 16; ++c) ctx.group.push_back(2 * c);  // TP 2 x CP 16: 4 CP ranks a node

@@ -152,7 +152,7 @@ struct Graph {
 void build(Graph& out, const scenario::Scenario& sc) {
   static fixtures::PerPairCost cost(1e-12);
   model::Topology topo(sc.platform);
-  schedule::Pricer pricer(cost, sc, topo.gpus());
+  schedule::Pricer pricer(cost);
   out.info = schedule::build_scenario(sc, topo, pricer, out.g);
   out.g.finalize();
 }
