@@ -112,13 +112,17 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 std::optional<std::string> did_you_mean(const std::string& word,
                                         const std::vector<std::string>& candidates) {
   const std::string w = lower_norm(word);
+  const size_t limit = word.size() <= 4 ? 1 : word.size() <= 8 ? 2 : 3;
   std::optional<std::string> best;
   size_t best_d = std::numeric_limits<size_t>::max();
   for (const auto& c : candidates) {
-    const size_t d = edit_distance(w, lower_norm(c));  // case and '-'/'_' do not count
+    const std::string cn = lower_norm(c);  // case and '-'/'_' do not count
+    // The distance is at least the length difference: a 10 MB unknown value against the known
+    // names would cost O(10 MB x name) time and memory per name for a certain "no".
+    if (std::max(w.size(), cn.size()) - std::min(w.size(), cn.size()) > limit) continue;
+    const size_t d = edit_distance(w, cn);
     if (d < best_d) best_d = d, best = c;
   }
-  const size_t limit = word.size() <= 4 ? 1 : word.size() <= 8 ? 2 : 3;
   if (best && best_d <= limit && best_d < word.size()) return best;
   return std::nullopt;
 }
