@@ -8,6 +8,8 @@
 
 #include "support/cli.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::cli;
 namespace fs = std::filesystem;
 
@@ -90,3 +92,5 @@ TEST(CollectiveCli, EnginesAgreeAcrossALeafSpineFabric) {
   EXPECT_NEAR(an, sg, 0.02 * sg);
   EXPECT_GT(sg, 250);  // 8 rails x 47 GB/s through NVLS-Tree, not one NIC
 }
+
+}  // namespace CPSIM_TEST_TU

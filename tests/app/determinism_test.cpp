@@ -19,6 +19,8 @@ namespace fs = std::filesystem;
 
 #include "support/cli.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::cli;
 
 namespace {
@@ -176,3 +178,5 @@ TEST_F(Determinism, UnwritableOutputLeavesNoFile) {
   EXPECT_NE(o.text.find("cannot write " + missing.string()), std::string::npos) << o.text;
   EXPECT_FALSE(fs::exists(missing.parent_path()));
 }
+
+}  // namespace CPSIM_TEST_TU

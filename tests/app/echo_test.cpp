@@ -16,6 +16,8 @@
 #include "support/cli.hpp"
 #include "support/temp_dir.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 namespace fs = std::filesystem;
 using namespace cpsim::cli;
 
@@ -77,3 +79,5 @@ INSTANTIATE_TEST_SUITE_P(Bundled, EchoTest, ::testing::ValuesIn(bundled()),
                          });
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

@@ -33,6 +33,8 @@
 
 #include "support/cli.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 namespace fs = std::filesystem;
 using namespace cpsim::cli;
 
@@ -62,3 +64,5 @@ TEST(Golden, Llama8bOnFourNodes) {
 }
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

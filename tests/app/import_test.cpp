@@ -8,6 +8,8 @@
 
 #include "support/cli.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 namespace fs = std::filesystem;
 using namespace cpsim::cli;
 
@@ -94,3 +96,5 @@ TEST_F(Import, BadInputExitsTwoWithItsLocation) {
             std::string::npos)
       << m.text;
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -9,6 +9,8 @@
 #include "support/cli.hpp"
 #include "support/temp_dir.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 namespace fs = std::filesystem;
 using namespace cpsim::cli;
 
@@ -64,3 +66,5 @@ TEST_F(KernelsJson, JsonReplacesAnOldFileWholeAndLeavesNoTemporary) {
 }
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

@@ -10,6 +10,8 @@
 #include "support/cli.hpp"
 #include "support/temp_dir.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 namespace fs = std::filesystem;
 using namespace cpsim::cli;
 using nlohmann::json;
@@ -130,3 +132,5 @@ TEST_F(MemoryPlanTest, CommunicationSplitsByKind) {
   EXPECT_GT(tp["communication"]["tp"]["total_s"].get<double>(), 0.0);
   EXPECT_GT(tp["communication"]["tp"]["bytes"].get<double>(), 0.0);
 }
+
+}  // namespace CPSIM_TEST_TU

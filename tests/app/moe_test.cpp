@@ -13,6 +13,8 @@
 #include "support/cli.hpp"
 #include "support/scenario_error.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 namespace {
@@ -170,3 +172,5 @@ TEST(MoeErrors, BadKeysAreRefused) {
   EXPECT_NE(test::scenario_error("platform: dgx-h100\nmodel: {preset: llama3-8b, attention_type: mla}\n"
                                  "training: {seq_len: 8K}\n").find("needs 'mla'"), std::string::npos);
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -19,6 +19,8 @@ namespace fs = std::filesystem;
 #include "support/cli.hpp"
 #include "support/temp_dir.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::cli;
 
 namespace {
@@ -177,3 +179,5 @@ TEST_F(PlotTest, BadInputsExitTwo) {
 }
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

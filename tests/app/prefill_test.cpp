@@ -10,6 +10,8 @@
 
 #include "support/cli.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 namespace fs = std::filesystem;
 using namespace cpsim::cli;
 
@@ -125,3 +127,5 @@ TEST(Partition, PerDocumentShardingBalancesTheLognormalMix) {
 }
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

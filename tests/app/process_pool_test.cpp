@@ -14,6 +14,8 @@
 #include "support/fake_runner.hpp"
 #include "support/temp_dir.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 namespace fs = std::filesystem;
 using namespace cpsim;
 using namespace cpsim::app;
@@ -150,3 +152,5 @@ TEST(RunBatch, AtMostNAtOnceTimeoutsAndInterrupts) {
 }
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

@@ -19,6 +19,8 @@
 #include "support/cli.hpp"
 #include "support/temp_dir.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 namespace fs = std::filesystem;
 using namespace cpsim::cli;
 
@@ -323,3 +325,5 @@ TEST_F(RobustTest, PivotPrintsStepTimesAsATable) {
 }
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

@@ -19,6 +19,8 @@ using nlohmann::json;
 
 #include "support/cli.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::cli;
 
 namespace {
@@ -178,3 +180,5 @@ TEST(SampleStats, PercentilesInterpolateBetweenOrderStatistics) {
   EXPECT_DOUBLE_EQ(one.p99_s, 2);
   EXPECT_DOUBLE_EQ(one.stdev_s, 0);
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -22,6 +22,8 @@ namespace fs = std::filesystem;
 #include "support/fake_runner.hpp"
 #include "support/temp_dir.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::cli;
 using cpsim::app::pool::Captured;
 
@@ -403,3 +405,5 @@ TEST_F(SlurmSweepTest, SbatchFailuresAndBadOptionsAreReported) {
 }
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

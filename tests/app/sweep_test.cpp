@@ -26,6 +26,8 @@ namespace fs = std::filesystem;
 #include "support/fake_runner.hpp"
 #include "support/temp_dir.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::cli;
 using namespace cpsim::app;
 using cpsim::test::Act;
@@ -369,3 +371,5 @@ TEST_F(SweepTest, ResumeRerunsPointsWhoseValuesChanged) {
 }
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

@@ -13,6 +13,8 @@
 #include "support/cli.hpp"
 #include "support/scenario_error.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 namespace {
@@ -144,3 +146,5 @@ TEST(Fp8Attention, NeedsFp8Precision) {
   EXPECT_NE(e.find("s.yaml:5:"), std::string::npos) << e;
   EXPECT_NE(e.find("needs training.precision: fp8"), std::string::npos) << e;
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -21,6 +21,8 @@ using nlohmann::json;
 #include "support/cli.hpp"
 #include "support/temp_dir.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::cli;
 
 namespace {
@@ -198,3 +200,5 @@ TEST_F(TraceTest, FixedOverheadsAreTheirOwnSlices) {
             on.count("host_launch") ? on.at("host_launch") : 0);
   EXPECT_TRUE(count(trace("--set platform.runtime=off")).empty());
 }
+
+}  // namespace CPSIM_TEST_TU

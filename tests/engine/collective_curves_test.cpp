@@ -10,6 +10,8 @@
 #include "schedule/collectives.hpp"
 #include "test_platforms.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using cpsim::model::Topology;
 using cpsim::scenario::EngineKind;
 using namespace cpsim::schedule;
@@ -142,3 +144,5 @@ TEST(CollectiveCurves, TwoNodeAllToAllSendsHalfItsDataThroughEachGpuNic) {
   EXPECT_NEAR(r.busbw_GBps, ideal_busbw, 0.05 * ideal_busbw);
   EXPECT_GT(r.busbw_GBps, 50 * 0.94);  // more than one NIC's worth: half the data stays inside
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -7,6 +7,8 @@
 #include "schedule/collectives.hpp"
 #include "support/fixtures.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 namespace {
@@ -48,3 +50,5 @@ TEST(PipelinedCollectives, UsesFewerOps) {
   EXPECT_EQ(steps_ops, 16u * 30u);
   EXPECT_EQ(piped_ops, 16u + 1u);
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -11,6 +11,8 @@
 #include "engine/replay.hpp"
 #include "test_platforms.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using cpsim::engine::ReplayOptions;
 using cpsim::engine::Trace;
 using cpsim::model::Topology;
@@ -321,3 +323,5 @@ TEST_P(RandomChains, EnginesAgreeOnSerialisedTraffic) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Platforms, RandomChains, ::testing::Values(0, 1));
+
+}  // namespace CPSIM_TEST_TU

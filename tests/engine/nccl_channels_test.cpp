@@ -11,6 +11,8 @@
 #include "scenario/load.hpp"
 #include "schedule/collectives.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using cpsim::model::Topology;
 using cpsim::scenario::EngineKind;
 using namespace cpsim::schedule;
@@ -90,3 +92,5 @@ TEST(NcclChannels, TreeLanesStayOnTheirRail) {
     EXPECT_EQ(crossing, 8 * 2 * 5 * 2) << algorithm_name(a);
   }
 }
+
+}  // namespace CPSIM_TEST_TU

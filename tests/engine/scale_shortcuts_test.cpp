@@ -10,6 +10,8 @@
 #include "support/fixtures.hpp"
 #include "test_platforms.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 namespace {
@@ -139,3 +141,5 @@ TEST(ReplicaSymmetry, RefusedWhenReplicasShareLeafSwitches) {
   const Outcome o = run(sc, scenario::EngineKind::Analytic);
   EXPECT_NE(o.symmetry.find("refused"), std::string::npos) << o.symmetry;
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -11,6 +11,8 @@
 #include "schedule/step.hpp"
 #include "support/fixtures.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 namespace {
@@ -279,3 +281,5 @@ TEST(DoubleRing, HidesASlowInterNodeNetworkThatThePlainRingExposes) {
 TEST(DoubleRing, HidesASlowInterNodeNetworkUnderSimGridToo) {
   expect_double_ring_hides_the_network(scenario::EngineKind::SimGrid);
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -9,6 +9,8 @@
 #include "engine/replay.hpp"
 #include "test_platforms.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using cpsim::engine::ReplayOptions;
 using cpsim::engine::Trace;
 using cpsim::model::Topology;
@@ -100,3 +102,5 @@ TEST_P(SoloRandom, TimersAndCommsGiveTheSameTimes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, SoloRandom, ::testing::Values(11u, 12u, 13u, 14u));
+
+}  // namespace CPSIM_TEST_TU

@@ -15,6 +15,8 @@
 #include "support/fixtures.hpp"
 #include "test_platforms.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 namespace {
@@ -341,3 +343,5 @@ TEST(ComputeNoise, NormalJitterHasMeanOneTheGivenSpreadAndAFloor) {
   EXPECT_NEAR(m.cv, 0.1, 0.002);
   EXPECT_GE(m.lo, 0.5);
 }
+
+}  // namespace CPSIM_TEST_TU

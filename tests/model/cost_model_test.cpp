@@ -14,6 +14,8 @@
 
 #include "scenario/load.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 using model::AttentionCall;
 using model::CostModel;
@@ -385,3 +387,5 @@ TEST(Profile, MakeAutoPrefersAMeasuredProfile) {
 }
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

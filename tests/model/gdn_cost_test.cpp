@@ -14,6 +14,8 @@
 #include "scenario/load.hpp"
 #include "scenario/profile_csv.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 using model::CostModel;
 using model::CostSource;
@@ -167,3 +169,5 @@ TEST(GdnProfileCsv, BadCellsNameTheLine) {
   }
   std::remove(path.c_str());
 }
+
+}  // namespace CPSIM_TEST_TU

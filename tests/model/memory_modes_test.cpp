@@ -6,6 +6,8 @@
 #include "model/transformer.hpp"
 #include "support/fixtures.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 namespace {
@@ -102,3 +104,5 @@ TEST(ChunkedLoss, LogitsTermIsOneChunk) {
 }
 
 }  // namespace
+
+}  // namespace CPSIM_TEST_TU

@@ -6,6 +6,8 @@
 
 #include "support/fixtures.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 namespace {
@@ -70,3 +72,5 @@ TEST(MemoryByRankClass, PipelineStagesHoldTheirMicroBatchesAndOnlyTheLastTheLogi
   EXPECT_DOUBLE_EQ(peak.peak_bytes, most);
   EXPECT_NE(peak.verdict.find("stage"), std::string::npos) << peak.verdict;
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -16,6 +16,8 @@
 #include "scenario/load.hpp"
 #include "scenario/profile_csv.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 using model::AttentionCall;
 using scenario::AttnImpl;
@@ -179,3 +181,5 @@ TEST(Profiles, CsvErrorsNameLineAndColumn) {
     EXPECT_NE(std::string(e.what()).find("\n  H100,fa2"), std::string::npos) << e.what();
   }
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -8,6 +8,8 @@
 
 #include "engine/test_platforms.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using cpsim::model::LinkClass;
 using cpsim::model::Topology;
 
@@ -123,3 +125,5 @@ TEST(Topology, MultiNodeWithoutNicsIsAnError) {
   spec.nics_per_node = 0;
   EXPECT_THROW(Topology{spec}, std::invalid_argument);
 }
+
+}  // namespace CPSIM_TEST_TU

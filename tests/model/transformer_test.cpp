@@ -5,6 +5,8 @@
 
 #include "support/fixtures.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 namespace {
@@ -98,3 +100,5 @@ TEST(Memory, DoubleRingKeepsTwoMoreKvBlocksThanTheRing) {
   EXPECT_DOUBLE_EQ(cp_buffers(scenario::AttentionScheme::DoubleRing),
                    cp_buffers(scenario::AttentionScheme::Ring));
 }
+
+}  // namespace CPSIM_TEST_TU

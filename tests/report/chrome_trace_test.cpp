@@ -7,6 +7,8 @@
 
 #include "report/output.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 TEST(ChromeTrace, StreamedBytesEqualTheWholeDocumentsDump) {
@@ -37,3 +39,5 @@ TEST(ChromeTrace, StreamedBytesEqualTheWholeDocumentsDump) {
     if (e.contains("args") && e["args"].contains("critical")) ++critical;
   EXPECT_EQ(critical, 3);  // the compute op and both ends of the transfer
 }
+
+}  // namespace CPSIM_TEST_TU

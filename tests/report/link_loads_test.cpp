@@ -5,6 +5,8 @@
 #include "engine/test_platforms.hpp"
 #include "report/metrics.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 
 TEST(LinkLoads, OneTransferOverNvswitchLoadsTheSendersUpAndTheReceiversDownLink) {
@@ -32,3 +34,5 @@ TEST(LinkLoads, OneTransferOverNvswitchLoadsTheSendersUpAndTheReceiversDownLink)
   ASSERT_EQ(r.critical_path.ops.size(), 1u);
   EXPECT_DOUBLE_EQ(r.critical_path.length_s, 0.004);
 }
+
+}  // namespace CPSIM_TEST_TU

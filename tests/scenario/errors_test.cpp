@@ -8,6 +8,8 @@
 #include "scenario/load.hpp"
 #include "support/scenario_error.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::scenario;
 
 namespace {
@@ -454,3 +456,5 @@ TEST(Errors, NonScalarKey) {
             "  [1, 2]: 3\n"
             "  ^");
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -9,6 +9,8 @@
 #include "scenario/load.hpp"
 #include "scenario/yaml_tree.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::scenario;
 
 namespace {
@@ -250,3 +252,5 @@ TEST(ImportHf, DenseLayersCpsimCannotPlaceAreRefused) {
     "vocab_size": 1000, "layer_types": ["full_attention"]})";
   EXPECT_NE(error_of(types).find("layer_types: has 1 entries but num_hidden_layers is 4"), std::string::npos);
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -10,6 +10,8 @@
 #include "scenario/load.hpp"
 #include "scenario/yaml_tree.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::scenario;
 
 namespace {
@@ -200,3 +202,5 @@ TEST(ImportMegatron, BadArgumentsPointAtTheirColumn) {
   EXPECT_NE(error_of(kLlama8b + "--num-experts 8 --moe-layer-freq [1]*4+[0]*28").find("dense layer after a MoE layer"),
             std::string::npos);
 }
+
+}  // namespace CPSIM_TEST_TU

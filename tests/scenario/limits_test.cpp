@@ -13,6 +13,8 @@
 #include "scenario/load.hpp"
 #include "support/scenario_error.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 using scenario::InputError;
 
@@ -373,3 +375,5 @@ TEST(Limits, NanAndInfInProfiles) {
             inf_path + ":2:33: error: cost.profile: column 'unmasked_fraction': 'inf' is not a positive number\n  " +
                 inf_row + "\n  " + std::string(32, ' ') + "^");
 }
+
+}  // namespace CPSIM_TEST_TU

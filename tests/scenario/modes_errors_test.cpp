@@ -7,6 +7,8 @@
 #include "scenario/load.hpp"
 #include "support/scenario_error.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::scenario;
 using cpsim::test::scenario_error;
 
@@ -77,3 +79,5 @@ TEST(ModesKeys, LinearA2aHeadsMustDivide) {
   EXPECT_EQ(scenario_error(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: 8\n  linear_attention: {scheme: a2a}\n"),
             "(no error)");
 }
+
+}  // namespace CPSIM_TEST_TU

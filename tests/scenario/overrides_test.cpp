@@ -6,6 +6,8 @@
 
 #include "scenario/load.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::scenario;
 
 namespace {
@@ -110,3 +112,5 @@ TEST(Overrides, PlatformParamError) {
               "        ^");
   }
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -7,6 +7,8 @@
 #include "scenario/load.hpp"
 #include "support/scenario_error.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 using scenario::InputError;
 
@@ -171,3 +173,5 @@ TEST(PerturbErrors, Links) {
             "  perturb: {links: [{gpu: 1, link: nvlink}]}\n"
             "                                   ^");
 }
+
+}  // namespace CPSIM_TEST_TU

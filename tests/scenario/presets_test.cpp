@@ -6,6 +6,8 @@
 
 #include "scenario/load.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::scenario;
 
 TEST(Presets, EveryPlatformFileLoads) {
@@ -206,3 +208,5 @@ TEST(Presets, UnknownPlatform) {
 }
 
 TEST(Presets, GpusFileIsNotAPlatform) { EXPECT_THROW(load_platform("gpus"), InputError); }
+
+}  // namespace CPSIM_TEST_TU

@@ -6,6 +6,8 @@
 
 #include "scenario/load.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::scenario;
 
 namespace {
@@ -189,3 +191,5 @@ TEST(Scenario, DataDirFromEnvironment) {
   unsetenv("CPSIM_DATA_DIR");
   EXPECT_EQ(data_dir(), before);
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -9,6 +9,8 @@
 #include "scenario/load.hpp"
 #include "scenario/sweep.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::scenario;
 
 namespace {
@@ -214,3 +216,5 @@ TEST(Sweep, MissingSweepFile) {
   EXPECT_EQ(sweep_err(kData + "no-such-sweep.yaml"),
             kData + "no-such-sweep.yaml: error: cannot read sweep file: No such file or directory");
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -6,6 +6,8 @@
 
 #include "scenario/load.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim::scenario;
 
 namespace {
@@ -114,3 +116,5 @@ TEST(Units, FlopsRejects) {
   EXPECT_EQ(reason(parse_flops, "NaN"), "expected a FLOP rate such as 989TFLOPS or 989e12, got 'NaN'");
   EXPECT_THROW(parse_flops("989TB"), std::invalid_argument);
 }
+
+}  // namespace CPSIM_TEST_TU

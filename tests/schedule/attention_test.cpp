@@ -13,6 +13,8 @@
 #include "engine/test_platforms.hpp"
 #include "support/fixtures.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 using schedule::OpKind;
 using schedule::Phase;
@@ -418,3 +420,5 @@ TEST(DoubleRing, InnerRingDefaultsToTheCpRanksOfOneNode) {
   sc.parallel.attention.inner_ring = 3;
   EXPECT_THROW(schedule::double_ring_inner(ctx), std::invalid_argument);
 }
+
+}  // namespace CPSIM_TEST_TU

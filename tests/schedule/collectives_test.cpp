@@ -6,6 +6,8 @@
 
 #include "../engine/test_platforms.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using cpsim::model::Topology;
 using namespace cpsim::schedule;
 
@@ -258,3 +260,5 @@ TEST(Collectives, Names) {
   EXPECT_STREQ(coll_op_name(CollOp::ReduceScatter), "reducescatter");
   EXPECT_STREQ(protocol_name(Protocol::LL128), "LL128");
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -13,6 +13,8 @@
 #include "schedule/step.hpp"
 #include "support/fixtures.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using namespace cpsim;
 using scenario::AttentionMask;
 using schedule::Documents;
@@ -398,3 +400,5 @@ TEST(LinearAttentionCp, RunsTheKernelsFlaCpRuns) {
   EXPECT_EQ(count_named(g1.g, "gdn_cp_preprocess_fwd"), 0);
   EXPECT_EQ(count_named(g1.g, "state_allgather"), 0);
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -10,6 +10,8 @@
 #include "schedule/collective_parts.hpp"
 #include "schedule/collectives.hpp"
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using cpsim::model::Topology;
 using namespace cpsim::schedule;
 
@@ -116,3 +118,5 @@ TEST(NcclTuner, NvlsOnTheNvswitchPresetsThatHaveIt) {
   EXPECT_EQ(nccl_tune(nvl, CollOp::AllReduce, group_shape(nvl, iota(72)), 1 << 30).algorithm,
             Algorithm::NVLS);
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
 using cpsim::scenario::Layout;
 using namespace cpsim::schedule;
 
@@ -317,3 +319,5 @@ TEST(CountPairs, HugeSequencesStayExactOrThrow) {
   const int64_t c = int64_t{1} << 17;
   EXPECT_EQ(count_pairs(p.chunks[0], p.chunks[0], many), (int64_t{1} << 20) * (c * (c + 1) / 2));
 }
+
+}  // namespace CPSIM_TEST_TU
