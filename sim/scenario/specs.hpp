@@ -312,6 +312,9 @@ struct SimulationSpec {
   /// Auto: simulate one data-parallel replica for those that cannot differ, and every replica
   /// a localised perturbation touches (see step.cpp).
   Symmetry symmetry = Symmetry::Auto;
+  /// Internal, never read from a file: build one data-parallel replica and copy its ops for the
+  /// others where the copy is exact (schedule/step.cpp); off builds every replica (tests).
+  bool copy_replicas = true;
 };
 
 struct CostSpec {

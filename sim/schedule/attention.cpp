@@ -16,6 +16,17 @@ double Pricer::time(const model::Cost& c, const std::string& kind) {
   return c.time_s;
 }
 
+void Pricer::count_again(const Sources& since, long extrapolated_since, int times) {
+  for (auto& [kind, by_source] : sources_)
+    for (auto& [source, n] : by_source) {
+      long before = 0;
+      if (auto k = since.find(kind); k != since.end())
+        if (auto s = k->second.find(source); s != k->second.end()) before = s->second;
+      n += (n - before) * times;
+    }
+  extrapolated_ += (extrapolated_ - extrapolated_since) * times;
+}
+
 BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>& kv,
                      const Documents& docs) {
   BlockWork w;

@@ -24,12 +24,16 @@ class Pricer {
   /// Nominal time of `c`, recorded under `kind` ("attention", "gemm", ...).
   double time(const model::Cost& c, const std::string& kind);
   /// kind -> source name -> op count, plus kinds that were extrapolated.
-  const std::map<std::string, std::map<std::string, long>>& sources() const { return sources_; }
+  using Sources = std::map<std::string, std::map<std::string, long>>;
+  const Sources& sources() const { return sources_; }
   long extrapolated() const { return extrapolated_; }
+  /// Counts what was priced since (`since`, `extrapolated_since`) `times` more times: the ops
+  /// of a copied replica, priced once.
+  void count_again(const Sources& since, long extrapolated_since, int times);
 
  private:
   const model::CostModel& cost_;
-  std::map<std::string, std::map<std::string, long>> sources_;
+  Sources sources_;
   long extrapolated_ = 0;
 };
 

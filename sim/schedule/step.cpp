@@ -452,6 +452,80 @@ double step_model_flops(const scenario::Scenario& sc, const Documents& docs, int
   return flops;
 }
 
+/// The ops and edges the first built replica added: a template for the others.
+struct ReplicaTemplate {
+  int d = -1;
+  OpId first = 0, last = 0;
+  size_t edge_first = 0, edge_last = 0;
+  int layers_built = 0;
+  Pricer::Sources sources_before;
+  long extrapolated_before = 0;
+};
+
+/// Route from -> to crosses links of the same class, bandwidth and latency as from + off -> to + off.
+bool same_route(const model::Topology& topo, int from, int to, int off) {
+  const auto a = topo.route(from, to), b = topo.route(from + off, to + off);
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto &la = topo.links()[a[i]], &lb = topo.links()[b[i]];
+    if (la.cls != lb.cls || la.bw_Bps != lb.bw_Bps || la.latency_s != lb.latency_s) return false;
+  }
+  return true;
+}
+
+/// Empty when replica t.d's ops shifted by whole replicas are what building each other built
+/// replica adds, op for op; otherwise why not. A replica's builders see the topology only
+/// through its ranks' routes, nodes, NVLink domains and NIC rails, so the copy is exact when dp
+/// is the outermost mesh dimension (replica d is GPUs [d x n, (d + 1) x n)), n is whole nodes and
+/// aligned with the NVLink domains, every route the template uses has the same links (class,
+/// bandwidth, latency) in the other replicas, no link or rail is perturbed, and nothing joins
+/// replicas while they are built (ZeRO-3 parameter gathers and MoE all-to-alls span the DP
+/// dimension; expert parallelism numbers experts by replica). The fleet noise of each copy is
+/// its own: it is drawn per op at replay.
+std::string why_not_copy(const StepCtx& x, const ReplicaTemplate& t, const GatherMap& gathers,
+                         const MoeA2aMap& a2a, const std::vector<char>& built) {
+  const auto& p = x.sc.parallel;
+  const auto& spec = x.topo.spec();
+  if (!x.sc.simulation.copy_replicas) return "off";
+  if (p.order.back() != "dp") return "dp is not the outermost mesh dimension";
+  if (!gathers.empty() || !a2a.empty() || p.ep > 1) return "replicas are joined while built";
+  for (const auto& l : x.sc.perturb.links)
+    if (l.bw_factor != 1 || l.add_latency_s != 0) return "a link is perturbed";
+  if (!x.sc.perturb.rails_down.empty()) return "a rail is down";
+  const int n = x.mesh.size() / p.dp;
+  const int domain = std::max(1, spec.nvlink_domain_gpus);
+  if (n % spec.gpus_per_node != 0 || (n % domain != 0 && domain % n != 0))
+    return "a replica is not whole nodes aligned with the NVLink domains";
+  std::vector<std::pair<int, int>> pairs;
+  {
+    std::vector<uint64_t> seen;
+    for (OpId id = t.first; id < t.last; ++id) {
+      const Op& op = x.g.op(id);
+      if (op.kind == OpKind::Transfer && op.peer != op.rank)
+        seen.push_back(static_cast<uint64_t>(op.rank) << 32 | static_cast<uint32_t>(op.peer));
+    }
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (uint64_t k : seen) pairs.push_back({static_cast<int>(k >> 32), static_cast<int>(k & 0xffffffffu)});
+  }
+  for (int d = 0; d < p.dp; ++d) {
+    if (!built[d] || d == t.d) continue;
+    for (const auto& [a, b] : pairs)
+      if (!same_route(x.topo, a, b, (d - t.d) * n)) return "replica " + std::to_string(d) + "'s routes differ";
+  }
+  return "";
+}
+
+/// Replica d as a copy of the template's ops, its gradients-ready ops shifted to match.
+void copy_replica(const StepCtx& x, const ReplicaTemplate& t, int d, GradsReady& grads) {
+  const int n = x.mesh.size() / x.sc.parallel.dp;
+  const OpId base = x.g.copy_ops(t.first, t.last, t.edge_first, t.edge_last, (d - t.d) * n);
+  grads[d] = grads[t.d];
+  for (auto& layer : grads[d])
+    for (OpId& op : layer)
+      if (op != kNoOp) op = op - t.first + base;
+}
+
 /// Layer or step scope: every built replica's pipeline, then the gradient reduction.
 BuildInfo build_step(const StepCtx& x) {
   const auto& sc = x.sc;
@@ -464,12 +538,37 @@ BuildInfo build_step(const StepCtx& x) {
   MoeA2aMap a2a;
   GradsReady grads(p.dp, std::vector<Ops>(cl.layers));
   ReplicaPlan rp = plan_replicas(x);
+  // The first built replica is built; the others are copies of its ops when that is exact
+  // (why_not_copy): the same graph, op for op, without pricing and partitioning them again.
+  ReplicaTemplate tmpl;
+  std::string why_not = "no replica built yet";
+  int copies = 0;
   for (int d = 0; d < p.dp; ++d) {
     if (!rp.built[d]) continue;
+    if (why_not.empty()) {
+      copy_replica(x, tmpl, d, grads);
+      info.full_layers_built += tmpl.layers_built;
+      ++copies;
+      continue;
+    }
+    const bool first = tmpl.d < 0;
+    if (first) {
+      tmpl = {d, static_cast<OpId>(x.g.size()), 0, x.g.num_edges(), 0, 0, x.pricer.sources(), x.pricer.extrapolated()};
+    }
     ReplicaPipeline pipe(x, cl, d, gathers, a2a, grads[d]);
-    info.full_layers_built += pipe.run();
+    const int layers = pipe.run();
+    info.full_layers_built += layers;
     check_spines(x, rp);  // decided once the first replica exists
+    if (first) {
+      tmpl.last = static_cast<OpId>(x.g.size());
+      tmpl.edge_last = x.g.num_edges();
+      tmpl.layers_built = layers;
+      why_not = why_not_copy(x, tmpl, gathers, a2a, rp.built);
+    }
   }
+  if (copies > 0) x.pricer.count_again(tmpl.sources_before, tmpl.extrapolated_before, copies);
+  info.replicas_copied = copies;
+  if (std::count(rp.built.begin(), rp.built.end(), 1) > 1 && copies == 0) info.why_not_copied = why_not;
   if (p.dp > 1) info.symmetry = describe_symmetry(rp, p.dp);
   if (sc.mode != scenario::Mode::Prefill)  // prefill: no gradients, no optimizer
     for (int s = 0; s < cl.pp; ++s) reduce_stage(x, cl, s, grads, rp);

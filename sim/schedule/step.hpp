@@ -43,6 +43,10 @@ struct BuildInfo {
   int full_layers_built = 0;      ///< full-attention layer passes in the graph
   /// Whether one data-parallel replica stood for all, or why not ("" = not applicable).
   std::string symmetry;
+  /// Data-parallel replicas added as copies of the first built one's ops, and why none were
+  /// when there was more than one to build ("" = copied or nothing to copy).
+  int replicas_copied = 0;
+  std::string why_not_copied;
 };
 
 /// Builds the scenario's scope (attention-layer, layer or step) into `g` (not finalized), with

@@ -64,6 +64,24 @@ OpId TaskGraph::add_priced(int rank, uint16_t stream, double nominal_s, const Op
   return id;
 }
 
+OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_last, int rank_offset) {
+  if (finalized_) throw std::logic_error("TaskGraph::copy_ops after finalize");
+  const OpId base = static_cast<OpId>(ops_.size());
+  for (OpId i = first; i < last; ++i) {
+    Op o = ops_[i];
+    o.rank += rank_offset;
+    if (o.peer >= 0) o.peer += rank_offset;
+    add(o);
+  }
+  for (size_t e = edge_first; e < edge_last; ++e) {
+    const OpId a = edge_from_[e], b = edge_to_[e];
+    if (a < first || a >= last || b < first || b >= last)
+      throw std::logic_error("TaskGraph::copy_ops: an edge leaves the copied range");
+    add_edge(a - first + base, b - first + base);
+  }
+  return base;
+}
+
 OpId TaskGraph::add_transfer(int src, uint16_t src_stream, int dst, uint16_t dst_stream,
                              double bytes, const OpLabel& label, double max_rate_Bps,
                              double extra_latency_s) {

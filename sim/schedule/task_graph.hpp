@@ -113,6 +113,11 @@ class TaskGraph {
                     const OpLabel& label, double max_rate_Bps = 0, double extra_latency_s = 0);
   /// `before` must finish before `after` starts. Ignores kNoOp on either side.
   void add_edge(OpId before, OpId after);
+  /// Appends a copy of ops [first, last) on ranks shifted by `rank_offset`, and of the edges
+  /// [edge_first, edge_last), which must join ops of that range, between the copies. Returns the
+  /// copy of `first` (copy of op i = i + returned - first). Throws std::logic_error if an edge
+  /// leaves the range. How one data-parallel replica becomes the next (step.cpp).
+  OpId copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_last, int rank_offset);
 
   uint32_t intern(std::string_view s);
   const std::string& str(uint32_t id) const { return strings_[id]; }

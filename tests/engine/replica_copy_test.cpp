@@ -1,0 +1,157 @@
+// A data-parallel replica copied from the first one's ops must be the very graph that building
+// it gives, op for op and edge for edge (schedule/step.cpp, why_not_copy), with or without fleet
+// noise; where the copy would not be exact it is refused and every replica is built.
+#include <gtest/gtest.h>
+
+#include "engine/replay.hpp"
+#include "schedule/attention.hpp"
+#include "schedule/step.hpp"
+#include "test_platforms.hpp"
+
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
+using namespace cpsim;
+
+namespace {
+
+/// CP 8 per replica (one DGX node each), 4 replicas, every replica built (symmetry off).
+scenario::Scenario job() {
+  scenario::Scenario sc;
+  sc.model.name = "small";
+  sc.model.layers = 4;
+  sc.model.hidden = 1024;
+  sc.model.heads_q = 8;
+  sc.model.heads_kv = 8;
+  sc.model.head_dim = 128;
+  sc.model.ffn_hidden = 4096;
+  sc.model.vocab = 32000;
+  sc.training.seq_len = 16384;
+  sc.training.micro_batches = 2;
+  sc.parallel.cp = 8;
+  sc.parallel.dp = 4;
+  sc.parallel.zero_stage = 1;
+  sc.simulation.symmetry = scenario::Symmetry::Off;
+  sc.platform = test::dgx_h100(4);
+  sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
+  sc.platform.nodes_per_leaf = 2;
+  return sc;
+}
+
+struct Built {
+  schedule::TaskGraph g;
+  schedule::BuildInfo info;
+  schedule::Pricer::Sources pricing;
+  double step_s = 0;
+};
+
+Built build(scenario::Scenario sc, bool copy) {
+  sc.simulation.copy_replicas = copy;
+  model::Topology topo(sc.platform, sc.perturb);
+  auto cost = model::CostModel::roofline(sc.platform.gpu);
+  schedule::Pricer pricer(*cost);
+  Built b;
+  b.info = schedule::build_scenario(sc, topo, pricer, b.g);
+  b.g.finalize();
+  b.pricing = pricer.sources();
+  b.step_s = engine::replay_analytic(b.g, topo).makespan_s;
+  return b;
+}
+
+void expect_same_graph(const Built& a, const Built& b) {
+  ASSERT_EQ(a.g.size(), b.g.size());
+  ASSERT_EQ(a.g.num_edges(), b.g.num_edges());
+  for (schedule::OpId id = 0; id < a.g.size(); ++id) {
+    const auto &x = a.g.op(id), &y = b.g.op(id);
+    SCOPED_TRACE(a.g.describe(id));
+    ASSERT_EQ(x.kind, y.kind);
+    ASSERT_EQ(x.rank, y.rank);
+    ASSERT_EQ(x.peer, y.peer);
+    ASSERT_EQ(x.stream, y.stream);
+    ASSERT_EQ(x.peer_stream, y.peer_stream);
+    ASSERT_EQ(x.unordered, y.unordered);
+    ASSERT_EQ(x.interference_priced, y.interference_priced);
+    ASSERT_EQ(x.noisy, y.noisy);
+    ASSERT_EQ(x.sharers, y.sharers);
+    ASSERT_EQ(x.duration_s, y.duration_s);
+    ASSERT_EQ(x.flops, y.flops);
+    ASSERT_EQ(x.bytes, y.bytes);
+    ASSERT_EQ(x.max_rate_Bps, y.max_rate_Bps);
+    ASSERT_EQ(x.extra_latency_s, y.extra_latency_s);
+    ASSERT_EQ(a.g.describe(id), b.g.describe(id));  // name, scheme, layer, micro, step, chunks, phase
+    ASSERT_EQ(a.g.str(x.label.category), b.g.str(y.label.category));
+    ASSERT_EQ(x.label.shape < 0, y.label.shape < 0);
+    if (x.label.shape >= 0) {
+      const auto &s = a.g.shapes()[static_cast<size_t>(x.label.shape)], &t = b.g.shapes()[static_cast<size_t>(y.label.shape)];
+      ASSERT_EQ(s.q_len, t.q_len);
+      ASSERT_EQ(s.kv_len, t.kv_len);
+      ASSERT_EQ(s.mask, t.mask);
+      ASSERT_EQ(s.unmasked_fraction, t.unmasked_fraction);
+      ASSERT_EQ(s.heads_q, t.heads_q);
+      ASSERT_EQ(s.batch, t.batch);
+      ASSERT_EQ(s.backward, t.backward);
+    }
+    for (auto list : {&schedule::TaskGraph::preds, &schedule::TaskGraph::succs}) {
+      const auto [ab, ae] = (a.g.*list)(id);
+      const auto [bb, be] = (b.g.*list)(id);
+      ASSERT_EQ(std::vector<schedule::OpId>(ab, ae), std::vector<schedule::OpId>(bb, be));
+    }
+  }
+  EXPECT_EQ(a.pricing, b.pricing);
+  EXPECT_EQ(a.info.full_layers_built, b.info.full_layers_built);
+  EXPECT_EQ(a.step_s, b.step_s);
+}
+
+}  // namespace
+
+TEST(ReplicaCopy, IsTheGraphBuildingEveryReplicaGives) {
+  const Built copied = build(job(), true), built = build(job(), false);
+  EXPECT_EQ(copied.info.replicas_copied, 3) << copied.info.why_not_copied;
+  EXPECT_EQ(built.info.replicas_copied, 0);
+  EXPECT_EQ(built.info.why_not_copied, "off");
+  expect_same_graph(copied, built);
+}
+
+TEST(ReplicaCopy, CopiesDrawTheirOwnNoiseAtReplay) {
+  auto sc = job();
+  sc.perturb.jitter_cv = 0.05;
+  sc.perturb.gpu_variation_cv = 0.03;
+  sc.perturb.gpu_slowdown[9] = 1.3;  // in replica 1, a copy
+  const Built copied = build(sc, true), built = build(sc, false);
+  EXPECT_EQ(copied.info.replicas_copied, 3) << copied.info.why_not_copied;
+  expect_same_graph(copied, built);
+  EXPECT_GT(copied.step_s, build(job(), true).step_s);  // the slow GPU in the copy counts
+}
+
+TEST(ReplicaCopy, RefusedWhereReplicasDifferOrMeetWhileBuilt) {
+  struct Case {
+    const char* why;
+    scenario::Scenario sc;
+  };
+  std::vector<Case> cases;
+  auto zero3 = job();
+  zero3.parallel.zero_stage = 3;  // parameter all-gathers over the DP x CP group, built per layer
+  cases.push_back({"replicas are joined while built", zero3});
+  auto half = job();
+  half.parallel.cp = 4;  // 8 replicas of half a node
+  half.parallel.dp = 8;
+  cases.push_back({"a replica is not whole nodes aligned with the NVLink domains", half});
+  auto link = job();
+  scenario::LinkPerturb l;
+  l.gpu = 9;
+  l.link = scenario::PerturbLink::NVLink;
+  l.bw_factor = 0.5;
+  link.perturb.links.push_back(l);
+  cases.push_back({"a link is perturbed", link});
+  auto rail = job();
+  rail.perturb.rails_down = {1};
+  cases.push_back({"a rail is down", rail});
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.why);
+    const Built copied = build(c.sc, true), built = build(c.sc, false);
+    EXPECT_EQ(copied.info.replicas_copied, 0);
+    EXPECT_EQ(copied.info.why_not_copied, c.why);
+    expect_same_graph(copied, built);
+  }
+}
+
+}  // namespace CPSIM_TEST_TU
