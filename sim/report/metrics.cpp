@@ -336,6 +336,8 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
   r.ops = g.size();
   r.sim_wall_s = tr.wall_s;
   r.symmetry = info.symmetry;
+  r.replicas_copied = info.replicas_copied;
+  r.why_not_copied = info.why_not_copied;
   r.pricing = plan.pricing;
   r.extrapolated_ops = plan.extrapolated_ops;
   r.memory = memory;

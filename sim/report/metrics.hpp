@@ -129,6 +129,8 @@ struct Result {
   size_t ops = 0;
   double sim_wall_s = 0;
   std::string symmetry;         ///< whether one DP replica stood for all, or why not
+  int replicas_copied = 0;      ///< DP replicas added as copies of the first one's ops
+  std::string why_not_copied;   ///< why none were, when several replicas were built
   int straggler_rank = -1;      ///< rank with the most compute on the critical path beyond its share
   std::vector<LinkLoad> links;  ///< the most utilised links, most first (see link_loads)
   std::optional<StragglerWhatIf> straggler;  ///< when the what-if ran

@@ -113,7 +113,9 @@ json result_json(const Result& r, const scenario::Scenario& sc) {
   json links = json::object();
   for (const auto& [k, v] : r.bytes_per_link_class) links[k] = v;
   j["bytes_per_link_class"] = links;
-  j["simulation"] = {{"ops", r.ops}, {"wall_s", r.sim_wall_s}, {"symmetry", r.symmetry}};
+  j["simulation"] = {{"ops", r.ops}, {"wall_s", r.sim_wall_s}, {"symmetry", r.symmetry},
+                     {"replicas_copied", r.replicas_copied}};
+  if (!r.why_not_copied.empty()) j["simulation"]["replicas_not_copied"] = r.why_not_copied;
   j["scenario"] = scenario_json(sc);
   return j;
 }
