@@ -10,6 +10,7 @@
 #include "app/commands.hpp"
 #include "app/memory_advice.hpp"
 #include "app/plan_search.hpp"
+#include "app/work_limit.hpp"
 #include "report/output.hpp"
 #include "scenario/load.hpp"
 
@@ -22,6 +23,7 @@ struct PlanArgs {
   std::vector<std::string> sets;
   std::string json;
   std::string memory_budget;
+  std::string max_memory;
   plan::Options opt;
   int top = 10;
 };
@@ -58,6 +60,9 @@ void register_plan(CLI::App& app, int& rc) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--memory-budget", args->memory_budget,
                   "per-GPU memory a layout may use, e.g. 70GB (default: the GPU's capacity)");
+  cmd->add_option("--max-memory", args->max_memory,
+                  "this machine's memory for the simulations, e.g. 16GiB (default: half of it): the "
+                  "children running at once share it, and a layout whose graph needs more is not simulated");
   cmd->add_option("--verify", args->opt.verify, "best layouts re-simulated with SimGrid (default 3)")
       ->check(CLI::Range(0, 1000));
   cmd->add_option("--global-batch", args->opt.global_batch,
@@ -74,6 +79,16 @@ void register_plan(CLI::App& app, int& rc) {
       if (!args->memory_budget.empty()) opt.memory_budget_bytes = scenario::parse_bytes(args->memory_budget);
     } catch (const std::exception& e) {
       std::cerr << "error: --memory-budget: " << e.what() << "\n";
+      rc = 2;
+      return;
+    }
+    try {
+      // Unset stays 0: the search reads the default (CPSIM_MAX_MEMORY or half this machine's
+      // memory) and says it is the default. An invalid CPSIM_MAX_MEMORY is an input error here.
+      if (args->max_memory.empty()) default_max_memory();
+      else opt.max_memory_bytes = parse_memory_limit(args->max_memory);
+    } catch (const std::exception& e) {
+      std::cerr << "error: " << e.what() << "\n";
       rc = 2;
       return;
     }
@@ -104,7 +119,8 @@ void register_plan(CLI::App& app, int& rc) {
               << ", dominated (fit with less recompute/sharding) " << counts["dominated"]
               << ", scheme screened out " << counts["screened"]
               << ", cannot win (lower bound) " << counts["bounded"] << ", over budget " << counts["budget"]
-              << ", failed " << counts["failed"] << ", ranked " << counts["ranked"] << "\n";
+              << ", too big to simulate " << counts["too_big"] << ", failed " << counts["failed"]
+              << ", ranked " << counts["ranked"] << "\n";
     std::cout << "  runs: " << res.attention_runs << " attention layers and " << res.step_runs
               << " steps (analytic), " << res.simgrid_runs << " steps (SimGrid); " << fmt("%.1f s wall\n", wall);
     const double peak = sc.platform.gpu.peak_flops;
@@ -126,7 +142,7 @@ void register_plan(CLI::App& app, int& rc) {
     }
     // Why the others lost: the first few of each kind, in enumeration order.
     std::cout << "why the others lost (first 3 of each kind; --json lists all):\n";
-    for (const char* st : {"oom", "invalid", "dominated", "screened", "bounded", "budget", "failed", "ranked"}) {
+    for (const char* st : {"oom", "invalid", "dominated", "screened", "bounded", "budget", "too_big", "failed", "ranked"}) {
       int shown = 0;
       for (size_t k = 0; k < res.all.size() && shown < 3; ++k) {
         const auto& c = res.all[k];

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "app/simulate.hpp"
+#include "app/work_limit.hpp"
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
 #include "scenario/enum_names.hpp"
@@ -22,6 +23,9 @@ using scenario::Layout;
 using scenario::Recompute;
 
 std::string str(int v) { return std::to_string(v); }
+
+/// FlashAttention's query/key block (128 rows on Hopper and Ampere, flash_fwd_kernel's kBlockM).
+constexpr int kAttentionTile = 128;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -121,6 +125,47 @@ void flops(const scenario::Scenario& sc, Candidate& c, double& factor) {
                                                  : 1.0;
 }
 
+/// Whole steps in children, `opt.jobs` at once, each within its share of the memory limit; the
+/// ones over their share but within the limit then run one at a time.
+std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& runs, const Options& opt) {
+  const double limit = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory();
+  const int jobs = std::max(1, opt.jobs);
+  std::vector<StepOutcome> out = run_bounded_steps(runs, jobs, limit / jobs);
+  if (jobs == 1) return out;
+  std::vector<scenario::Scenario> alone;
+  std::vector<size_t> which;
+  for (size_t k = 0; k < out.size(); ++k)
+    if (out[k].over_memory && out[k].estimate_bytes <= limit) {
+      alone.push_back(runs[k]);
+      which.push_back(k);
+    }
+  const std::vector<StepOutcome> again = run_bounded_steps(alone, 1, limit);
+  for (size_t i = 0; i < which.size(); ++i) out[which[i]] = again[i];
+  return out;
+}
+
+/// A step's outcome on its candidate: "too_big" or "failed" with why, or true when it ran.
+bool record(const StepOutcome& o, const Options& opt, Candidate& c) {
+  if (o.over_memory) {
+    const double limit = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory();
+    c.status = "too_big";
+    const std::string whose = opt.max_memory_bytes > 0 ? "" : " (default: half of this machine's memory)";
+    c.why = o.error.empty() ? "not simulated: its task graph would need about " +
+                                  fmt("%.3g GB", o.estimate_bytes / 1e9) +
+                                  fmt(", over --max-memory %.3g GB", limit / 1e9) + whose
+                            : "stopped: " + first_line(o.error) +
+                                  (opt.max_memory_bytes > 0 ? " (--max-memory)"
+                                                            : " (--max-memory, default half of this machine's memory)");
+    return false;
+  }
+  if (o.step_s <= 0) {
+    c.status = "failed";
+    c.why = "the schedule could not be built or replayed" + (o.error.empty() ? "" : ": " + first_line(o.error));
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 double Candidate::tokens_per_s() const {
@@ -151,8 +196,31 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
           if (opt.global_batch % per != 0) continue;
           m = opt.global_batch / per;
         }
+        // Fewer than two 128-token tiles per CP rank (FlashAttention's block; a zig-zag rank
+        // holds two chunks): its kernels cannot fill a GPU, and its attention layer alone is
+        // cp^2 ring transfers (cp 16,384: hundreds of millions of ops, tens of GB to simulate).
+        const bool tiny = cp > 1 && given.training.seq_len / cp < 2 * kAttentionTile;
         for (int v : {1, 2}) {
           if (v > 1 && (pp == 1 || m % pp != 0)) continue;
+          if (tiny) {
+            Candidate c;
+            c.tp = tp;
+            c.cp = cp;
+            c.pp = pp;
+            c.dp = dp;
+            c.vstages = v;
+            c.micro_batches = m;
+            c.recompute = given.training.recompute;
+            c.zero_stage = given.parallel.zero_stage;
+            c.sets = structure_sets(c, res.nodes);
+            c.status = "screened";
+            c.why = "seq_len / cp = " + str(static_cast<int>(given.training.seq_len / cp)) +
+                    " tokens per CP rank, under two " + str(kAttentionTile) + "-token attention tiles";
+            finish_label(c);
+            res.structures++;
+            res.all.push_back(c);
+            continue;
+          }
           for (Candidate c : attention_variants(tp, cp, gpn)) {
             c.tp = tp;
             c.cp = cp;
@@ -324,19 +392,15 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
       runs.push_back(s);
       batch.push_back(step[k]);
     }
-    const std::vector<double> st = run_step_times(runs, opt.jobs);
+    const std::vector<StepOutcome> st = bounded_steps(runs, opt);
     res.step_runs += static_cast<int>(runs.size());
     for (size_t b = 0; b < batch.size(); ++b) {
       auto& c = res.all[batch[b]];
-      c.analytic_s = st[b];
-      if (st[b] <= 0) {
-        c.status = "failed";
-        c.why = "the schedule could not be built or replayed";
-      } else {
-        c.status = "ranked";
-        ok.push_back(batch[b]);
-        best = std::min(best, st[b] / c.tokens_per_step);
-      }
+      if (!record(st[b], opt, c)) continue;
+      c.analytic_s = st[b].step_s;
+      c.status = "ranked";
+      ok.push_back(batch[b]);
+      best = std::min(best, c.analytic_s / c.tokens_per_step);
     }
   }
   auto by_tps = [&](size_t a, size_t b) {
@@ -355,9 +419,14 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
     s.simulation.engine = scenario::EngineKind::SimGrid;
     runs.push_back(s);
   }
-  const std::vector<double> sg = run_step_times(runs, opt.jobs);
+  const std::vector<StepOutcome> sg = bounded_steps(runs, opt);
   res.simgrid_runs = static_cast<int>(runs.size());
-  for (size_t k = 0; k < nv; ++k) res.all[ok[k]].simgrid_s = sg[k];
+  // A layout SimGrid cannot hold or finish keeps its analytic time, and says why.
+  for (size_t k = 0; k < nv; ++k) {
+    if (sg[k].step_s > 0) res.all[ok[k]].simgrid_s = sg[k].step_s;
+    else if (sg[k].over_memory) res.all[ok[k]].why = "SimGrid not run: its graph would need about " +
+                                                     fmt("%.3g GB", sg[k].estimate_bytes / 1e9);
+  }
   std::stable_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(nv), by_tps);
   res.ranked = ok;
   if (!ok.empty()) {

@@ -13,6 +13,9 @@
 ///      in the order of a FLOP-based lower bound per token, at most `budget` of them; once
 ///      that bound is no better than the best simulated step, the rest cannot win ("bounded");
 ///   5. the best `verify` re-simulated with SimGrid (contention), which ranks them.
+/// Each child of stages 4 and 5 is probed before it builds (app/work_limit.hpp): the children
+/// running at once share `max_memory_bytes`, one over its share runs alone afterwards, and one
+/// over the whole is not simulated ("too_big") instead of meeting the kernel's OOM killer.
 /// Throughput (tokens/s) ranks the layouts, since DP and micro-batches change the tokens per
 /// step. Deterministic: fixed enumeration order, ties broken by the label.
 #include <string>
@@ -31,7 +34,7 @@ struct Candidate {
   int zero_stage = 1;
   std::vector<std::string> sets;  ///< overrides that reproduce it with `cpsim run`
   std::string label;              ///< "tp1 cp8 pp2 dp1 v1 m8 ring-zigzag rc=full z3"
-  /// "ranked", "invalid", "oom", "dominated", "screened", "bounded", "budget", "failed"
+  /// "ranked", "invalid", "oom", "dominated", "screened", "bounded", "budget", "too_big", "failed"
   std::string status;
   std::string why;                ///< one line: why it lost
   double peak_bytes = 0;
@@ -55,6 +58,9 @@ struct Options {
   /// 4 x pp per DP replica (1 without PP), and throughput decides.
   int global_batch = 0;
   double memory_budget_bytes = 0;  ///< 0 = the GPU's capacity
+  /// This machine's memory for the simulations (0 = app::default_max_memory()): the children
+  /// running at once share it; one over its share runs alone, one over all of it is "too_big".
+  double max_memory_bytes = 0;
 };
 
 struct Result {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,28 @@ std::string run_in_child(const std::function<std::string()>& fn);
 /// the first failure no further job starts, the running ones finish, and its error is thrown.
 std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs,
                                          int parallel);
+
+/// One job's end in run_each_in_children: its bytes, or why it gave none.
+struct ChildOutcome {
+  bool ok = false;
+  bool over_memory = false;  ///< stopped at its memory limit (error says how far it got)
+  std::string value;         ///< the bytes it returned (ok)
+  std::string error;         ///< its exception's message, or the signal that killed it (!ok)
+};
+
+/// A child's resident memory went over its limit (run_each_in_children).
+class MemoryLimitExceeded : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Like run_in_children, but a job that throws or is killed (the kernel's OOM killer, a
+/// crash) fails alone: every job runs and each reports its own outcome. For searches, where
+/// one candidate's failure is an answer about that candidate, not about the search. With
+/// `limit_bytes` > 0, a child whose resident memory passes it stops there (over_memory), so
+/// that children side by side never add up to more than the machine has.
+std::vector<ChildOutcome> run_each_in_children(const std::vector<std::function<std::string()>>& jobs,
+                                               int parallel, double limit_bytes = 0);
 
 // ---- commands -----------------------------------------------------------------------------------
 

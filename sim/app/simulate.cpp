@@ -224,16 +224,45 @@ size_t graph_ops(const scenario::Scenario& sc) {
 double simulate_step_time(const scenario::Scenario& sc) { return step_time(sc); }
 
 std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, int jobs) {
-  std::vector<std::function<double()>> fns;
+  std::vector<double> out;
+  for (const StepOutcome& o : run_bounded_steps(scs, jobs, 0)) out.push_back(o.step_s);
+  return out;
+}
+
+std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>& scs, int jobs,
+                                           double limit_bytes) {
+  // Probed beyond 2 micro-batches (the probe builds 1 and 2): a search's children stay inside
+  // their share however many micro-batches a layout has, for ~3/m of its build time.
+  constexpr int kProbeAbove = 2;
+  std::vector<std::function<std::string()>> fns;
   for (const auto& s : scs)
-    fns.push_back([s] {
-      try {
-        return step_time(s);
-      } catch (const std::exception&) {
-        return -1.0;  // the caller reports the configuration as invalid, not the whole batch
+    fns.push_back([&s, limit_bytes] {
+      double v[2] = {-1, 0};  // step time (-2: over the limit), estimate
+      if (limit_bytes > 0) {
+        const WorkEstimate e = estimate_work(s, false, kProbeAbove);
+        v[1] = e.probed ? e.bytes : 0;
+        if (e.probed && e.bytes > limit_bytes) v[0] = -2;
       }
+      if (v[0] != -2) v[0] = step_time(s);
+      return std::string(reinterpret_cast<const char*>(v), sizeof v);
     });
-  return run_in_children(fns, jobs);
+  std::vector<StepOutcome> out(scs.size());
+  // The probe is an estimate, and it builds graphs itself: the watchdog bounds what it misses.
+  const auto each = pool::run_each_in_children(fns, jobs, limit_bytes);
+  for (size_t k = 0; k < each.size(); ++k) {
+    StepOutcome& o = out[k];
+    o.over_memory = each[k].over_memory;
+    if (!each[k].ok || each[k].value.size() != 2 * sizeof(double)) {
+      o.error = each[k].ok ? "child run: truncated result" : each[k].error;
+      continue;
+    }
+    double v[2];
+    std::memcpy(v, each[k].value.data(), sizeof v);
+    o.estimate_bytes = v[1];
+    if (v[0] == -2) o.over_memory = true;
+    else o.step_s = v[0];
+  }
+  return out;
 }
 
 }  // namespace cpsim::app

@@ -56,7 +56,25 @@ size_t graph_ops(const scenario::Scenario& sc);
 double simulate_step_time(const scenario::Scenario& sc);
 
 /// Step time of each scenario, each replayed in its own forked child, `jobs` at once; a
-/// scenario that fails gives -1 instead of an error (the others still count).
+/// scenario that fails (or whose child is killed) gives -1 instead of an error (the others
+/// still count).
 std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, int jobs);
+
+/// One step of run_bounded_steps.
+struct StepOutcome {
+  double step_s = -1;          ///< > 0 when it ran
+  double estimate_bytes = 0;   ///< app/work_limit.hpp's estimate of its memory (0: not probed)
+  /// Not run: estimate_bytes is over the limit, or (error says so) its resident memory
+  /// reached the limit while it was probed, built or replayed.
+  bool over_memory = false;
+  std::string error;           ///< why it failed: its build, its replay, or the signal that killed it
+};
+
+/// Like run_step_times, with each child's memory bounded: a scenario of more than 2
+/// micro-batches is probed first (estimate_work) and not run when its estimate is over
+/// `limit_bytes`, and a child whose resident memory passes `limit_bytes` stops there. For
+/// searches, whose children run side by side: `limit_bytes` is their share.
+std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>& scs, int jobs,
+                                           double limit_bytes);
 
 }  // namespace cpsim::app

@@ -36,15 +36,15 @@ double default_max_memory();
 /// "8G", "512MiB", "0.5T" -> bytes; throws std::invalid_argument.
 double parse_memory_limit(const std::string& s);
 
-/// Estimates the scenario's graph: when a step (or layer) has more than kProbeMicroBatches micro-batches,
-/// builds it with 1 and 2 (cheap, and a pipeline schedule's ops grow linearly in the
-/// micro-batches) and extrapolates; otherwise nothing is probed (the build is bounded by the
+constexpr int kProbeMicroBatches = 16;
+
+/// Estimates the scenario's graph: when a step (or layer) has more than `probe_above`
+/// micro-batches, builds it with 1 and 2 (cheap, and a pipeline schedule's ops grow linearly in
+/// the micro-batches) and extrapolates; otherwise nothing is probed (the build is bounded by the
 /// loader's limits) and `probed` is false.
-WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace);
+WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace, int probe_above = kProbeMicroBatches);
 
 /// Throws WorkLimitError with the estimate when it is over the limit and not forced.
 WorkEstimate check_work(const scenario::Scenario& sc, const WorkLimits& limits);
-
-constexpr int kProbeMicroBatches = 16;
 
 }  // namespace cpsim::app

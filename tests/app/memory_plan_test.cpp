@@ -112,6 +112,50 @@ TEST_F(MemoryPlanTest, PlanIsDeterministicAndRanksOnlyLayoutsThatFit) {
   EXPECT_EQ(in_source(kCpsim + " plan scenarios/anchor-128k-ring-zigzag.yaml --gpus 0").rc, 2);
 }
 
+TEST_F(MemoryPlanTest, PlanBoundsEachSimulationsMemory) {
+  // Each whole step runs in a child whose resident memory is bounded by its share of
+  // --max-memory: past it the child stops and says so, and the search goes on, instead of the
+  // kernel's OOM killer ending the plan. 1 MB is below any child's first page count, so every
+  // step stops before it builds (deterministically: the child checks before it starts).
+  const std::string cmd = kCpsim + " plan scenarios/anchor-128k-ring-zigzag.yaml --set training.seq_len=16K --gpus 8" +
+                          " --budget 3 --verify 0 -j 2 --max-memory 1MB --json " + p("m.json");
+  const Output o = in_source(cmd);
+  ASSERT_EQ(o.rc, 0) << o.text;
+  const json j = load("m.json");
+  EXPECT_EQ(j["counts"]["too_big"].get<int>(), 3) << o.text;
+  EXPECT_EQ(j["counts"]["ranked"].get<int>(), 0) << o.text;
+  for (const auto& c : j["candidates"])
+    if (c["status"] == "too_big") {
+      EXPECT_NE(c["why"].get<std::string>().find("stopped: resident memory reached"), std::string::npos) << c["why"];
+      EXPECT_NE(c["why"].get<std::string>().find("over its limit of 0.001 GB (--max-memory)"), std::string::npos)
+          << c["why"];
+    }
+  EXPECT_NE(o.text.find("too big to simulate 3"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("no layout fits and runs"), std::string::npos) << o.text;
+  const Output bad = in_source(kCpsim + " plan scenarios/anchor-128k-ring-zigzag.yaml --gpus 8 --max-memory lots");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.text.find("--max-memory"), std::string::npos) << bad.text;
+}
+
+TEST_F(MemoryPlanTest, PlanScreensCpDegreesBelowTwoAttentionTilesPerRank) {
+  // 1K tokens on CP 8 leave 128 tokens per rank (one 128-token tile, a zig-zag rank needs two);
+  // CP 4 leaves 256 and is searched.
+  const Output o = in_source(kCpsim + " plan scenarios/anchor-128k-ring-zigzag.yaml --set training.seq_len=1K --gpus 8" +
+                             " --budget 2 --verify 0 --json " + p("t.json"));
+  ASSERT_EQ(o.rc, 0) << o.text;
+  const json j = load("t.json");
+  int tiny = 0;
+  for (const auto& c : j["candidates"]) {
+    const bool below = c["why"].get<std::string>().find("tokens per CP rank, under two 128-token") != std::string::npos;
+    EXPECT_EQ(below, c["cp"].get<int>() == 8) << c["label"] << ": " << c["why"];
+    if (below) {
+      EXPECT_EQ(c["status"], "screened");
+      ++tiny;
+    }
+  }
+  EXPECT_GT(tiny, 0);
+}
+
 TEST_F(MemoryPlanTest, CommunicationSplitsByKind) {
   const std::string base = kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml --set training.seq_len=16K" +
                            " --set simulation.scope=layer --engine analytic -q";

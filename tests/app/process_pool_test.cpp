@@ -7,6 +7,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 #include <thread>
@@ -61,6 +63,50 @@ TEST(ProcessPool, ChildrenKeepJobOrderAndNameTheFailingRun) {
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "child run 4: bad point");
   }
+}
+
+TEST(ProcessPool, EachChildFailsAlone) {
+  // A search's candidate killed by the OOM killer (SIGKILL) or failing to build is that
+  // candidate's answer: the others still run and keep their results, in job order.
+  std::vector<std::function<std::string()>> jobs;
+  for (int i = 0; i < 5; ++i) jobs.push_back([i] { return std::to_string(i * i); });
+  jobs[1] = []() -> std::string { ::raise(SIGKILL); return ""; };
+  jobs[3] = []() -> std::string { throw std::runtime_error("bad point"); };
+  const auto out = pool::run_each_in_children(jobs, 2);
+  ASSERT_EQ(out.size(), 5u);
+  for (int i : {0, 2, 4}) {
+    EXPECT_TRUE(out[i].ok);
+    EXPECT_EQ(out[i].value, std::to_string(i * i));
+  }
+  EXPECT_FALSE(out[1].ok);
+  EXPECT_NE(out[1].error.find("killed by signal 9"), std::string::npos) << out[1].error;
+  EXPECT_FALSE(out[3].ok);
+  EXPECT_EQ(out[3].error, "bad point");
+}
+
+TEST(ProcessPool, ChildOverItsMemoryLimitStopsThereAndSaysSo) {
+  // The limit is resident memory: this process's own plus 64 MB (a forked child starts with the
+  // parent's pages). One child touches 512 MB and is stopped; its sibling finishes.
+  unsigned long size = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fscanf(f, "%lu %lu", &size, &resident), 2);
+  std::fclose(f);
+  const double limit = static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGE_SIZE)) + 64e6;
+  std::vector<std::function<std::string()>> jobs;
+  jobs.push_back([] {
+    std::vector<char> big(512u << 20, 1);
+    for (int i = 0; i < 200; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return std::string(1, big[12345]);
+  });
+  jobs.push_back([] { return std::string("small"); });
+  const auto out = pool::run_each_in_children(jobs, 2, limit);
+  EXPECT_FALSE(out[0].ok);
+  EXPECT_TRUE(out[0].over_memory);
+  EXPECT_NE(out[0].error.find("over its limit of"), std::string::npos) << out[0].error;
+  EXPECT_TRUE(out[1].ok);
+  EXPECT_FALSE(out[1].over_memory);
+  EXPECT_EQ(out[1].value, "small");
 }
 
 class SystemRunnerTest : public test::TempDir {};
