@@ -122,7 +122,10 @@ void register_plan(CLI::App& app, int& rc) {
               << ", too big to simulate " << counts["too_big"] << ", failed " << counts["failed"]
               << ", ranked " << counts["ranked"] << "\n";
     std::cout << "  runs: " << res.attention_runs << " attention layers and " << res.step_runs
-              << " steps (analytic), " << res.simgrid_runs << " steps (SimGrid); " << fmt("%.1f s wall\n", wall);
+              << " steps (analytic), " << res.simgrid_runs << " steps (SimGrid); " << fmt("%.1f s wall", wall)
+              << fmt(" (enumeration and memory %.1f s", res.stage_wall_s[0])
+              << fmt(", attention layers %.1f s", res.stage_wall_s[1]) << fmt(", steps %.1f s", res.stage_wall_s[2])
+              << fmt(", SimGrid %.1f s)\n", res.stage_wall_s[3]);
     const double peak = sc.platform.gpu.peak_flops;
     std::printf("%-4s %-48s %8s %10s %10s %11s %6s\n", "rank", "layout", "mem GB", "analytic s", "SimGrid s",
                 "tokens/s", "MFU");
@@ -158,6 +161,8 @@ void register_plan(CLI::App& app, int& rc) {
       j["gpus"] = opt.gpus;
       j["nodes"] = res.nodes;
       j["wall_s"] = wall;
+      j["stage_wall_s"] = {{"enumeration_and_memory", res.stage_wall_s[0]}, {"attention_layers", res.stage_wall_s[1]},
+                           {"steps", res.stage_wall_s[2]}, {"simgrid", res.stage_wall_s[3]}};
       j["counts"] = counts;
       j["capacity_bytes"] = sc.platform.gpu.memory_bytes;
       nlohmann::json ranked = nlohmann::json::array(), all = nlohmann::json::array();

@@ -69,6 +69,9 @@ struct Result {
   int nodes = 0;                   ///< the platform nodes the search used
   int structures = 0;              ///< layouts loaded through the loader
   int attention_runs = 0, step_runs = 0, simgrid_runs = 0;
+  /// Wall seconds of each stage: the enumeration and memory (1-2), the attention layers (3),
+  /// the analytic steps (4), SimGrid (5). Where a search's time goes, for `--json` and the table.
+  double stage_wall_s[4] = {0, 0, 0, 0};
 };
 
 /// Throws std::invalid_argument for impossible options (gpus not a multiple that the platform

@@ -315,6 +315,11 @@ struct SimulationSpec {
   /// Internal, never read from a file: build one data-parallel replica and copy its ops for the
   /// others where the copy is exact (schedule/step.cpp); off builds every replica (tests).
   bool copy_replicas = true;
+  /// Internal, never read from a file: scope attention-layer builds the first TP rank's CP group
+  /// only. `cpsim plan` sets it for its analytic screen of unperturbed ring-family layers, whose
+  /// TP ranks' groups are the same P2P graph on other GPUs, timed alone by the analytic engine
+  /// (tests/engine/one_tp_group_test.cpp holds the times equal).
+  bool one_tp_group = false;
 };
 
 struct CostSpec {

@@ -102,7 +102,8 @@ BuildInfo build_attention_layer(const scenario::Scenario& sc, const model::Topol
   const auto& m = sc.model;
   int layer = 0;
   while (layer < m.layers && model::layer_kind(m, layer) != LayerKind::FullAttention) ++layer;
-  for (int t = 0; t < sc.parallel.tp; ++t) {
+  const int groups = sc.simulation.one_tp_group ? 1 : sc.parallel.tp;
+  for (int t = 0; t < groups; ++t) {
     AttentionCtx ctx{g, topo, pricer, sc, {}, layer, 0, {}, layer_documents(m, docs, layer)};
     for (int c = 0; c < sc.parallel.cp; ++c) ctx.group.push_back(mesh.rank_of({t, c, 0, 0}));
     if (t == 0) info.cp_group = ctx.group;
