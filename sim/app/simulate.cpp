@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <iostream>
@@ -237,13 +238,21 @@ std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>
   std::vector<std::function<std::string()>> fns;
   for (const auto& s : scs)
     fns.push_back([&s, limit_bytes] {
-      double v[2] = {-1, 0};  // step time (-2: over the limit), estimate
-      if (limit_bytes > 0) {
-        const WorkEstimate e = estimate_work(s, false, kProbeAbove);
-        v[1] = e.probed ? e.bytes : 0;
-        if (e.probed && e.bytes > limit_bytes) v[0] = -2;
+      double v[2] = {-1, 0};  // step time (-2: estimate over the limit, -3: build stopped), estimate
+      scenario::Scenario b = s;
+      try {
+        if (limit_bytes > 0) {
+          // The build stops at the ops its share holds (seconds), before the watchdog would.
+          b.simulation.max_ops = ops_within(limit_bytes);
+          const WorkEstimate e = estimate_work(b, false, kProbeAbove);
+          v[1] = e.probed ? e.bytes : 0;
+          if (e.probed && e.bytes > limit_bytes) v[0] = -2;
+        }
+        if (v[0] != -2) v[0] = step_time(b);
+      } catch (const schedule::OpLimitExceeded&) {
+        v[0] = -3;
+        v[1] = static_cast<double>(b.simulation.max_ops);
       }
-      if (v[0] != -2) v[0] = step_time(s);
       return std::string(reinterpret_cast<const char*>(v), sizeof v);
     });
   std::vector<StepOutcome> out(scs.size());
@@ -258,6 +267,14 @@ std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>
     }
     double v[2];
     std::memcpy(v, each[k].value.data(), sizeof v);
+    if (v[0] == -3) {
+      o.over_memory = true;
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "its task graph passed %.3g M ops while being built, over the %.3g GB it may use",
+                    v[1] / 1e6, limit_bytes / 1e9);
+      o.error = buf;
+      continue;
+    }
     o.estimate_bytes = v[1];
     if (v[0] == -2) o.over_memory = true;
     else o.step_s = v[0];

@@ -10,6 +10,7 @@
 
 #include "app/simulate.hpp"
 #include "scenario/load.hpp"
+#include "schedule/task_graph.hpp"
 
 namespace cpsim::app {
 
@@ -89,6 +90,8 @@ WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace, int probe_a
     try {
       o1 = static_cast<double>(graph_ops(one));
       o2 = static_cast<double>(graph_ops(two));
+    } catch (const schedule::OpLimitExceeded&) {
+      throw;  // the probe itself is over the build's limit: so is the graph
     } catch (const std::invalid_argument&) {
       if (base.parallel.virtual_stages > 1) {
         base.parallel.virtual_stages = 1;
@@ -103,6 +106,10 @@ WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace, int probe_a
     e.bytes = kBaseBytes + e.ops * (kBytesPerOp + (trace ? kTraceBytesPerOp : 0));
     return e;
   }
+}
+
+uint64_t ops_within(double bytes) {
+  return static_cast<uint64_t>(std::max(1000.0, (bytes - kBaseBytes) / kBytesPerOp));
 }
 
 WorkEstimate check_work(const scenario::Scenario& sc, const WorkLimits& limits) {

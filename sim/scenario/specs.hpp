@@ -320,6 +320,9 @@ struct SimulationSpec {
   /// TP ranks' groups are the same P2P graph on other GPUs, timed alone by the analytic engine
   /// (tests/engine/one_tp_group_test.cpp holds the times equal).
   bool one_tp_group = false;
+  /// Internal, never read from a file: the most ops the build may add (0 = no limit; see
+  /// schedule::OpLimitExceeded). `cpsim plan` bounds each child's graph by its memory share.
+  uint64_t max_ops = 0;
 };
 
 struct CostSpec {

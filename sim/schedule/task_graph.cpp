@@ -40,6 +40,8 @@ const char* stream::name(uint16_t s) {
 
 OpId TaskGraph::add(const Op& op) {
   if (finalized_) throw std::logic_error("TaskGraph::add after finalize");
+  if (op_limit_ != 0 && ops_.size() >= op_limit_)
+    throw OpLimitExceeded("the task graph passed " + std::to_string(op_limit_) + " ops while being built");
   ops_.push_back(op);
   num_ranks_ = std::max({num_ranks_, op.rank + 1, op.peer + 1});
   return static_cast<OpId>(ops_.size() - 1);

@@ -5,6 +5,7 @@
 /// stream and its receiver's stream and starts only when both have reached it and all its
 /// predecessors are done (NCCL send/recv semantics).
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -100,9 +101,18 @@ struct Op {
   OpLabel label;
 };
 
+/// The graph grew past the op limit its builder was given (TaskGraph::set_op_limit): it would
+/// need more memory than the run may use. Thrown while building, before the memory is spent.
+class OpLimitExceeded : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 /// Append-only DAG. Call finalize() once after building; engines require it.
 class TaskGraph {
  public:
+  /// At most `max_ops` ops (0 = no limit): add() past it throws OpLimitExceeded.
+  void set_op_limit(size_t max_ops) { op_limit_ = max_ops; }
   OpId add(const Op& op);
   OpId add_compute(int rank, uint16_t stream, double duration_s, const OpLabel& label,
                    double flops = 0);
@@ -185,6 +195,7 @@ class TaskGraph {
   std::vector<QueueSlot> queue_of_, peer_queue_of_;
   std::vector<OpId> topo_;
   int num_ranks_ = 0;
+  size_t op_limit_ = 0;
   bool finalized_ = false;
   bool pipelined_collectives_ = false;
   ComputeNoise noise_;

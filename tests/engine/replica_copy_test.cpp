@@ -154,4 +154,28 @@ TEST(ReplicaCopy, RefusedWhereReplicasDifferOrMeetWhileBuilt) {
   }
 }
 
+TEST(OpLimit, BuildStopsAtTheLimitWithItsOwnError) {
+  // `cpsim plan` gives each child's build the ops its memory share holds; the build stops there
+  // (copies included) instead of growing until the watchdog or the OOM killer ends it.
+  const Built full = build(job(), true);
+  auto sc = job();
+  sc.simulation.max_ops = full.g.size() / 2;
+  model::Topology topo(sc.platform, sc.perturb);
+  auto cost = model::CostModel::roofline(sc.platform.gpu);
+  schedule::Pricer pricer(*cost);
+  schedule::TaskGraph g;
+  try {
+    schedule::build_scenario(sc, topo, pricer, g);
+    FAIL() << "no exception";
+  } catch (const schedule::OpLimitExceeded& e) {
+    EXPECT_EQ(std::string(e.what()), "the task graph passed " + std::to_string(sc.simulation.max_ops) +
+                                         " ops while being built");
+  }
+  EXPECT_EQ(g.size(), sc.simulation.max_ops);
+  sc.simulation.max_ops = full.g.size();  // exactly enough
+  schedule::TaskGraph h;
+  schedule::build_scenario(sc, topo, pricer, h);
+  EXPECT_EQ(h.size(), full.g.size());
+}
+
 }  // namespace CPSIM_TEST_TU
