@@ -208,8 +208,9 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
         const bool tiny = cp > 1 && given.training.seq_len / cp < 2 * kAttentionTile;
         for (int v : {1, 2}) {
           if (v > 1 && (pp == 1 || m % pp != 0)) continue;
-          if (tiny) {
-            Candidate c;
+          // A tiny share stands once for all its schemes (the ring's label), screened unloaded.
+          const std::vector<Candidate> variants = tiny ? std::vector<Candidate>(1) : attention_variants(tp, cp, gpn);
+          for (Candidate c : variants) {
             c.tp = tp;
             c.cp = cp;
             c.pp = pp;
@@ -218,24 +219,16 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
             c.micro_batches = m;
             c.recompute = given.training.recompute;
             c.zero_stage = given.parallel.zero_stage;
-            c.sets = structure_sets(c, res.nodes);
-            c.status = "screened";
-            c.why = "seq_len / cp = " + str(static_cast<int>(given.training.seq_len / cp)) +
-                    " tokens per CP rank, under two " + str(kAttentionTile) + "-token attention tiles";
-            finish_label(c);
-            res.structures++;
-            res.all.push_back(c);
-            continue;
-          }
-          for (Candidate c : attention_variants(tp, cp, gpn)) {
-            c.tp = tp;
-            c.cp = cp;
-            c.pp = pp;
-            c.dp = dp;
-            c.vstages = v;
-            c.micro_batches = m;
-            c.recompute = given.training.recompute;
-            c.zero_stage = given.parallel.zero_stage;
+            if (tiny) {
+              c.sets = structure_sets(c, res.nodes);
+              c.status = "screened";
+              c.why = "seq_len / cp = " + str(static_cast<int>(given.training.seq_len / cp)) +
+                      " tokens per CP rank, under two " + str(kAttentionTile) + "-token attention tiles";
+              finish_label(c);
+              res.structures++;
+              res.all.push_back(c);
+              continue;
+            }
             auto all_sets = sets;
             const auto ss = structure_sets(c, res.nodes);
             all_sets.insert(all_sets.end(), ss.begin(), ss.end());

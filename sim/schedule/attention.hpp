@@ -69,6 +69,10 @@ Documents layer_documents(const scenario::ModelSpec& m, const Documents& docs, i
 std::vector<OpId> attention_forward(AttentionCtx& ctx, const std::vector<OpId>& entry);
 std::vector<OpId> attention_backward(AttentionCtx& ctx, const std::vector<OpId>& entry);
 
+/// Chunk size of the chunkwise delta-rule kernels (flash-linear-attention's default), for both
+/// linear-attention CP schemes.
+constexpr int kLinearChunk = 64;
+
 /// The same for a linear-attention (Gated DeltaNet) layer's sequence mixing.
 std::vector<OpId> linear_attention_forward(AttentionCtx& ctx, const std::vector<OpId>& entry);
 std::vector<OpId> linear_attention_backward(AttentionCtx& ctx, const std::vector<OpId>& entry);

@@ -25,8 +25,6 @@ namespace cpsim::schedule {
 
 namespace {
 
-constexpr int kChunk = 64;  // chunk size of the chunkwise delta-rule kernels (FLA default)
-
 struct LinearGeometry {
   int heads_v, heads_k, dk, dv, conv_width;
   double state_bytes;       ///< fp32 state of all local heads: H_v x d_k x d_v x 4
@@ -72,7 +70,7 @@ OpId add_gdn(AttentionCtx& ctx, int rank, const LinearGeometry& lg, int64_t loca
   call.heads_v = lg.heads_v;
   call.key_dim = lg.dk;
   call.value_dim = lg.dv;
-  call.chunk = kChunk;
+  call.chunk = kLinearChunk;
   call.backward = backward;
   call.part = part;
   const model::Cost c = ctx.pricer.cost().gdn(call);

@@ -13,10 +13,6 @@
 
 namespace cpsim::schedule {
 
-namespace {
-constexpr int kChunk = 64;  // chunk size of the chunkwise delta-rule kernels (FLA default)
-}
-
 LinearA2aBytes linear_a2a_bytes(const scenario::ModelSpec& m, int tp, int cp, int64_t local_tokens,
                                 int batch) {
   const int hv = std::max(1, m.linear_heads_v / tp), hk = std::max(1, m.linear_heads_k / tp);
@@ -73,7 +69,7 @@ std::vector<OpId> linear_a2a_pass(AttentionCtx& ctx, bool backward, const std::v
     call.heads_v = hv;
     call.key_dim = m.linear_key_dim;
     call.value_dim = m.linear_value_dim;
-    call.chunk = kChunk;
+    call.chunk = kLinearChunk;
     call.backward = backward;
     const model::Cost c = ctx.pricer.cost().gdn(call);
     OpLabel l = make_label(g, ctx, backward ? "gdn_chunk_bwd" : "gdn_chunk_fwd", scheme, phase);

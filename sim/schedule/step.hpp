@@ -54,6 +54,11 @@ struct BuildInfo {
 BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& topo,
                          Pricer& pricer, TaskGraph& g);
 
+/// Scope attention-layer (attention_layer.cpp): the first full-attention layer's forward and
+/// backward on each TP rank's CP group.
+BuildInfo build_attention_layer(const scenario::Scenario& sc, const model::Topology& topo,
+                                Pricer& pricer, TaskGraph& g, const Mesh& mesh, const Documents& docs);
+
 /// Documents of the scenario's sequence (explicit lengths, a seeded draw, or one document).
 Documents scenario_documents(const scenario::Scenario& sc);
 

@@ -16,27 +16,7 @@ using namespace cpsim;
 
 namespace {
 
-scenario::Scenario small_dp_job(scenario::Symmetry sym) {
-  scenario::Scenario sc;
-  sc.model.name = "small";
-  sc.model.layers = 4;
-  sc.model.hidden = 1024;
-  sc.model.heads_q = 8;
-  sc.model.heads_kv = 8;
-  sc.model.head_dim = 128;
-  sc.model.ffn_hidden = 4096;
-  sc.model.vocab = 32000;
-  sc.training.seq_len = 16384;
-  sc.training.micro_batches = 2;
-  sc.parallel.cp = 8;
-  sc.parallel.dp = 4;
-  sc.parallel.zero_stage = 1;
-  sc.simulation.symmetry = sym;
-  sc.platform = test::dgx_h100(4);
-  sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
-  sc.platform.nodes_per_leaf = 1;  // each replica (one node) fills its own leaf group
-  return sc;
-}
+using test::small_dp_job;
 
 struct Outcome {
   double step_s;

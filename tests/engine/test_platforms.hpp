@@ -42,4 +42,29 @@ inline scenario::PlatformSpec pcie_box(int nodes = 1) {
   return p;
 }
 
+/// A small model (4 layers, hidden 1024) at 16K tokens, CP 8 per replica (one DGX node each)
+/// and 4 data-parallel replicas, ZeRO-1: the replica shortcuts' test job
+/// (scale_shortcuts_test, replica_copy_test). Each replica (one node) fills its own leaf group.
+inline scenario::Scenario small_dp_job(scenario::Symmetry sym) {
+  scenario::Scenario sc;
+  sc.model.name = "small";
+  sc.model.layers = 4;
+  sc.model.hidden = 1024;
+  sc.model.heads_q = 8;
+  sc.model.heads_kv = 8;
+  sc.model.head_dim = 128;
+  sc.model.ffn_hidden = 4096;
+  sc.model.vocab = 32000;
+  sc.training.seq_len = 16384;
+  sc.training.micro_batches = 2;
+  sc.parallel.cp = 8;
+  sc.parallel.dp = 4;
+  sc.parallel.zero_stage = 1;
+  sc.simulation.symmetry = sym;
+  sc.platform = dgx_h100(4);
+  sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
+  sc.platform.nodes_per_leaf = 1;
+  return sc;
+}
+
 }  // namespace cpsim::test
