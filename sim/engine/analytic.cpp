@@ -1,10 +1,13 @@
 // The analytic engine: an event-driven replay without contention. Every transfer runs at its
 // route's bottleneck bandwidth as if alone; compute runs at full speed unless interference is
 // on, in which case it slows while an NCCL transfer of its GPU is in flight, exactly as the
-// SimGrid engine models it (so the two agree whenever no link is shared).
+// SimGrid engine models it (so the two agree whenever no link is shared). A pipeline's members
+// (TaskGraph::Pipeline) start moving data together once the last one joined and its latency
+// passed, and end together after the slowest member's serialisation, as in the SimGrid engine.
 #include <chrono>
 #include <queue>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "engine/replay.hpp"
 #include "engine/replay_common.hpp"
@@ -72,6 +75,14 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     if ((before == 0) != (inflight[gpu] == 0)) rescale(gpu, t, inflight[gpu] ? slow_rate : 1.0);
   };
 
+  // Pipelines being joined: the latest time a member's latency ends, the longest
+  // serialisation, the members joined.
+  struct Joining {
+    double launch_s = 0, ser_s = 0;
+    uint32_t arrived = 0;
+  };
+  std::unordered_map<uint32_t, Joining> joining;
+
   auto start = [&](OpId id, double t) {
     const auto& op = g.op(id);
     tr.start_s[id] = t;
@@ -89,7 +100,21 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     const double dur = op.rank == op.peer
                            ? std::max(0.0, op.extra_latency_s)
                            : detail::transfer_time_s(op, routes.get(op.rank, op.peer));
-    events.push({t + dur, id, version[id]});
+    if (const uint32_t p = opt.pipelines ? g.pipeline_of(id) : UINT32_MAX; p != UINT32_MAX) {
+      const detail::RouteInfo& ri = routes.get(op.rank, op.peer);
+      const double lat = op.extra_latency_s + ri.latency_s;
+      Joining& j = joining[p];
+      j.launch_s = std::max(j.launch_s, t + lat);
+      j.ser_s = std::max(j.ser_s, dur - lat);
+      const schedule::Pipeline& pl = g.pipelines()[p];
+      if (++j.arrived == pl.count) {
+        const double end = j.launch_s + j.ser_s;
+        joining.erase(p);
+        for (OpId m = pl.first; m < pl.first + pl.count; ++m) events.push({end, m, version[m]});
+      }
+    } else {
+      events.push({t + dur, id, version[id]});
+    }
     if (interfere && !op.interference_priced) {
       comm_delta(op.rank, +1, t);
       if (op.peer != op.rank) comm_delta(op.peer, +1, t);

@@ -19,6 +19,9 @@ struct ReplayOptions {
   /// SimGrid: run a transfer whose route is idle as a timer until another flow meets it (see
   /// simgrid.cpp). Off: every transfer is a SimGrid Comm (the reference the tests compare to).
   bool solo_transfers = true;
+  /// Replay each TaskGraph::Pipeline's members in lockstep (one rate, started and ended
+  /// together). Off: they run as independent transfers, as before pipelines existed.
+  bool pipelines = true;
   /// Fleet noise for the graph's priced compute ops instead of graph.noise(): another seed (a
   /// sample) or a spared rank (the straggler what-if) on the same graph. Null: the graph's own.
   const schedule::ComputeNoise* noise = nullptr;

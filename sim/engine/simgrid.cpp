@@ -30,6 +30,13 @@
 //    Comms to SimGrid's rounding (~2e-11 s per Comm, tests/engine/solo_transfers_test.cpp);
 //    where compute interference feeds transfer timing back into compute, that rounding can grow
 //    (x10 per ~17 ms of simulated time in that 70B step, 0.4 % of the step after 32 layers).
+//  - a pipeline (TaskGraph::Pipeline: one NCCL channel's ring or tree) is one Comm between a
+//    pair of pipeline hosts whose route is every member's links, a link listed once per member
+//    crossing it: LMM then gives the members one rate, the one their most loaded link allows,
+//    and each link carries that rate times its members. It starts when the last member joined
+//    and its latency passed. Measured on a 1 GiB NVLS-Tree all-reduce over 16,384 GPUs: the
+//    rails' 8,188 tree edges were ~7,800 distinct completions, each re-solving its rail's whole
+//    max-min component (127.6 s); as 16 pipelines they are 16 flows.
 #include <xbt/log.h>
 
 #include <chrono>
@@ -63,15 +70,24 @@ class TopologyZone final : public kr::NetZoneImpl {
  public:
   explicit TopologyZone(const model::Topology& topo) : NetZoneImpl("cpsim"), topo_(topo) {}
 
-  /// Per vertex (host netpoint id): its GPU and the cap link its flows cross first (or null).
+  /// Per vertex (host netpoint id): its GPU and the cap link its flows cross first (or null);
+  /// for a pipeline host, -1 and null.
   std::vector<int> gpu_of_vertex;
   std::vector<sg4::Link*> cap_of_vertex;
+  /// Per vertex: the pipeline slot it is the source host of, or -1; per slot: the Topology
+  /// links of the pipeline that holds it (set before its Comm starts, which asks the route).
+  std::vector<int> slot_of_vertex;
+  std::vector<std::vector<uint32_t>> slot_links;
   /// Per Topology link.
   std::vector<sg4::Link*> links;
 
  protected:
   void get_local_route(const kr::NetPoint* src, const kr::NetPoint* dst, kr::Route* into,
                        double* /*latency: zero, see the top of the file*/) override {
+    if (const int slot = slot_of_vertex.at(src->id()); slot >= 0) {
+      for (uint32_t l : slot_links[slot]) into->link_list_.push_back(links[l]->get_impl());
+      return;
+    }
     const int s = gpu_of_vertex.at(src->id()), d = gpu_of_vertex.at(dst->id());
     if (sg4::Link* cap = cap_of_vertex[src->id()]) into->link_list_.push_back(cap->get_impl());
     for (uint32_t l : topo_.route(s, d)) into->link_list_.push_back(links[l]->get_impl());
@@ -84,6 +100,7 @@ class TopologyZone final : public kr::NetZoneImpl {
 /// The replay state; SimGrid callbacks reach it through a pointer.
 struct Replay {
   const schedule::TaskGraph& g;
+  TopologyZone& zone;
   const ReplayOptions& opt;
   Trace& tr;
   const schedule::ComputeNoise& noise;  ///< opt.noise or the graph's
@@ -110,12 +127,29 @@ struct Replay {
   };
   std::vector<std::vector<Kernel>> kernels{};  ///< per GPU
   std::deque<OpId> instant{};                 ///< completed without SimGrid, to process
+  /// Pipelines: members joined so far and when the last one's latency has passed.
+  struct Joining {
+    uint32_t arrived = 0;
+    double launch_s = 0;
+  };
+  std::unordered_map<uint32_t, Joining> joining{};
+  /// Pipeline host pairs (source, destination) and the free ones. A pipeline that finds none
+  /// free runs its members as independent transfers.
+  std::vector<std::pair<sg4::Host*, sg4::Host*>> pipe_hosts{};
+  std::vector<int> free_slots{};
+  struct PipeFlow {
+    sg4::ActivityPtr comm;
+    int slot;
+  };
+  std::unordered_map<uint32_t, PipeFlow> pipes_running{};
   detail::RouteCache routes;                ///< wire latency per (src, dst)
   bool draining = false;
   size_t done = 0;
 
+  /// Comm data: op id + 1, or a pipeline index with the top bit set.
+  static constexpr uintptr_t kPipeBit = uintptr_t{1} << (sizeof(uintptr_t) * 8 - 1);
   static void* tag(OpId id) { return reinterpret_cast<void*>(static_cast<uintptr_t>(id) + 1); }
-  static OpId untag(void* p) { return static_cast<OpId>(reinterpret_cast<uintptr_t>(p) - 1); }
+  static void* pipe_tag(uint32_t p) { return reinterpret_cast<void*>(kPipeBit | p); }
 
   /// Kernel speed on a GPU: slowed by interference while it has a transfer in flight.
   double speed(int gpu) const {
@@ -169,6 +203,10 @@ struct Replay {
     }
     const double delay =
         std::max(0.0, op.extra_latency_s) + (op.peer != op.rank ? routes.get(op.rank, op.peer).latency_s : 0.0);
+    if (const uint32_t p = opt.pipelines ? g.pipeline_of(id) : UINT32_MAX; p != UINT32_MAX) {
+      join_pipeline(p, sg4::Engine::get_clock() + delay);
+      return;
+    }
     if (delay > 0)
       simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + delay, [this, id] {
         launch_comm(id);
@@ -206,6 +244,48 @@ struct Replay {
       return;
     }
     start_comm(id, bytes);
+  }
+
+  /// A member of pipeline p is ready to move data at `ready_s`; the last one launches it.
+  void join_pipeline(uint32_t p, double ready_s) {
+    Joining& j = joining[p];
+    ++j.arrived;
+    j.launch_s = std::max(j.launch_s, ready_s);
+    if (j.arrived < g.pipelines()[p].count) return;
+    const double at = j.launch_s;
+    joining.erase(p);
+    if (at > sg4::Engine::get_clock())
+      simgrid::kernel::timer::Timer::set(at, [this, p] {
+        launch_pipeline(p);
+        drain();
+      });
+    else
+      launch_pipeline(p);
+  }
+
+  void launch_pipeline(uint32_t p) {
+    const schedule::Pipeline& pl = g.pipelines()[p];
+    if (free_slots.empty()) {
+      for (OpId m = pl.first; m < pl.first + pl.count; ++m) launch_comm(m);
+      return;
+    }
+    const int slot = free_slots.back();
+    free_slots.pop_back();
+    std::vector<uint32_t>& links = zone.slot_links[slot];
+    links.clear();
+    for (OpId m = pl.first; m < pl.first + pl.count; ++m) {
+      const auto [lb, le] = routes.links(routes.get(g.op(m).rank, g.op(m).peer));
+      for (const uint32_t* l = lb; l != le; ++l) {
+        if (link_solo[*l] != schedule::kNoOp) to_comm(link_solo[*l]);
+        ++link_flows[*l];
+        links.push_back(*l);
+      }
+    }
+    auto c = sg4::Comm::sendto_init(pipe_hosts[slot].first, pipe_hosts[slot].second);
+    c->set_payload_size(static_cast<uint64_t>(std::llround(std::max(0.0, g.op(pl.first).bytes))));
+    c->set_data(pipe_tag(p));
+    c->start();
+    pipes_running[p] = {c, slot};
   }
 
   void start_comm(OpId id, double bytes) {
@@ -273,7 +353,19 @@ struct Replay {
   void on_activity_done(const sg4::Activity& a) {
     void* data = a.get_data<void>();
     if (data == nullptr) return;
-    const OpId id = untag(data);
+    const auto bits = reinterpret_cast<uintptr_t>(data);
+    if (bits & kPipeBit) {
+      const auto p = static_cast<uint32_t>(bits & ~kPipeBit);
+      auto it = pipes_running.find(p);
+      graveyard.push_back(std::move(it->second.comm));
+      free_slots.push_back(it->second.slot);
+      pipes_running.erase(it);
+      const schedule::Pipeline& pl = g.pipelines()[p];
+      for (OpId m = pl.first; m < pl.first + pl.count; ++m) transfer_done(m);
+      drain();
+      return;
+    }
+    const auto id = static_cast<OpId>(bits - 1);
     // SimGrid is still inside a.complete(): keep the activity alive until time moves on.
     auto it = running.find(id);
     graveyard.push_back(std::move(it->second));
@@ -312,13 +404,14 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
 
   // --- platform ---
   auto* zone = new TopologyZone(topo);  // the root zone; the Engine owns and frees it
-  Replay rp{.g = g, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
+  Replay rp{.g = g, .zone = *zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
             .routes = detail::RouteCache(topo)};
   rp.hosts.resize(gpus);
   for (int gpu = 0; gpu < gpus; ++gpu) {
     rp.hosts[gpu] = zone->create_host("gpu" + std::to_string(gpu), std::vector<double>{kHostSpeed});
     zone->gpu_of_vertex.push_back(gpu);
     zone->cap_of_vertex.push_back(nullptr);
+    zone->slot_of_vertex.push_back(-1);
   }
   for (const auto& l : topo.links())
     zone->links.push_back(zone->create_link(l.name, std::vector<double>{l.bw_Bps})
@@ -341,6 +434,25 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
       host = zone->create_host(name, std::vector<double>{kHostSpeed});
       zone->gpu_of_vertex.push_back(op.rank);
       zone->cap_of_vertex.push_back(cap);
+      zone->slot_of_vertex.push_back(-1);
+    }
+  }
+  // Pipeline host pairs: as many as pipelines can run at once, at most one per GPU (a GPU is
+  // in a few collectives at a time, each of a few pipelines per GPU it spans).
+  if (opt.pipelines) {
+    const size_t slots = std::min(g.pipelines().size(), static_cast<size_t>(gpus) + 64);
+    zone->slot_links.resize(slots);
+    for (size_t k = 0; k < slots; ++k) {
+      std::pair<sg4::Host*, sg4::Host*> pair;
+      for (int end = 0; end < 2; ++end) {
+        const std::string name = "pipe" + std::to_string(k) + (end == 0 ? ".src" : ".dst");
+        (end == 0 ? pair.first : pair.second) = zone->create_host(name, std::vector<double>{kHostSpeed});
+        zone->gpu_of_vertex.push_back(-1);
+        zone->cap_of_vertex.push_back(nullptr);
+        zone->slot_of_vertex.push_back(end == 0 ? static_cast<int>(k) : -1);
+      }
+      rp.pipe_hosts.push_back(pair);
+      rp.free_slots.push_back(static_cast<int>(slots - 1 - k));
     }
   }
   zone->seal();

@@ -325,6 +325,8 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
       for (int k = 0; k < n; ++k)
         hops.push_back(make_hop(topo, req.ranks[lane.order[k]], req.ranks[lane.order[(k + 1) % n]]));
       if (g.pipelined_collectives()) {
+        // The lane's ring is one pipeline (TaskGraph::Pipeline): it moves at its slowest hop.
+        const auto first = static_cast<OpId>(g.size());
         for (int k = 0; k < n; ++k) {
           const Hop& h = hops[k];
           const double extra = nc.base_latency_s[p] + steps * hop_latency_s(nc, h.cls, p) +
@@ -332,6 +334,7 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
           detail::fenced_transfer(g, fence, req, lane.order[k], lane.order[(k + 1) % n],
                                   step_bytes * steps / eff, label, extra, join);
         }
+        g.add_pipeline(first, static_cast<OpId>(g.size()));
         continue;
       }
       std::vector<OpId> prev(n, kNoOp), cur(n, kNoOp);

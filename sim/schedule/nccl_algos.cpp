@@ -34,6 +34,13 @@ struct Builder {
   void xfer(int from, int to, double wire_bytes) {
     if (from != to) fenced_transfer(g, fence, req, from, to, wire_bytes, label, c.latency_s, join);
   }
+  /// The transfers `add` makes move in lockstep (TaskGraph::Pipeline).
+  template <class F>
+  void pipeline(F&& add) {
+    const auto first = static_cast<OpId>(g.size());
+    add();
+    g.add_pipeline(first, static_cast<OpId>(g.size()));
+  }
   CollectiveResult finish() {
     CollectiveResult res;
     res.done = close_fence(g, topo, fence, req, label);
@@ -70,15 +77,18 @@ int head_of(const model::Topology& topo, const std::vector<int>& ranks, const La
 
 /// NCCL's double binary tree over node heads: tree 0 is a heap on node order, tree 1 the same
 /// heap on reversed order, so a node inner in one tree is (mostly) a leaf in the other.
-/// Each tree carries half the lane's data up (reduce) and down (broadcast).
+/// Each tree carries half the lane's data up (reduce) and down (broadcast), as one pipeline:
+/// a chunk climbs to the root and comes back down through the same channel's buffers.
 void inter_node_trees(Builder& b, const std::vector<int>& heads, double lane_wire) {
   const int m = static_cast<int>(heads.size());
   for (int t = 0; t < 2; ++t)
-    for (int k = 1; k < m; ++k) {
-      const int child = t == 0 ? k : m - 1 - k, parent = t == 0 ? (k - 1) / 2 : m - 1 - (k - 1) / 2;
-      b.xfer(heads[child], heads[parent], lane_wire / 2);
-      b.xfer(heads[parent], heads[child], lane_wire / 2);
-    }
+    b.pipeline([&] {
+      for (int k = 1; k < m; ++k) {
+        const int child = t == 0 ? k : m - 1 - k, parent = t == 0 ? (k - 1) / 2 : m - 1 - (k - 1) / 2;
+        b.xfer(heads[child], heads[parent], lane_wire / 2);
+        b.xfer(heads[parent], heads[child], lane_wire / 2);
+      }
+    });
 }
 
 }  // namespace
@@ -102,10 +112,12 @@ CollectiveResult build_tree(TaskGraph& g, const model::Topology& topo, const Col
       const size_t e = std::min(lane.order.size(), k + per_node);
       heads.push_back(lanes.size() > 1 ? head_of(topo, req.ranks, lane, k, e, static_cast<int>(li))
                                        : lane.order[k]);
-      for (size_t j = k; j + 1 < e; ++j) {
-        b.xfer(lane.order[j + 1], lane.order[j], wire);
-        b.xfer(lane.order[j], lane.order[j + 1], wire);
-      }
+      b.pipeline([&] {
+        for (size_t j = k; j + 1 < e; ++j) {
+          b.xfer(lane.order[j + 1], lane.order[j], wire);
+          b.xfer(lane.order[j], lane.order[j + 1], wire);
+        }
+      });
     }
     inter_node_trees(b, heads, wire);
   }
@@ -126,7 +138,9 @@ CollectiveResult build_nvls(TaskGraph& g, const model::Topology& topo, const Col
     const int k = static_cast<int>(m.size());
     if (k < 2) continue;
     const double port = req.bytes * (1.0 + 1.0 / k) / eff;
-    for (int j = 0; j < k; ++j) b.xfer(m[j], m[(j + 1) % k], port);
+    b.pipeline([&] {
+      for (int j = 0; j < k; ++j) b.xfer(m[j], m[(j + 1) % k], port);
+    });
   }
   if (nodes.size() > 1) {
     // NVLS-Tree: the node's reduced buffer crosses nodes on a double binary tree per rail.

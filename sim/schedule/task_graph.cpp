@@ -81,7 +81,37 @@ OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_l
       throw std::logic_error("TaskGraph::copy_ops: an edge leaves the copied range");
     add_edge(a - first + base, b - first + base);
   }
+  // The copied range's pipelines, in order (they end before the copies begin).
+  auto it = std::lower_bound(pipelines_.begin(), pipelines_.end(), first,
+                             [](const Pipeline& p, OpId id) { return p.first < id; });
+  std::vector<Pipeline> copies;
+  for (; it != pipelines_.end() && it->first + it->count <= last; ++it)
+    copies.push_back({it->first - first + base, it->count});
+  pipelines_.insert(pipelines_.end(), copies.begin(), copies.end());
   return base;
+}
+
+bool TaskGraph::add_pipeline(OpId first, OpId last) {
+  if (finalized_) throw std::logic_error("TaskGraph::add_pipeline after finalize");
+  if (last > ops_.size() || last < first + 2) return false;
+  if (!pipelines_.empty() && pipelines_.back().first + pipelines_.back().count > first) return false;
+  const Op& a = ops_[first];
+  for (OpId i = first; i < last; ++i) {
+    const Op& o = ops_[i];
+    if (o.kind != OpKind::Transfer || !o.unordered || o.rank == o.peer || o.max_rate_Bps > 0 ||
+        o.bytes != a.bytes)
+      return false;
+  }
+  pipelines_.push_back({first, static_cast<uint32_t>(last - first)});
+  return true;
+}
+
+uint32_t TaskGraph::pipeline_of(OpId id) const {
+  auto it = std::upper_bound(pipelines_.begin(), pipelines_.end(), id,
+                             [](OpId v, const Pipeline& p) { return v < p.first; });
+  if (it == pipelines_.begin()) return UINT32_MAX;
+  --it;
+  return id < it->first + it->count ? static_cast<uint32_t>(it - pipelines_.begin()) : UINT32_MAX;
 }
 
 OpId TaskGraph::add_transfer(int src, uint16_t src_stream, int dst, uint16_t dst_stream,

@@ -108,6 +108,17 @@ class OpLimitExceeded : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// Transfers that move in lockstep, ops [first, first + count): one NCCL channel's pipelined
+/// ring or tree, or one node's NVLS reduction. NCCL's kernel forwards each chunk as it arrives
+/// through a few buffer slots per connection (NCCL_STEPS = 8), so every connection of the
+/// pipeline carries data at the pace of its slowest one: the engines start the members together
+/// once all joined and end them together, at one rate for all (SimGrid: one flow whose route is
+/// every member's links, a link counted once per member crossing it).
+struct Pipeline {
+  OpId first;
+  uint32_t count;
+};
+
 /// Append-only DAG. Call finalize() once after building; engines require it.
 class TaskGraph {
  public:
@@ -128,6 +139,15 @@ class TaskGraph {
   /// copy of `first` (copy of op i = i + returned - first). Throws std::logic_error if an edge
   /// leaves the range. How one data-parallel replica becomes the next (step.cpp).
   OpId copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_last, int rank_offset);
+
+  /// Makes the transfers [first, last) one Pipeline if they can move in lockstep: two or more
+  /// unordered transfers (a collective's fenced ones: they wait only for the collective's
+  /// join, never for each other) between distinct GPUs, of equal bytes, uncapped, after every
+  /// pipeline so far. Returns false (and leaves them independent) otherwise.
+  bool add_pipeline(OpId first, OpId last);
+  const std::vector<Pipeline>& pipelines() const { return pipelines_; }
+  /// Index into pipelines() of the one holding op `id`, or UINT32_MAX.
+  uint32_t pipeline_of(OpId id) const;
 
   uint32_t intern(std::string_view s);
   const std::string& str(uint32_t id) const { return strings_[id]; }
@@ -191,6 +211,7 @@ class TaskGraph {
   std::vector<std::string> strings_{""};
   std::unordered_map<std::string, uint32_t> string_ids_{{"", 0}};
   std::vector<KernelShape> shapes_;
+  std::vector<Pipeline> pipelines_;  ///< by first op
   std::vector<Queue> queues_;
   std::vector<QueueSlot> queue_of_, peer_queue_of_;
   std::vector<OpId> topo_;
