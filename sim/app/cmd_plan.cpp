@@ -121,7 +121,8 @@ void register_plan(CLI::App& app, int& rc) {
               << ", cannot win (lower bound) " << counts["bounded"] << ", over budget " << counts["budget"]
               << ", too big to simulate " << counts["too_big"] << ", failed " << counts["failed"]
               << ", ranked " << counts["ranked"] << "\n";
-    std::cout << "  runs: " << res.attention_runs << " attention layers and " << res.step_runs
+    std::cout << "  runs: " << res.attention_runs << " attention layers, " << res.compute_probes
+              << " layer builds for the compute bound and " << res.step_runs
               << " steps (analytic), " << res.simgrid_runs << " steps (SimGrid); " << fmt("%.1f s wall", wall)
               << fmt(" (enumeration and memory %.1f s", res.stage_wall_s[0])
               << fmt(", attention layers %.1f s", res.stage_wall_s[1]) << fmt(", steps %.1f s", res.stage_wall_s[2])
@@ -164,6 +165,7 @@ void register_plan(CLI::App& app, int& rc) {
       j["stage_wall_s"] = {{"enumeration_and_memory", res.stage_wall_s[0]}, {"attention_layers", res.stage_wall_s[1]},
                            {"steps", res.stage_wall_s[2]}, {"simgrid", res.stage_wall_s[3]}};
       j["counts"] = counts;
+      j["compute_probes"] = res.compute_probes;
       j["capacity_bytes"] = sc.platform.gpu.memory_bytes;
       nlohmann::json ranked = nlohmann::json::array(), all = nlohmann::json::array();
       for (size_t i : res.ranked) ranked.push_back(candidate_json(res.all[i]));

@@ -10,12 +10,15 @@
 ///   3. attention scheme: one attention layer per (TP, CP, scheme, layout) with the analytic
 ///      engine; the best two per (TP, CP) survive (the scheme changes only attention layers);
 ///   4. step: the survivors' whole steps with the analytic engine, in child processes (-j),
-///      in the order of a FLOP-based lower bound per token, at most `budget` of them; once
+///      in the order of a lower bound per token (FLOPs at peak, or the compute stream's priced
+///      kernels where larger), at most `budget` of them; once
 ///      that bound is no better than the best simulated step, the rest cannot win ("bounded");
 ///   5. the best `verify` re-simulated with SimGrid (contention), which ranks them.
 /// Each child of stages 4 and 5 is probed before it builds (app/work_limit.hpp): the children
 /// running at once share `max_memory_bytes`, one over its share runs alone afterwards, and one
-/// over the whole is not simulated ("too_big") instead of meeting the kernel's OOM killer.
+/// over the whole is not simulated ("too_big") instead of meeting the kernel's OOM killer; a
+/// layout whose graph has more ops than the whole holds by stage 4's layer probe (one layer's
+/// ops x layers x micro-batches x replicas built, a floor) is "too_big" without a child.
 /// Throughput (tokens/s) ranks the layouts, since DP and micro-batches change the tokens per
 /// step. Deterministic: fixed enumeration order, ties broken by the label.
 #include <string>
@@ -39,7 +42,9 @@ struct Candidate {
   std::string why;                ///< one line: why it lost
   double peak_bytes = 0;
   double attention_layer_s = -1;  ///< stage 3
-  double estimate_s = 0;          ///< stage 4's lower bound: FLOPs / peak x (1 + bubble) x recompute
+  /// Stage 4's lower bound x (1 + bubble): the larger of FLOPs / peak x recompute and the
+  /// compute stream's priced work (app/simulate.hpp probe_layer).
+  double estimate_s = 0;
   double analytic_s = -1;         ///< stage 4
   double simgrid_s = -1;          ///< stage 5
   double tokens_per_step = 0;
@@ -69,6 +74,7 @@ struct Result {
   int nodes = 0;                   ///< the platform nodes the search used
   int structures = 0;              ///< layouts loaded through the loader
   int attention_runs = 0, step_runs = 0, simgrid_runs = 0;
+  int compute_probes = 0;  ///< stage 4's layer builds for the compute bound and graph size (probe_layer)
   /// Wall seconds of each stage: the enumeration and memory (1-2), the attention layers (3),
   /// the analytic steps (4), SimGrid (5). Where a search's time goes, for `--json` and the table.
   double stage_wall_s[4] = {0, 0, 0, 0};

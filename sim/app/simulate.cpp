@@ -21,6 +21,7 @@
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
 #include "schedule/plan.hpp"
+#include "schedule/replicas.hpp"
 
 namespace cpsim::app {
 
@@ -220,6 +221,49 @@ size_t graph_ops(const scenario::Scenario& sc) {
   const model::Topology topo(sc.platform, sc.perturb);
   const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
   return schedule::plan(sc, topo, *cost).graph.ops().size();
+}
+
+LayerProbe probe_layer(const scenario::Scenario& sc) {
+  scenario::Scenario one = sc;
+  one.parallel.pp = 1;
+  one.parallel.virtual_stages = 1;
+  one.parallel.dp = 1;
+  one.training.micro_batches = 1;
+  one.simulation.scope = scenario::Scope::Layer;
+  // Collectives as the whole mesh builds them (pipelined above 512 GPUs, schedule/step.cpp): a
+  // 128-GPU probe of a 16,384-GPU mesh would otherwise build its TP all-reduces step by step,
+  // 14 x the transfers, and its op count would be no floor.
+  one.simulation.collectives = schedule::pipelined_collectives(sc) ? scenario::CollectiveModel::Pipelined
+                                                                   : scenario::CollectiveModel::Steps;
+  LayerProbe r;
+  try {
+    const model::Topology topo(one.platform, one.perturb);
+    const auto cost = model::CostModel::make(one.cost, one.platform.gpu);
+    const auto built = schedule::plan(one, topo, *cost);
+    const schedule::TaskGraph& g = built.graph;
+    std::vector<double> busy(static_cast<size_t>(std::max(0, g.num_ranks())), 0.0);
+    std::vector<char> seen;
+    double ops = 0;
+    for (const schedule::Op& op : g.ops()) {
+      if (op.label.layer < 0) continue;
+      ++ops;
+      if (static_cast<size_t>(op.label.layer) >= seen.size()) seen.resize(op.label.layer + 1, 0);
+      seen[static_cast<size_t>(op.label.layer)] = 1;
+      if (op.kind == schedule::OpKind::Compute && op.stream == schedule::stream::kCompute &&
+          (op.label.phase == schedule::Phase::Forward || op.label.phase == schedule::Phase::Backward))
+        busy[static_cast<size_t>(op.rank)] += op.duration_s;
+    }
+    const auto layers = static_cast<double>(std::count(seen.begin(), seen.end(), 1));
+    if (layers == 0) return r;
+    r.built = true;
+    r.ops = ops / layers;
+    r.uses_spines = schedule::uses_spines(g, topo, 0);
+    if (!sc.perturb.any() && sc.model.moe.experts == 0 && sc.training.doc_distribution.empty())
+      r.compute_s = *std::max_element(busy.begin(), busy.end()) / layers;
+  } catch (const std::exception&) {
+    return LayerProbe{};
+  }
+  return r;
 }
 
 double simulate_step_time(const scenario::Scenario& sc) { return step_time(sc); }

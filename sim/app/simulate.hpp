@@ -50,6 +50,26 @@ void validate_for_run(const scenario::Scenario& sc);
 /// replayed): the probe of app/work_limit.hpp.
 size_t graph_ops(const scenario::Scenario& sc);
 
+/// One transformer layer of `sc` built, not replayed: one pipeline stage, one replica, one
+/// micro-batch and one period of its layer pattern (tp x cp GPUs, placed as the first stage of
+/// the first replica when the mesh order is the default).
+struct LayerProbe {
+  /// The most time one GPU's compute stream spends per layer and micro-batch, forward and
+  /// backward (recomputation included), as the cost model prices it. A lower bound on that
+  /// work in any step of the same layer geometry, since a GPU's kernels run one after another
+  /// on its compute stream. -1 when layers or micro-batches differ by draw (MoE routing, drawn
+  /// documents) or by GPU (perturbations), where one sample bounds nothing.
+  double compute_s = -1;
+  /// Ops per layer and micro-batch of one replica (all its GPUs): a step's graph has at least
+  /// layers x micro-batches x this many per replica it builds.
+  double ops = 0;
+  /// Whether the layer's traffic crosses spine links (then replicas that share leaves meet, and
+  /// every replica is built: schedule/replicas.hpp).
+  bool uses_spines = false;
+  bool built = false;  ///< false: the reduced scenario does not build (nothing above is known)
+};
+LayerProbe probe_layer(const scenario::Scenario& sc);
+
 /// Builds and replays `sc` in this process with its own engine and returns the step time only
 /// (no analysis). With the SimGrid engine this binds the process's one SimGrid engine: call it
 /// in a child (run_step_times) unless the process replays nothing else.

@@ -103,9 +103,13 @@ WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace, int probe_a
     }
     e.probed = true;
     e.ops = o1 + (m - 1) * std::max(0.0, o2 - o1);
-    e.bytes = kBaseBytes + e.ops * (kBytesPerOp + (trace ? kTraceBytesPerOp : 0));
+    e.bytes = graph_bytes(e.ops, trace);
     return e;
   }
+}
+
+double graph_bytes(double ops, bool trace) {
+  return kBaseBytes + ops * (kBytesPerOp + (trace ? kTraceBytesPerOp : 0));
 }
 
 uint64_t ops_within(double bytes) {

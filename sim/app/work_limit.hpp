@@ -44,6 +44,9 @@ constexpr int kProbeMicroBatches = 16;
 /// loader's limits) and `probed` is false.
 WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace, int probe_above = kProbeMicroBatches);
 
+/// The memory a run whose graph has `ops` ops needs (the estimate's per-op and base figures).
+double graph_bytes(double ops, bool trace = false);
+
 /// The most ops a graph may have to stay within `bytes` (the per-op and base figures of the
 /// estimate), at least 1,000; for schedule::TaskGraph::set_op_limit.
 uint64_t ops_within(double bytes);

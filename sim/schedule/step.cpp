@@ -550,12 +550,16 @@ BuildInfo build_step(const StepCtx& x) {
 
 }  // namespace
 
+bool pipelined_collectives(const scenario::Scenario& sc) {
+  const auto cm = sc.simulation.collectives;
+  return cm == scenario::CollectiveModel::Pipelined ||
+         (cm == scenario::CollectiveModel::Auto && Mesh(sc.parallel).size() > 512);
+}
+
 BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& topo,
                          Pricer& pricer, TaskGraph& g) {
   const Mesh mesh(sc.parallel);
-  const auto cm = sc.simulation.collectives;
-  g.set_pipelined_collectives(cm == scenario::CollectiveModel::Pipelined ||
-                              (cm == scenario::CollectiveModel::Auto && mesh.size() > 512));
+  g.set_pipelined_collectives(pipelined_collectives(sc));
   if (mesh.size() > topo.gpus())
     throw std::invalid_argument("the mesh needs " + std::to_string(mesh.size()) +
                                 " GPUs but the platform has " + std::to_string(topo.gpus()));

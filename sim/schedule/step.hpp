@@ -49,6 +49,10 @@ struct BuildInfo {
   std::string why_not_copied;
 };
 
+/// Whether the scenario's ring collectives are built as one pipelined transfer per rank
+/// (simulation.collectives, auto: above 512 GPUs in the mesh) or as their algorithm's steps.
+bool pipelined_collectives(const scenario::Scenario& sc);
+
 /// Builds the scenario's scope (attention-layer, layer or step) into `g` (not finalized), with
 /// the fleet noise `sc` asks for as g.noise().
 BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& topo,

@@ -1,0 +1,66 @@
+// `cpsim plan` prunes layouts by a lower bound on their step: the compute stream's priced
+// kernels per layer (app/simulate.hpp probe_layer) x layers per stage x micro-batches,
+// stretched by the pipeline bubble. A bound above a real step would drop a layout that can
+// win, so every bundled scheme, with and without pipeline stages and recomputation, is held
+// under its simulated step; and it must be close enough to rank (within 2x of the step). The
+// probe's op count must estimate the step's graph (the plan skips layouts estimated at over
+// twice what --max-memory holds).
+#include <gtest/gtest.h>
+
+#include "app/simulate.hpp"
+#include "scenario/load.hpp"
+
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
+using cpsim::scenario::Scenario;
+
+namespace {
+
+const std::string kSource = CPSIM_SOURCE_DIR;
+
+double bound(const Scenario& sc) {
+  const double c = cpsim::app::probe_layer(sc).compute_s;
+  if (!(c > 0)) return -1;
+  const int pp = sc.parallel.pp, v = std::max(1, sc.parallel.virtual_stages),
+            m = sc.training.micro_batches;
+  const double bubble = pp > 1 ? (pp - 1.0) / (v * m) : 0.0;
+  return c * sc.model.layers / pp * m * (1 + bubble);
+}
+
+}  // namespace
+
+class ComputeBound : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+TEST_P(ComputeBound, NeverAboveTheSimulatedStepAndCloseToIt) {
+  const auto& args = GetParam();
+  std::vector<std::string> sets(args.begin() + 1, args.end());
+  sets.push_back("simulation.engine=analytic");
+  const Scenario sc = cpsim::scenario::load_scenario(kSource + "/scenarios/" + args[0], sets);
+  const double lb = bound(sc);
+  ASSERT_GT(lb, 0) << "the reduced scenario did not build";
+  const double step = cpsim::app::simulate_step_time(sc);
+  EXPECT_LE(lb, step * (1 + 1e-9)) << args[0];
+  EXPECT_GT(lb, 0.5 * step) << args[0];
+  const double ops = cpsim::app::probe_layer(sc).ops * sc.model.layers * sc.training.micro_batches;
+  const double built = static_cast<double>(cpsim::app::graph_ops(sc));
+  EXPECT_GT(ops, 0.8 * built) << args[0];
+  EXPECT_LT(ops, 1.25 * built) << args[0];
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schemes, ComputeBound,
+    ::testing::Values(
+        std::vector<std::string>{"anchor-128k-ring-zigzag.yaml", "training.seq_len=32K"},
+        std::vector<std::string>{"anchor-128k-ring-contiguous.yaml", "training.seq_len=32K"},
+        std::vector<std::string>{"anchor-128k-ulysses.yaml", "training.seq_len=32K"},
+        std::vector<std::string>{"anchor-128k-usp.yaml", "training.seq_len=32K"},
+        std::vector<std::string>{"anchor-128k-allgather.yaml", "training.seq_len=32K"},
+        std::vector<std::string>{"anchor-128k-ring-zigzag.yaml", "training.seq_len=32K",
+                                 "parallel.cp=4", "parallel.pp=2", "training.micro_batches=4"},
+        std::vector<std::string>{"anchor-128k-ring-zigzag.yaml", "training.seq_len=32K",
+                                 "parallel.cp=2", "parallel.pp=4", "parallel.virtual_stages=2",
+                                 "training.micro_batches=8", "training.recompute=selective"},
+        std::vector<std::string>{"quickstart.yaml"},
+        std::vector<std::string>{"llama3-70b-128k-fp8.yaml"}));
+
+}  // namespace CPSIM_TEST_TU
