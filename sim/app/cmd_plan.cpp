@@ -56,7 +56,7 @@ void register_plan(CLI::App& app, int& rc) {
       ->required()
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--budget", args->opt.budget,
-                  "whole-step simulations at most, best FLOP estimate first (default 48)")
+                  "whole-step simulations at most, best lower bound first (default 48)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--memory-budget", args->memory_budget,
                   "per-GPU memory a layout may use, e.g. 70GB (default: the GPU's capacity)");
