@@ -4,7 +4,7 @@
 // win, so every bundled scheme, with and without pipeline stages and recomputation, is held
 // under its simulated step; and it must be close enough to rank (within 2x of the step). The
 // probe's op count must estimate the step's graph (the plan skips layouts estimated at over
-// twice what --max-memory holds).
+// 1.25 x what --max-memory holds).
 #include <gtest/gtest.h>
 
 #include "app/simulate.hpp"
