@@ -194,8 +194,17 @@ echo "  scancel ${job}_1 after $done_before of its $shard1_points points"
 wait_gone "$job"
 echo "  task log of the killed task:"
 sed 's/^/    /' "$T/killed/slurm-${job}_1.out"
+# Finished = recorded in a shard's results CSV. A point killed after writing its runs/<id>.json
+# but before its row is not finished (the row is the sweep's record), and --resume runs it again:
+# only recorded points must keep their result file untouched.
 declare -A stamp
-for j in "$T"/killed/runs/*.json; do stamp[$j]=$(stat -c %Y.%y "$j"); done
+recorded=$(python3 -c 'import csv, glob, sys
+print(" ".join(r["id"] for f in sorted(glob.glob(sys.argv[1] + "/results.*-of-*.csv")) for r in csv.DictReader(open(f))))' "$T/killed")
+for id in $recorded; do
+  j="$T/killed/runs/$id.json"
+  [ -f "$j" ] && stamp[$j]=$(stat -c %Y.%y "$j")
+done
+[ "${#stamp[@]}" -ge 1 ] || fail "no recorded point has a result file to check"
 set +e
 "$cpsim" sweep --merge "$T/killed" 2>&1 | tee "$T/merge-killed.txt"
 merge_rc=${PIPESTATUS[0]}
