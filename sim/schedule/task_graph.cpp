@@ -40,11 +40,49 @@ const char* stream::name(uint16_t s) {
 
 OpId TaskGraph::add(const Op& op) {
   if (finalized_) throw std::logic_error("TaskGraph::add after finalize");
-  if (op_limit_ != 0 && ops_.size() >= op_limit_)
+  if (op_limit_ != 0 && size_ >= op_limit_)
     throw OpLimitExceeded("the task graph passed " + std::to_string(op_limit_) + " ops while being built");
   ops_.push_back(op);
   num_ranks_ = std::max({num_ranks_, op.rank + 1, op.peer + 1});
-  return static_cast<OpId>(ops_.size() - 1);
+  return static_cast<OpId>(size_++);
+}
+
+size_t TaskGraph::stored_index(OpId id) const {
+  auto it = std::upper_bound(copies_.begin(), copies_.end(), id,
+                             [](OpId v, const CopyRange& c) { return v < c.base; });
+  if (it == copies_.begin()) return id;
+  --it;
+  if (id < it->base + it->count) return SIZE_MAX;
+  return id - it->copied_before - it->count;
+}
+
+Op TaskGraph::copied_op(OpId id) const {
+  int32_t shift = 0;
+  for (;;) {  // a copy of copies resolves to a stored op
+    auto it = std::upper_bound(copies_.begin(), copies_.end(), id,
+                               [](OpId v, const CopyRange& c) { return v < c.base; });
+    if (it == copies_.begin()) break;
+    --it;
+    if (id >= it->base + it->count) {
+      id = static_cast<OpId>(id - it->copied_before - it->count);
+      Op o = ops_[id];
+      o.rank += shift;
+      if (o.peer >= 0) o.peer += shift;
+      return o;
+    }
+    shift += it->rank_offset;
+    id = it->src + (id - it->base);
+  }
+  Op o = ops_[id];
+  o.rank += shift;
+  if (o.peer >= 0) o.peer += shift;
+  return o;
+}
+
+Op& TaskGraph::op_mut(OpId id) {
+  const size_t i = stored_index(id);
+  if (i == SIZE_MAX) throw std::logic_error("TaskGraph::op_mut: op " + std::to_string(id) + " is a copy");
+  return ops_[i];
 }
 
 OpId TaskGraph::add_compute(int rank, uint16_t stream, double duration_s, const OpLabel& label,
@@ -62,18 +100,22 @@ OpId TaskGraph::add_compute(int rank, uint16_t stream, double duration_s, const 
 OpId TaskGraph::add_priced(int rank, uint16_t stream, double nominal_s, const OpLabel& label,
                            double flops) {
   const OpId id = add_compute(rank, stream, nominal_s, label, flops);
-  ops_[id].noisy = true;
+  ops_.back().noisy = true;  // just added: the last stored op
   return id;
 }
 
 OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_last, int rank_offset) {
   if (finalized_) throw std::logic_error("TaskGraph::copy_ops after finalize");
-  const OpId base = static_cast<OpId>(ops_.size());
+  const OpId base = static_cast<OpId>(size_);
+  if (last <= first) return base;
+  if (op_limit_ != 0 && size_ + (last - first) > op_limit_)
+    throw OpLimitExceeded("the task graph passed " + std::to_string(op_limit_) + " ops while being built");
+  const size_t copied = copies_.empty() ? 0 : copies_.back().copied_before + copies_.back().count;
+  copies_.push_back({base, last - first, first, rank_offset, copied});
+  size_ += last - first;
   for (OpId i = first; i < last; ++i) {
-    Op o = ops_[i];
-    o.rank += rank_offset;
-    if (o.peer >= 0) o.peer += rank_offset;
-    add(o);
+    const Op o = op(i);
+    num_ranks_ = std::max({num_ranks_, o.rank + rank_offset + 1, o.peer >= 0 ? o.peer + rank_offset + 1 : 0});
   }
   for (size_t e = edge_first; e < edge_last; ++e) {
     const OpId a = edge_from_[e], b = edge_to_[e];
@@ -93,11 +135,11 @@ OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_l
 
 bool TaskGraph::add_pipeline(OpId first, OpId last) {
   if (finalized_) throw std::logic_error("TaskGraph::add_pipeline after finalize");
-  if (last > ops_.size() || last < first + 2) return false;
+  if (last > size_ || last < first + 2) return false;
   if (!pipelines_.empty() && pipelines_.back().first + pipelines_.back().count > first) return false;
-  const Op& a = ops_[first];
+  const Op a = op(first);
   for (OpId i = first; i < last; ++i) {
-    const Op& o = ops_[i];
+    const Op o = op(i);
     if (o.kind != OpKind::Transfer || !o.unordered || o.rank == o.peer || o.max_rate_Bps > 0 ||
         o.bytes != a.bytes)
       return false;
@@ -166,7 +208,7 @@ void build_csr(size_t n, const Edges& key, const Edges& val, std::vector<uint32_
 
 void TaskGraph::finalize() {
   if (finalized_) return;
-  const size_t n = ops_.size();
+  const size_t n = size_;
   build_csr(n, edge_to_, edge_from_, pred_off_, pred_);
   build_csr(n, edge_from_, edge_to_, succ_off_, succ_);
   // The CSR arrays hold every edge now; the build-time lists would be 8 bytes per edge more.
@@ -185,10 +227,10 @@ void TaskGraph::finalize() {
     return {it->second, static_cast<uint32_t>(q.ops.size() - 1)};
   };
   for (OpId id = 0; id < n; ++id) {
-    const Op& op = ops_[id];
-    if (op.unordered) continue;
-    queue_of_[id] = slot(op.rank, op.stream, id);
-    if (op.kind == OpKind::Transfer) peer_queue_of_[id] = slot(op.peer, op.peer_stream, id);
+    const Op o = op(id);
+    if (o.unordered) continue;
+    queue_of_[id] = slot(o.rank, o.stream, id);
+    if (o.kind == OpKind::Transfer) peer_queue_of_[id] = slot(o.peer, o.peer_stream, id);
   }
 
   // Topological order over explicit edges plus stream order (Kahn; deterministic).
@@ -236,7 +278,7 @@ std::pair<const OpId*, const OpId*> TaskGraph::succs(OpId id) const {
 }
 
 std::string TaskGraph::describe(OpId id) const {
-  const Op& op = ops_[id];
+  const Op op = this->op(id);
   const OpLabel& l = op.label;
   std::ostringstream os;
   if (l.layer >= 0) os << "L" << l.layer << ' ';
@@ -257,11 +299,11 @@ std::string TaskGraph::describe(OpId id) const {
 
 std::string TaskGraph::to_dot() const {
   using G = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
-  G g(ops_.size());
+  G g(size_);
   if (!finalized_)
     for (size_t e = 0; e < edge_from_.size(); ++e) boost::add_edge(edge_from_[e], edge_to_[e], g);
   else  // finalize() keeps the edges in CSR form only
-    for (OpId id = 0; id < ops_.size(); ++id)
+    for (OpId id = 0; id < size_; ++id)
       for (auto [b, e] = succs(id); b != e; ++b) boost::add_edge(id, *b, g);
   std::ostringstream os;
   boost::write_graphviz(os, g, [&](std::ostream& out, const auto& v) {

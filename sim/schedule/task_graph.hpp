@@ -4,7 +4,9 @@
 /// run in insertion order, as kernels on a CUDA stream do. A transfer occupies its sender's
 /// stream and its receiver's stream and starts only when both have reached it and all its
 /// predecessors are done (NCCL send/recv semantics).
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -138,6 +140,8 @@ class TaskGraph {
   /// [edge_first, edge_last), which must join ops of that range, between the copies. Returns the
   /// copy of `first` (copy of op i = i + returned - first). Throws std::logic_error if an edge
   /// leaves the range. How one data-parallel replica becomes the next (step.cpp).
+  /// The copies are not stored: op() reads the original and shifts its ranks (a copy costs its
+  /// edges and queue slots, not 104 bytes per op). They cannot be changed (op_mut throws).
   OpId copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_last, int rank_offset);
 
   /// Makes the transfers [first, last) one Pipeline if they can move in lockstep: two or more
@@ -158,10 +162,49 @@ class TaskGraph {
   void finalize();
   bool finalized() const { return finalized_; }
 
-  size_t size() const { return ops_.size(); }
-  const Op& op(OpId id) const { return ops_[id]; }
-  Op& op_mut(OpId id) { return ops_[id]; }
-  const ChunkedVector<Op>& ops() const { return ops_; }
+  size_t size() const { return size_; }
+  /// Op `id`, by value: a copied op (copy_ops) is its original on shifted ranks.
+  Op op(OpId id) const {
+    if (copies_.empty() || id < copies_.front().base) return ops_[id];
+    return copied_op(id);
+  }
+  /// A stored op, to change while building; throws std::logic_error for a copied one.
+  Op& op_mut(OpId id);
+  /// Every op in id order, by value (`for (const Op& op : g.ops())`).
+  class OpsView {
+   public:
+    class Iter {
+     public:
+      using iterator_category = std::input_iterator_tag;
+      using value_type = Op;
+      using difference_type = std::ptrdiff_t;
+      using pointer = void;
+      using reference = Op;
+      Iter(const TaskGraph* g, OpId i) : g_(g), i_(i) {}
+      Op operator*() const { return g_->op(i_); }
+      Iter& operator++() {
+        ++i_;
+        return *this;
+      }
+      bool operator!=(const Iter& o) const { return i_ != o.i_; }
+      bool operator==(const Iter& o) const { return i_ == o.i_; }
+
+     private:
+      const TaskGraph* g_;
+      OpId i_;
+    };
+    explicit OpsView(const TaskGraph* g) : g_(g) {}
+    Iter begin() const { return {g_, 0}; }
+    Iter end() const { return {g_, static_cast<OpId>(g_->size())}; }
+    size_t size() const { return g_->size(); }
+    Op operator[](size_t i) const { return g_->op(static_cast<OpId>(i)); }
+
+   private:
+    const TaskGraph* g_;
+  };
+  OpsView ops() const { return OpsView(this); }
+  /// Ops held in memory (size() less the copies).
+  size_t stored_ops() const { return ops_.size(); }
   int num_ranks() const { return num_ranks_; }
   size_t num_edges() const { return finalized_ ? succ_.size() : edge_from_.size(); }
 
@@ -204,7 +247,22 @@ class TaskGraph {
   std::string describe(OpId id) const;
 
  private:
+  /// Ops [base, base + count) are ops [src, src + count) on ranks shifted by rank_offset;
+  /// a stored op after them is ops_[id - copied_before - count].
+  struct CopyRange {
+    OpId base;
+    uint32_t count;
+    OpId src;
+    int32_t rank_offset;
+    size_t copied_before;  ///< copied ops before base
+  };
+  Op copied_op(OpId id) const;
+  /// Index into ops_ of stored op `id`, or SIZE_MAX if it is a copy.
+  size_t stored_index(OpId id) const;
+
   ChunkedVector<Op> ops_;
+  std::vector<CopyRange> copies_;  ///< by base
+  size_t size_ = 0;                ///< op ids: stored and copied
   ChunkedVector<OpId> edge_from_, edge_to_;  ///< until finalize(): then CSR only
   std::vector<uint32_t> pred_off_, succ_off_;
   std::vector<OpId> pred_, succ_;

@@ -96,6 +96,53 @@ TEST(ReplicaCopy, IsTheGraphBuildingEveryReplicaGives) {
   expect_same_graph(copied, built);
 }
 
+TEST(ReplicaCopy, CopiesAreNotStored) {
+  // Each copy costs its edges and queue slots, not its ops: the graph holds the first replica
+  // and the DP reduction only.
+  const Built copied = build(job(), true), built = build(job(), false);
+  EXPECT_EQ(built.g.stored_ops(), built.g.size());
+  const size_t copies = copied.g.size() - copied.g.stored_ops();
+  EXPECT_GT(copies, 0u);
+  EXPECT_EQ(copies % 3, 0u);  // three replicas copied, none of their ops stored
+}
+
+TEST(ReplicaCopy, CopiedOpsReadTheirOriginalOnShiftedRanks) {
+  schedule::TaskGraph g;
+  schedule::OpLabel l;
+  l.name = g.intern("k");
+  g.add_priced(0, schedule::stream::kCompute, 1.0, l);
+  g.add_transfer(0, schedule::stream::kCpSend, 1, schedule::stream::kCpRecv, 64, l);
+  g.add_edge(0, 1);
+  const schedule::OpId c1 = g.copy_ops(0, 2, 0, 1, 2);        // ops 2, 3 on ranks 2, 3
+  const schedule::OpId c2 = g.copy_ops(c1, c1 + 2, 1, 2, 2);  // a copy of the copy: ranks 4, 5
+  const schedule::OpId after = g.add_compute(5, schedule::stream::kCompute, 2.0, l);
+  EXPECT_EQ(c1, 2u);
+  EXPECT_EQ(c2, 4u);
+  EXPECT_EQ(after, 6u);
+  EXPECT_EQ(g.size(), 7u);
+  EXPECT_EQ(g.stored_ops(), 3u);
+  EXPECT_EQ(g.num_ranks(), 6);
+  EXPECT_EQ(g.op(3).rank, 2);
+  EXPECT_EQ(g.op(3).peer, 3);
+  EXPECT_EQ(g.op(5).rank, 4);
+  EXPECT_EQ(g.op(5).peer, 5);
+  EXPECT_TRUE(g.op(4).noisy);
+  EXPECT_EQ(g.op(4).duration_s, 1.0);
+  EXPECT_EQ(g.op(after).duration_s, 2.0);
+  EXPECT_EQ(g.op(after).rank, 5);
+  g.op_mut(after).duration_s = 3.0;  // a stored op after copies can still change
+  EXPECT_EQ(g.op(after).duration_s, 3.0);
+  EXPECT_THROW(g.op_mut(3), std::logic_error);
+  g.add_edge(5, after);
+  g.finalize();
+  auto [b, e] = g.succs(4);
+  ASSERT_EQ(e - b, 1);
+  EXPECT_EQ(*b, 5u);
+  int n = 0;
+  for (const schedule::Op& op : g.ops()) n += op.kind == schedule::OpKind::Transfer;
+  EXPECT_EQ(n, 3);
+}
+
 TEST(ReplicaCopy, CopiesDrawTheirOwnNoiseAtReplay) {
   auto sc = job();
   sc.perturb.jitter_cv = 0.05;
