@@ -60,18 +60,17 @@ struct Reader {
 
 }  // namespace
 
-schedule::Trace replay_in_child(const schedule::TaskGraph& g, const model::Topology& topo,
-                                scenario::EngineKind kind, const engine::ReplayOptions& opt) {
-  const std::string bytes = pool::run_in_child([&] {
-    const schedule::Trace t = engine::replay(g, topo, kind, opt);
-    Writer w;
-    w.vec(t.start_s);
-    w.vec(t.end_s);
-    w.f64(t.makespan_s);
-    w.str(t.engine);
-    w.f64(t.wall_s);
-    return w.buf;
-  });
+std::string encode_trace(const schedule::Trace& t) {
+  Writer w;
+  w.vec(t.start_s);
+  w.vec(t.end_s);
+  w.f64(t.makespan_s);
+  w.str(t.engine);
+  w.f64(t.wall_s);
+  return w.buf;
+}
+
+schedule::Trace decode_trace(const std::string& bytes) {
   Reader r{bytes};
   schedule::Trace t;
   t.start_s = r.vec();
@@ -80,6 +79,11 @@ schedule::Trace replay_in_child(const schedule::TaskGraph& g, const model::Topol
   t.engine = r.str();
   t.wall_s = r.f64();
   return t;
+}
+
+schedule::Trace replay_in_child(const schedule::TaskGraph& g, const model::Topology& topo,
+                                scenario::EngineKind kind, const engine::ReplayOptions& opt) {
+  return decode_trace(pool::run_in_child([&] { return encode_trace(engine::replay(g, topo, kind, opt)); }));
 }
 
 }  // namespace cpsim::app

@@ -8,6 +8,8 @@
 #include <functional>
 #include <iostream>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include "app/boundary.hpp"
 #include "app/child_replay.hpp"
@@ -45,23 +47,35 @@ double step_time(const scenario::Scenario& sc) {
   return tr.makespan_s;
 }
 
+std::string double_bytes(double v) { return std::string(reinterpret_cast<const char*>(&v), sizeof v); }
+
+double bytes_double(const std::string& b) {
+  if (b.size() != sizeof(double)) throw std::runtime_error("child replay: truncated result");
+  double v;
+  std::memcpy(&v, b.data(), sizeof v);
+  return v;
+}
+
 /// Runs each job in its own forked child (app/process_pool), at most `parallel` at once;
 /// values in job order.
 std::vector<double> run_in_children(const std::vector<std::function<double()>>& jobs, int parallel) {
   std::vector<std::function<std::string()>> fns;
   for (const auto& job : jobs)
-    fns.push_back([&job] {
-      const double v = job();
-      return std::string(reinterpret_cast<const char*>(&v), sizeof v);
-    });
+    fns.push_back([&job] { return double_bytes(job()); });
   std::vector<double> out;
-  for (const std::string& b : pool::run_in_children(fns, parallel)) {
-    if (b.size() != sizeof(double)) throw std::runtime_error("child run: truncated result");
-    double v;
-    std::memcpy(&v, b.data(), sizeof v);
-    out.push_back(v);
-  }
+  for (const std::string& b : pool::run_in_children(fns, parallel)) out.push_back(bytes_double(b));
   return out;
+}
+
+/// The step time of `p`'s graph replayed with `noise` (in this process: a child's body).
+/// Only the makespan is kept: 16 bytes per op less than a trace.
+double noisy_step(const schedule::Plan& p, const model::Topology& topo, const schedule::ComputeNoise& noise) {
+  engine::ReplayOptions ro = replay_options(p.scenario);
+  ro.noise = &noise;
+  ro.keep_times = false;
+  const schedule::Trace tr = engine::replay(p.graph, topo, p.scenario.simulation.engine, ro);
+  check_finite(p.graph, tr);
+  return tr.makespan_s;
 }
 
 /// The step time of `p`'s graph replayed once per noise, each in a forked child (SimGrid's one
@@ -71,14 +85,7 @@ std::vector<double> run_in_children(const std::vector<std::function<double()>>& 
 std::vector<double> replay_with_noise(const schedule::Plan& p, const model::Topology& topo,
                                       const std::vector<schedule::ComputeNoise>& noises, int jobs) {
   std::vector<std::function<double()>> fns;
-  for (const auto& n : noises)
-    fns.push_back([&p, &topo, &n] {
-      engine::ReplayOptions ro = replay_options(p.scenario);
-      ro.noise = &n;
-      const schedule::Trace tr = engine::replay(p.graph, topo, p.scenario.simulation.engine, ro);
-      check_finite(p.graph, tr);
-      return tr.makespan_s;
-    });
+  for (const auto& n : noises) fns.push_back([&p, &topo, &n] { return noisy_step(p, topo, n); });
   return run_in_children(fns, jobs);
 }
 
@@ -131,30 +138,66 @@ bool graph_depends_on_seed(const scenario::Scenario& sc) {
   return sc.model.moe.experts > 0 && sc.model.moe.router_skew > 0;
 }
 
-/// Step times for seeds seed, seed + 1, ...: the same graph replayed with each seed's noise
-/// (static variation and jitter), or, when the seed shapes the graph, a graph built per seed.
-/// The first seed is the main run's: its step is `main_step_s`, not replayed again.
-report::Samples run_samples(const scenario::Scenario& sc, const schedule::Plan& p,
-                            const model::Topology& topo, const SimulateOptions& opt, double main_step_s) {
-  report::Samples sm;
+/// The scenarios of seeds seed, seed + 1, ..., seed + K - 1 (K = opt.samples): the plan's
+/// scenario, or the input's when the seed shapes the graph (it is rebuilt per seed).
+std::vector<scenario::Scenario> seeded_scenarios(const scenario::Scenario& sc, const schedule::Plan& p, int samples) {
   std::vector<scenario::Scenario> seeded;
-  for (int i = 0; i < opt.samples; ++i) {
+  for (int i = 0; i < samples; ++i) {
     seeded.push_back(graph_depends_on_seed(sc) ? sc : p.scenario);
     seeded.back().simulation.seed = sc.simulation.seed + static_cast<uint64_t>(i);
-    sm.seeds.push_back(seeded.back().simulation.seed);
   }
+  return seeded;
+}
+
+/// The fleet noise of each sample after the first (whose graph is the main run's).
+std::vector<schedule::ComputeNoise> sample_noises(const std::vector<scenario::Scenario>& seeded,
+                                                  const model::Topology& topo) {
+  std::vector<schedule::ComputeNoise> noises;
+  for (size_t i = 1; i < seeded.size(); ++i) noises.emplace_back(seeded[i], topo.gpus());
+  return noises;
+}
+
+/// Step times for seeds seed, seed + 1, ...: the same graph replayed with each seed's noise
+/// (static variation and jitter), or, when the seed shapes the graph, a graph built per seed.
+/// The first seed is the main run's: its step is `main_step_s`, not replayed again. `done`:
+/// the other seeds' steps when they were replayed already (beside the main run).
+report::Samples run_samples(const scenario::Scenario& sc, const schedule::Plan& p,
+                            const model::Topology& topo, const SimulateOptions& opt, double main_step_s,
+                            const std::vector<double>& done) {
+  report::Samples sm;
+  const std::vector<scenario::Scenario> seeded = seeded_scenarios(sc, p, opt.samples);
+  for (const auto& s : seeded) sm.seeds.push_back(s.simulation.seed);
   if (graph_depends_on_seed(sc)) {
     std::vector<std::function<double()>> jobs;
     for (const auto& s : seeded) jobs.push_back([&s] { return step_time(s); });
     sm.step_time_s = run_in_children(jobs, opt.jobs);
   } else {
-    std::vector<schedule::ComputeNoise> noises;
-    for (size_t i = 1; i < seeded.size(); ++i) noises.emplace_back(seeded[i], topo.gpus());
     sm.step_time_s = {main_step_s};
-    for (double t : replay_with_noise(p, topo, noises, opt.jobs)) sm.step_time_s.push_back(t);
+    const std::vector<double> rest =
+        !done.empty() ? done : replay_with_noise(p, topo, sample_noises(seeded, topo), opt.jobs);
+    sm.step_time_s.insert(sm.step_time_s.end(), rest.begin(), rest.end());
   }
   report::sample_stats(sm);
   return sm;
+}
+
+/// The main replay and the other samples' replays side by side, at most opt.jobs at once, each
+/// in a forked child: with as many jobs as samples the samples cost no wall time of their own
+/// (before, they waited for the main replay and its report). Returns the main run's trace and
+/// the other seeds' steps in seed order.
+std::pair<schedule::Trace, std::vector<double>> replay_with_samples(const scenario::Scenario& sc,
+                                                                    const schedule::Plan& p,
+                                                                    const model::Topology& topo,
+                                                                    const engine::ReplayOptions& ro,
+                                                                    const SimulateOptions& opt) {
+  const std::vector<schedule::ComputeNoise> noises = sample_noises(seeded_scenarios(sc, p, opt.samples), topo);
+  std::vector<std::function<std::string()>> fns;
+  fns.push_back([&] { return encode_trace(engine::replay(p.graph, topo, sc.simulation.engine, ro)); });
+  for (const auto& n : noises) fns.push_back([&p, &topo, &n] { return double_bytes(noisy_step(p, topo, n)); });
+  const std::vector<std::string> out = pool::run_in_children(fns, opt.jobs);
+  std::vector<double> steps;
+  for (size_t i = 1; i < out.size(); ++i) steps.push_back(bytes_double(out[i]));
+  return {decode_trace(out[0]), steps};
 }
 
 }  // namespace
@@ -177,8 +220,18 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   // child too (the trace comes back whole).
   const bool what_if = opt.what_if_straggler.value_or(sc.perturb.any());
   const bool children = what_if || opt.samples > 0;
-  schedule::Trace tr = children ? replay_in_child(p.graph, topo, sc.simulation.engine, ro)
-                                : engine::replay(p.graph, topo, sc.simulation.engine, ro);
+  // Samples of the same graph need nothing from the main run: with jobs to spare they replay
+  // beside it.
+  const bool together = opt.samples > 1 && opt.jobs > 1 && !graph_depends_on_seed(sc);
+  std::vector<double> sampled;
+  schedule::Trace tr;
+  if (together) {
+    progress.phase("replay, and " + std::to_string(opt.samples - 1) + " more seeds beside it (child replays)");
+    std::tie(tr, sampled) = replay_with_samples(sc, p, topo, ro, opt);
+  } else {
+    tr = children ? replay_in_child(p.graph, topo, sc.simulation.engine, ro)
+                  : engine::replay(p.graph, topo, sc.simulation.engine, ro);
+  }
   check_finite(p.graph, tr);
   progress.phase("report");
   set_phase("reporting " + sc.name);
@@ -199,8 +252,8 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
     r.straggler = straggler_what_if(p, topo, r, opt);
   }
   if (opt.samples > 0) {
-    progress.phase("samples: " + std::to_string(opt.samples) + " seeds (child replays)");
-    r.samples = run_samples(sc, p, topo, opt, r.step_time_s);
+    if (!together) progress.phase("samples: " + std::to_string(opt.samples) + " seeds (child replays)");
+    r.samples = run_samples(sc, p, topo, opt, r.step_time_s, sampled);
   }
   progress.phase("write outputs");
   SimulateOutput out;

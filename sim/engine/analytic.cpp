@@ -5,6 +5,7 @@
 // (TaskGraph::Pipeline) start moving data together once the last one joined and its latency
 // passed, and end together after the slowest member's serialisation, as in the SimGrid engine.
 #include <chrono>
+#include <cmath>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -40,8 +41,10 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
 
   Trace tr;
   tr.engine = "analytic";
-  schedule::assign_huge(tr.start_s, n, 0.0);
-  schedule::assign_huge(tr.end_s, n, 0.0);
+  if (opt.keep_times) {
+    schedule::assign_huge(tr.start_s, n, 0.0);
+    schedule::assign_huge(tr.end_s, n, 0.0);
+  }
 
   std::vector<uint32_t> waits = detail::initial_waits(g);
   detail::RouteCache routes(topo);
@@ -85,7 +88,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
 
   auto start = [&](OpId id, double t) {
     const auto& op = g.op(id);
-    tr.start_s[id] = t;
+    if (opt.keep_times) tr.start_s[id] = t;
     if (op.kind == OpKind::Compute) {
       const double d = detail::compute_time_s(op, id, noise);
       if (interfere && d > 0) {
@@ -131,7 +134,9 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     if (ev.version != version[ev.op]) continue;
     const OpId id = ev.op;
     const auto& op = g.op(id);
-    tr.end_s[id] = ev.t;
+    if (opt.keep_times) tr.end_s[id] = ev.t;
+    // Once NaN, stays NaN (std::max would drop it), so that check_finite sees it.
+    if (!std::isnan(tr.makespan_s) && !(ev.t <= tr.makespan_s)) tr.makespan_s = ev.t;
     ++done;
     if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(ev.t, done, n);
     if (interfere) {
@@ -154,7 +159,6 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
   }
   if (done != n) throw std::logic_error("analytic replay: ops left unreplayed (graph deadlock)");
 
-  for (double e : tr.end_s) tr.makespan_s = std::max(tr.makespan_s, e);
   tr.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return tr;
 }

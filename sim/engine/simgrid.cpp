@@ -186,7 +186,7 @@ struct Replay {
 
   void start(OpId id) {
     const auto& op = g.op(id);
-    tr.start_s[id] = sg4::Engine::get_clock();
+    if (opt.keep_times) tr.start_s[id] = sg4::Engine::get_clock();
     if (op.kind == OpKind::Compute) {
       const double d = detail::compute_time_s(op, id, noise);
       if (!(d > 0)) {
@@ -325,10 +325,12 @@ struct Replay {
 
   void complete(OpId id) {
     const auto& op = g.op(id);
-    tr.end_s[id] = sg4::Engine::get_clock();
+    const double now = sg4::Engine::get_clock();
+    if (opt.keep_times) tr.end_s[id] = now;
+    // Once NaN, stays NaN (std::max would drop it), so that check_finite sees it.
+    if (!std::isnan(tr.makespan_s) && !(now <= tr.makespan_s)) tr.makespan_s = now;
     ++done;
-    if (opt.progress && done % ReplayOptions::kProgressEvery == 0)
-      opt.progress(tr.end_s[id], done, g.size());
+    if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(now, done, g.size());
     if (op.kind == OpKind::Transfer && !op.interference_priced) {
       comm_delta(op.rank, -1);
       if (op.peer != op.rank) comm_delta(op.peer, -1);
@@ -398,8 +400,10 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   const size_t n = g.size();
   Trace tr;
   tr.engine = "simgrid";
-  schedule::assign_huge(tr.start_s, n, 0.0);
-  schedule::assign_huge(tr.end_s, n, 0.0);
+  if (opt.keep_times) {
+    schedule::assign_huge(tr.start_s, n, 0.0);
+    schedule::assign_huge(tr.end_s, n, 0.0);
+  }
   const int gpus = topo.gpus();
 
   // --- platform ---
@@ -480,7 +484,6 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
                              " ops never ran, e.g. " +
                              (stuck < n ? g.describe(stuck) : std::string("?")));
   }
-  for (double e : tr.end_s) tr.makespan_s = std::max(tr.makespan_s, e);
   tr.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return tr;
 }

@@ -233,7 +233,7 @@ void TaskGraph::finalize() {
     if (o.kind == OpKind::Transfer) peer_queue_of_[id] = slot(o.peer, o.peer_stream, id);
   }
 
-  // Topological order over explicit edges plus stream order (Kahn; deterministic).
+  // Acyclic over explicit edges plus stream order?
   std::vector<uint32_t> indeg;
   assign_huge<uint32_t>(indeg, n, 0);
   auto for_each_succ = [&](OpId id, auto&& f) {
@@ -245,21 +245,20 @@ void TaskGraph::finalize() {
     }
   };
   for (OpId id = 0; id < n; ++id) for_each_succ(id, [&](OpId s) { indeg[s]++; });
-  topo_.clear();
-  topo_.reserve(n);
-  huge_page_hint(topo_.data(), n * sizeof(OpId));
+  // Kahn's algorithm with a stack: only whether every op gets ready matters.
   std::vector<OpId> ready;
   for (OpId id = 0; id < n; ++id)
     if (indeg[id] == 0) ready.push_back(id);
-  size_t head = 0;
-  while (head < ready.size()) {
-    OpId id = ready[head++];
-    topo_.push_back(id);
+  size_t visited = 0;
+  while (!ready.empty()) {
+    const OpId id = ready.back();
+    ready.pop_back();
+    ++visited;
     for_each_succ(id, [&](OpId s) {
       if (--indeg[s] == 0) ready.push_back(s);
     });
   }
-  if (topo_.size() != n) {
+  if (visited != n) {
     // Name one op on the cycle to make the builder bug findable.
     OpId stuck = 0;
     for (OpId id = 0; id < n; ++id)

@@ -158,7 +158,8 @@ class TaskGraph {
   int32_t add_shape(const KernelShape& s);
   const std::vector<KernelShape>& shapes() const { return shapes_; }
 
-  /// Builds adjacency and per-(rank, stream) queues. Throws std::logic_error on a cycle.
+  /// Builds adjacency and per-(rank, stream) queues. Throws std::logic_error on a cycle (the
+  /// order itself is not kept: no stage reads it, and it was 4 bytes per op).
   void finalize();
   bool finalized() const { return finalized_; }
 
@@ -228,9 +229,6 @@ class TaskGraph {
   const std::vector<QueueSlot>& queue_of() const { return queue_of_; }
   const std::vector<QueueSlot>& peer_queue_of() const { return peer_queue_of_; }
 
-  /// Topological order (explicit edges plus stream order); valid after finalize().
-  const std::vector<OpId>& topo_order() const { return topo_; }
-
   /// Build hint read by add_collective: ring collectives as one pipelined transfer per rank
   /// instead of their algorithm steps (see scenario::CollectiveModel).
   void set_pipelined_collectives(bool on) { pipelined_collectives_ = on; }
@@ -272,7 +270,6 @@ class TaskGraph {
   std::vector<Pipeline> pipelines_;  ///< by first op
   std::vector<Queue> queues_;
   std::vector<QueueSlot> queue_of_, peer_queue_of_;
-  std::vector<OpId> topo_;
   int num_ranks_ = 0;
   size_t op_limit_ = 0;
   bool finalized_ = false;

@@ -69,6 +69,10 @@ TEST_F(Perturbed, SameSeedGivesTheSameDistribution) {
   EXPECT_EQ(sa["count"], 4);
   EXPECT_EQ(sa["seeds"], json({1, 2, 3, 4}));
   EXPECT_EQ(sa["step_time_s"], b["samples"]["step_time_s"]);  // same seeds, one or three at a time
+  // With 3 jobs the samples replay beside the main run (keeping no times): the same report.
+  EXPECT_EQ(a["step_time_s"], b["step_time_s"]);
+  EXPECT_EQ(a["ranks"], b["ranks"]);
+  EXPECT_EQ(a["critical_path"], b["critical_path"]);
   // The first sample is the main run's seed.
   EXPECT_EQ(sa["step_time_s"][0].get<double>(), a["step_time_s"].get<double>());
   // Jitter and variation make the seeds differ.

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 
 #include "app/child_replay.hpp"
@@ -181,6 +182,33 @@ TEST(Engines, InterferenceSlowsComputeWhileItsGpuTransfers) {
   EXPECT_NEAR(s.end_s[c], expected, 1e-9);
   EXPECT_NEAR(a.end_s[t], tt, 1e-15);
   EXPECT_NEAR(s.end_s[other], 1e-3, 1e-12);
+}
+
+TEST(Engines, WithoutTimesOnlyTheMakespanComesBackTheSame) {
+  // A sample's replay keeps no per-op times (ReplayOptions::keep_times): the same step.
+  Topology topo(cpsim::test::dgx_h100());
+  TaskGraph g;
+  OpId prev = kNoOp;
+  for (int i = 0; i < 6; ++i) {
+    const OpId c = g.add_priced(i % 4, stream::kCompute, 1e-3 * (i + 1), label(g, "k"));
+    const OpId t = g.add_transfer(i % 4, stream::kCpSend, (i + 1) % 4, stream::kCpRecv, 50e6, label(g, "kv"));
+    g.add_edge(prev, c);
+    g.add_edge(c, t);
+    prev = t;
+  }
+  g.add_transfer(4, stream::kCpSend, 5, stream::kCpRecv, 80e6, label(g, "other"));
+  g.finalize();
+  ReplayOptions opt;
+  opt.interference = 0.2;
+  for (EngineKind kind : {EngineKind::Analytic, EngineKind::SimGrid}) {
+    const Trace full = run(kind, g, topo, opt);
+    ReplayOptions bare = opt;
+    bare.keep_times = false;
+    const Trace t = run(kind, g, topo, bare);
+    EXPECT_TRUE(t.start_s.empty() && t.end_s.empty()) << t.engine;
+    EXPECT_EQ(t.makespan_s, full.makespan_s) << t.engine;
+    EXPECT_EQ(full.makespan_s, *std::max_element(full.end_s.begin(), full.end_s.end())) << t.engine;
+  }
 }
 
 TEST(Engines, TwoComputeStreamsOfOneGpuDoNotSlowEachOther) {
