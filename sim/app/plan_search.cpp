@@ -394,9 +394,8 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
       if (lp.built) {
         auto t = topos.find(sc.platform.nodes);
         if (t == topos.end()) t = topos.try_emplace(sc.platform.nodes, sc.platform, sc.perturb).first;
-        const std::string sym = schedule::replica_symmetry(sc, t->second, schedule::Mesh(sc.parallel));
-        const bool every_replica = !sym.empty() && !(sym == schedule::kCheckSpines && !lp.uses_spines);
-        const double ops = lp.ops * sc.model.layers * c.micro_batches * (every_replica ? c.dp : 1);
+        const bool every_replica = builds_every_replica(sc, t->second, lp);
+        const double ops = estimate_graph_ops(sc, lp, every_replica);
         if (graph_bytes(ops) > kEstimateMargin * limit) {
           c.status = "too_big";
           c.why = fmt("not simulated: its task graph would have about %.3g M ops", ops / 1e6) +

@@ -24,6 +24,7 @@
 #include "model/transformer.hpp"
 #include "schedule/plan.hpp"
 #include "schedule/replicas.hpp"
+#include "schedule/stage_builder.hpp"
 
 namespace cpsim::app {
 
@@ -270,11 +271,14 @@ void validate_for_run(const scenario::Scenario& sc) {
   graph_ops(sc);
 }
 
-size_t graph_ops(const scenario::Scenario& sc) {
+GraphSize graph_size(const scenario::Scenario& sc) {
   const model::Topology topo(sc.platform, sc.perturb);
   const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
-  return schedule::plan(sc, topo, *cost).graph.ops().size();
+  const schedule::Plan p = schedule::plan(sc, topo, *cost);
+  return {p.graph.size(), p.graph.size() - p.graph.stored_ops()};
 }
+
+size_t graph_ops(const scenario::Scenario& sc) { return graph_size(sc).ops; }
 
 LayerProbe probe_layer(const scenario::Scenario& sc) {
   scenario::Scenario one = sc;
@@ -296,10 +300,12 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
     const schedule::TaskGraph& g = built.graph;
     std::vector<double> busy(static_cast<size_t>(std::max(0, g.num_ranks())), 0.0);
     std::vector<char> seen;
-    double ops = 0;
+    double ops = 0, dp_mb = 0, dp_step = 0;
+    const uint32_t dp = g.interned("dp");
     for (const schedule::Op& op : g.ops()) {
       if (op.label.layer < 0) continue;
       ++ops;
+      if (op.label.scheme == dp) (op.label.micro >= 0 ? dp_mb : dp_step) += 1;
       if (static_cast<size_t>(op.label.layer) >= seen.size()) seen.resize(op.label.layer + 1, 0);
       seen[static_cast<size_t>(op.label.layer)] = 1;
       if (op.kind == schedule::OpKind::Compute && op.stream == schedule::stream::kCompute &&
@@ -309,7 +315,14 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
     const auto layers = static_cast<double>(std::count(seen.begin(), seen.end(), 1));
     if (layers == 0) return r;
     r.built = true;
-    r.ops = ops / layers;
+    r.ops = (ops - dp_mb - dp_step) / layers;
+    // DP collectives span DP x CP in the mesh, CP only here: scaled by one all-gather's ops at each.
+    const double scale = sc.parallel.dp > 1 && dp_mb + dp_step > 0
+                             ? static_cast<double>(schedule::dp_group_gather_ops(sc, topo)) /
+                                   static_cast<double>(schedule::dp_group_gather_ops(one, topo))
+                             : 1.0;
+    r.shared_ops = dp_mb / layers * scale;
+    r.shared_step_ops = dp_step / layers * scale;
     r.uses_spines = schedule::uses_spines(g, topo, 0);
     if (!sc.perturb.any() && sc.model.moe.experts == 0 && sc.training.doc_distribution.empty())
       r.compute_s = *std::max_element(busy.begin(), busy.end()) / layers;
@@ -317,6 +330,17 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
     return LayerProbe{};
   }
   return r;
+}
+
+bool builds_every_replica(const scenario::Scenario& sc, const model::Topology& topo, const LayerProbe& lp) {
+  const std::string sym = schedule::replica_symmetry(sc, topo, schedule::Mesh(sc.parallel));
+  return !sym.empty() && !(sym == schedule::kCheckSpines && !lp.uses_spines);
+}
+
+double estimate_graph_ops(const scenario::Scenario& sc, const LayerProbe& lp, bool every_replica) {
+  const double layers = sc.model.layers;
+  return (lp.ops * (every_replica ? sc.parallel.dp : 1) + lp.shared_ops) * layers * sc.training.micro_batches +
+         lp.shared_step_ops * layers;
 }
 
 double simulate_step_time(const scenario::Scenario& sc) { return step_time(sc); }
@@ -341,6 +365,7 @@ std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>
         if (limit_bytes > 0) {
           // The build stops at the ops its share holds (seconds), before the watchdog would.
           b.simulation.max_ops = ops_within(limit_bytes);
+          b.simulation.copied_op_weight = copied_op_weight();
           const WorkEstimate e = estimate_work(b, false, kProbeAbove);
           v[1] = e.probed ? e.bytes : 0;
           if (e.probed && e.bytes > limit_bytes) v[0] = -2;

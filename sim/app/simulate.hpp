@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "report/output.hpp"
+#include "model/topology.hpp"
 #include "scenario/specs.hpp"
 
 namespace cpsim::app {
@@ -46,8 +47,15 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
 /// scenario::InputError or std::invalid_argument (exit code 2).
 void validate_for_run(const scenario::Scenario& sc);
 
-/// The number of ops of the scenario's task graph (built as simulate() builds it, not
-/// replayed): the probe of app/work_limit.hpp.
+/// The scenario's task graph's ops, and how many of them are copies of a replica's
+/// (TaskGraph::copy_ops, not stored), built as simulate() builds it, not replayed: the probe of
+/// app/work_limit.hpp.
+struct GraphSize {
+  size_t ops = 0;
+  size_t copied = 0;
+};
+GraphSize graph_size(const scenario::Scenario& sc);
+/// graph_size(sc).ops.
 size_t graph_ops(const scenario::Scenario& sc);
 
 /// One transformer layer of `sc` built, not replayed: one pipeline stage, one replica, one
@@ -60,15 +68,31 @@ struct LayerProbe {
   /// on its compute stream. -1 when layers or micro-batches differ by draw (MoE routing, drawn
   /// documents) or by GPU (perturbations), where one sample bounds nothing.
   double compute_s = -1;
-  /// Ops per layer and micro-batch of one replica (all its GPUs): a step's graph has at least
-  /// layers x micro-batches x this many per replica it builds.
+  /// Ops per layer and micro-batch of one replica (all its GPUs), its DP collectives aside: a
+  /// step's graph has at least layers x micro-batches x this many per replica it builds.
   double ops = 0;
+  /// DP collectives (scheme "dp": over DP x CP, built once for the whole mesh however many
+  /// replicas are built), counted at the mesh's DP size: the probe (one replica) builds them
+  /// over CP only, so its count is scaled by one such all-gather's ops at each size
+  /// (schedule::dp_group_gather_ops). Per layer and micro-batch (ZeRO-3 parameter gathers),
+  /// and per layer once a step (gradient reduce-scatters, parameter all-gathers).
+  double shared_ops = 0, shared_step_ops = 0;
   /// Whether the layer's traffic crosses spine links (then replicas that share leaves meet, and
   /// every replica is built: schedule/replicas.hpp).
   bool uses_spines = false;
   bool built = false;  ///< false: the reduced scenario does not build (nothing above is known)
 };
 LayerProbe probe_layer(const scenario::Scenario& sc);
+
+/// Whether `sc`'s build simulates every DP replica (replica symmetry refused), as far as the
+/// probe can tell (schedule/replicas.hpp; a replica that fills no whole leaf group is checked
+/// by the probe's spine use).
+bool builds_every_replica(const scenario::Scenario& sc, const model::Topology& topo, const LayerProbe& lp);
+
+/// The ops of `sc`'s step graph estimated from its layer probe: the replica's ops x the
+/// replicas built, plus the DP collectives, x layers x micro-batches. Within 0.8-1.25 x the
+/// built graph on the bundled scenarios (tests/app/compute_bound_test.cpp).
+double estimate_graph_ops(const scenario::Scenario& sc, const LayerProbe& lp, bool every_replica);
 
 /// Builds and replays `sc` in this process with its own engine and returns the step time only
 /// (no analysis). With the SimGrid engine this binds the process's one SimGrid engine: call it

@@ -22,6 +22,11 @@ namespace {
 /// SimGrid, 786,816 ops in 207 MB (~205 B/op over the 45 MB base); with 17 on the analytic
 /// engine, 3.29 M ops in 785 MB (~225 B/op). Rounded up.
 constexpr double kBytesPerOp = 300;
+/// A copied DP replica's op (TaskGraph::copy_ops) is not stored: it costs its edges, queue
+/// slots, replay state and trace times. Llama-3 70B, 1,024 H100, full replay: 24.30 M ops, 21.27 M
+/// of them copies, peak 2.38 GB where every op stored took 4.97 GB (~203 B/op): ~81 B per copied
+/// op. Scaled as kBytesPerOp is over its measurement (300 / 203) and rounded up.
+constexpr double kBytesPerCopiedOp = 130;
 /// More per op when a Chrome trace is built in memory: the same scenario with 1 micro-batch
 /// (~0.21 M ops) peaks at 1.71 GB with --trace against 80 MB without (~7.7 KB/op).
 constexpr double kTraceBytesPerOp = 8000;
@@ -86,10 +91,10 @@ WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace, int probe_a
     scenario::Scenario one = base, two = base;
     one.training.micro_batches = 1;
     two.training.micro_batches = 2;
-    double o1 = 0, o2 = 0;
+    GraphSize g1, g2;
     try {
-      o1 = static_cast<double>(graph_ops(one));
-      o2 = static_cast<double>(graph_ops(two));
+      g1 = graph_size(one);
+      g2 = graph_size(two);
     } catch (const schedule::OpLimitExceeded&) {
       throw;  // the probe itself is over the build's limit: so is the graph
     } catch (const std::invalid_argument&) {
@@ -102,15 +107,21 @@ WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace, int probe_a
       return e;
     }
     e.probed = true;
+    const double o1 = static_cast<double>(g1.ops), o2 = static_cast<double>(g2.ops);
+    const double c1 = static_cast<double>(g1.copied), c2 = static_cast<double>(g2.copied);
     e.ops = o1 + (m - 1) * std::max(0.0, o2 - o1);
-    e.bytes = graph_bytes(e.ops, trace);
+    e.copied = std::min(e.ops, c1 + (m - 1) * std::max(0.0, c2 - c1));
+    e.bytes = graph_bytes(e.ops, trace, e.copied);
     return e;
   }
 }
 
-double graph_bytes(double ops, bool trace) {
-  return kBaseBytes + ops * (kBytesPerOp + (trace ? kTraceBytesPerOp : 0));
+double graph_bytes(double ops, bool trace, double copied) {
+  return kBaseBytes + (ops - copied) * kBytesPerOp + copied * kBytesPerCopiedOp +
+         ops * (trace ? kTraceBytesPerOp : 0);
 }
+
+double copied_op_weight() { return kBytesPerCopiedOp / kBytesPerOp; }
 
 uint64_t ops_within(double bytes) {
   return static_cast<uint64_t>(std::max(1000.0, (bytes - kBaseBytes) / kBytesPerOp));

@@ -19,6 +19,7 @@ struct WorkLimits {
 
 struct WorkEstimate {
   double ops = 0;
+  double copied = 0;  ///< of which copies of a replica's ops (stored once, cheaper)
   double bytes = 0;
   bool probed = false;  ///< false: small enough that no probe was needed
 };
@@ -44,12 +45,16 @@ constexpr int kProbeMicroBatches = 16;
 /// loader's limits) and `probed` is false.
 WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace, int probe_above = kProbeMicroBatches);
 
-/// The memory a run whose graph has `ops` ops needs (the estimate's per-op and base figures).
-double graph_bytes(double ops, bool trace = false);
+/// The memory a run whose graph has `ops` ops, `copied` of them copies of a replica's,
+/// needs (the estimate's per-op and base figures).
+double graph_bytes(double ops, bool trace = false, double copied = 0);
 
 /// The most ops a graph may have to stay within `bytes` (the per-op and base figures of the
 /// estimate), at least 1,000; for schedule::TaskGraph::set_op_limit.
 uint64_t ops_within(double bytes);
+
+/// What a copied op counts for in set_op_limit: its bytes over a stored op's.
+double copied_op_weight();
 
 /// Throws WorkLimitError with the estimate when it is over the limit and not forced.
 WorkEstimate check_work(const scenario::Scenario& sc, const WorkLimits& limits);

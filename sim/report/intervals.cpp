@@ -17,6 +17,15 @@ Intervals merged(Intervals v) {
   return out;
 }
 
+void add_interval(Intervals& v, double s, double e) {
+  constexpr size_t kMergeFrom = 4096;
+  if (v.size() >= kMergeFrom && v.size() == v.capacity()) {
+    v = merged(std::move(v));
+    v.reserve(std::max(kMergeFrom, 2 * v.size()));
+  }
+  v.push_back({s, e});
+}
+
 double measure(const Intervals& v) {
   double s = 0;
   for (const auto& iv : v) s += iv.second - iv.first;

@@ -323,6 +323,9 @@ struct SimulationSpec {
   /// Internal, never read from a file: the most ops the build may add (0 = no limit; see
   /// schedule::OpLimitExceeded). `cpsim plan` bounds each child's graph by its memory share.
   uint64_t max_ops = 0;
+  /// Internal: what a copied replica's op counts for against max_ops (it is not stored; see
+  /// schedule::TaskGraph::set_op_limit).
+  double copied_op_weight = 1;
 };
 
 struct CostSpec {

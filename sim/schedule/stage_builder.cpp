@@ -198,6 +198,35 @@ StageBuilder::Ops StageBuilder::sequence_mixing(int layer, int mb, bool backward
   return out;
 }
 
+double zero3_gather_bytes(const scenario::Scenario& sc, int layer) {
+  const auto& m = sc.model;
+  // (a MoE layer's routed experts gather their EP shard over the same group: an approximation
+  // of Megatron's expert-DP group, the same bytes per rank)
+  const double bytes =
+      (model::layer_ffn_replicated_params(m, layer) +
+       (model::layer_kind(m, layer) == LayerKind::FullAttention ? model::full_attention_layer_params(m)
+                                                                 : model::linear_attention_layer_params(m))) /
+          sc.parallel.tp * model::kBf16Bytes +
+      model::layer_expert_params(m, layer) / (sc.parallel.ep * sc.parallel.expert_tp) * model::kBf16Bytes;
+  return sc.training.fp8 ? bytes / 2 : bytes;  // FP8 param gather: 1 B
+}
+
+size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& topo) {
+  const Mesh mesh(sc.parallel);
+  TaskGraph g;
+  g.set_pipelined_collectives(pipelined_collectives(sc));
+  CollectiveRequest req;
+  req.op = CollOp::AllGather;
+  req.bytes = zero3_gather_bytes(sc, 0);
+  req.send_stream = stream::kDpSend;
+  req.recv_stream = stream::kDpRecv;
+  req.label.name = g.intern("zero3_allgather_params");
+  for (int d = 0; d < sc.parallel.dp; ++d)
+    for (int c = 0; c < sc.parallel.cp; ++c) req.ranks.push_back(mesh.rank_of({0, c, 0, d}));
+  add_collective(g, topo, req);
+  return g.size();
+}
+
 /// ZeRO-3: all-gather the layer's weights over DP x CP before its GEMMs, prefetched when the
 /// previous layer pass starts (FSDP's one-layer lookahead).
 void StageBuilder::gather_params(int layer, int mb, int pass) {
@@ -205,17 +234,7 @@ void StageBuilder::gather_params(int layer, int mb, int pass) {
   const auto& p = sc_.parallel;
   // Prefill keeps whole (TP-split) weights on every rank, as inference engines do.
   if (p.zero_stage < 3 || p.dp * p.cp == 1 || sc_.mode == scenario::Mode::Prefill) return;
-  // (a MoE layer's routed experts gather their EP shard over the same group: an approximation
-  // of Megatron's expert-DP group, the same bytes per rank)
-  const double bytes =
-      (model::layer_ffn_replicated_params(m_, layer) +
-       (model::layer_kind(m_, layer) == LayerKind::FullAttention
-            ? model::full_attention_layer_params(m_)
-            : model::linear_attention_layer_params(m_))) /
-          tp_ * model::kBf16Bytes +
-      model::layer_expert_params(m_, layer) / (sc_.parallel.ep * sc_.parallel.expert_tp) *
-          model::kBf16Bytes;
-  const double gathered = sc_.training.fp8 ? bytes / 2 : bytes;  // FP8 param gather: 1 B
+  const double gathered = zero3_gather_bytes(sc_, layer);
   param_ready_.assign(ranks_.size(), kNoOp);
   for (int t = 0; t < tp_; ++t) {
     auto& done = gathers_[{layer, mb, pass, t}];

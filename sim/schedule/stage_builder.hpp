@@ -23,6 +23,16 @@ namespace cpsim::schedule {
 /// tp index) -> global rank -> op after which that rank holds the layer's full weights.
 using GatherMap = std::map<std::tuple<int, int, int, int>, std::map<int, OpId>>;
 
+/// Bytes a ZeRO-3 parameter all-gather of `layer` moves (nccl-tests convention: the gathered
+/// total per TP rank; FP8 training gathers 1 B per parameter).
+double zero3_gather_bytes(const scenario::Scenario& sc, int layer);
+
+/// Ops of one all-gather of layer 0's weights (zero3_gather_bytes) over the DP x CP group of TP
+/// index 0 in the first stage, as `sc`'s mesh builds it, in a graph of its own: how `cpsim
+/// plan` scales the DP collectives of its one-replica layer probe, which span CP only, to the
+/// mesh's (ZeRO-3 gathers, gradient reduce-scatters and parameter gathers span DP x CP).
+size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& topo);
+
 /// Builds layers for one pipeline-stage replica: the TP x CP grid of GPUs with fixed (pp, dp).
 class StageBuilder {
  public:

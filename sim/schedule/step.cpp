@@ -565,7 +565,7 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
                                 " GPUs but the platform has " + std::to_string(topo.gpus()));
   const Documents docs = scenario_documents(sc);
   g.set_noise(ComputeNoise(sc, topo.gpus()));
-  g.set_op_limit(sc.simulation.max_ops);
+  g.set_op_limit(sc.simulation.max_ops, sc.simulation.copied_op_weight);
   if (sc.simulation.scope == scenario::Scope::AttentionLayer)
     return build_attention_layer(sc, topo, pricer, g, mesh, docs);
   return build_step(StepCtx{sc, topo, pricer, g, mesh, docs});

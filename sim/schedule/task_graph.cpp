@@ -40,7 +40,7 @@ const char* stream::name(uint16_t s) {
 
 OpId TaskGraph::add(const Op& op) {
   if (finalized_) throw std::logic_error("TaskGraph::add after finalize");
-  if (op_limit_ != 0 && size_ >= op_limit_)
+  if (over_limit(ops_.size() + 1, size_ - ops_.size()))
     throw OpLimitExceeded("the task graph passed " + std::to_string(op_limit_) + " ops while being built");
   ops_.push_back(op);
   num_ranks_ = std::max({num_ranks_, op.rank + 1, op.peer + 1});
@@ -108,7 +108,7 @@ OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_l
   if (finalized_) throw std::logic_error("TaskGraph::copy_ops after finalize");
   const OpId base = static_cast<OpId>(size_);
   if (last <= first) return base;
-  if (op_limit_ != 0 && size_ + (last - first) > op_limit_)
+  if (over_limit(ops_.size(), size_ - ops_.size() + (last - first)))
     throw OpLimitExceeded("the task graph passed " + std::to_string(op_limit_) + " ops while being built");
   const size_t copied = copies_.empty() ? 0 : copies_.back().copied_before + copies_.back().count;
   copies_.push_back({base, last - first, first, rank_offset, copied});
@@ -186,6 +186,11 @@ uint32_t TaskGraph::intern(std::string_view s) {
   strings_.emplace_back(s);
   string_ids_.emplace(std::string(s), id);
   return id;
+}
+
+uint32_t TaskGraph::interned(std::string_view s) const {
+  auto it = string_ids_.find(std::string(s));
+  return it == string_ids_.end() ? UINT32_MAX : it->second;
 }
 
 int32_t TaskGraph::add_shape(const KernelShape& s) {

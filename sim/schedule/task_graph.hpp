@@ -124,8 +124,13 @@ struct Pipeline {
 /// Append-only DAG. Call finalize() once after building; engines require it.
 class TaskGraph {
  public:
-  /// At most `max_ops` ops (0 = no limit): add() past it throws OpLimitExceeded.
-  void set_op_limit(size_t max_ops) { op_limit_ = max_ops; }
+  /// At most `max_ops` ops (0 = no limit), a copied op (copy_ops) counting for
+  /// `copied_weight` of a stored one (it costs less memory): add() or copy_ops() past it throws
+  /// OpLimitExceeded.
+  void set_op_limit(size_t max_ops, double copied_weight = 1.0) {
+    op_limit_ = max_ops;
+    copied_weight_ = copied_weight;
+  }
   OpId add(const Op& op);
   OpId add_compute(int rank, uint16_t stream, double duration_s, const OpLabel& label,
                    double flops = 0);
@@ -154,7 +159,10 @@ class TaskGraph {
   uint32_t pipeline_of(OpId id) const;
 
   uint32_t intern(std::string_view s);
+  /// The id `s` was interned as, or UINT32_MAX if it never was.
+  uint32_t interned(std::string_view s) const;
   const std::string& str(uint32_t id) const { return strings_[id]; }
+  size_t num_strings() const { return strings_.size(); }
   int32_t add_shape(const KernelShape& s);
   const std::vector<KernelShape>& shapes() const { return shapes_; }
 
@@ -272,6 +280,12 @@ class TaskGraph {
   std::vector<QueueSlot> queue_of_, peer_queue_of_;
   int num_ranks_ = 0;
   size_t op_limit_ = 0;
+  double copied_weight_ = 1.0;
+  /// Stored ops plus `copied` more at copied_weight_, against op_limit_.
+  bool over_limit(size_t stored, size_t copied) const {
+    return op_limit_ != 0 &&
+           static_cast<double>(stored) + copied_weight_ * static_cast<double>(copied) > static_cast<double>(op_limit_);
+  }
   bool finalized_ = false;
   bool pipelined_collectives_ = false;
   ComputeNoise noise_;

@@ -41,7 +41,9 @@ TEST_P(ComputeBound, NeverAboveTheSimulatedStepAndCloseToIt) {
   const double step = cpsim::app::simulate_step_time(sc);
   EXPECT_LE(lb, step * (1 + 1e-9)) << args[0];
   EXPECT_GT(lb, 0.5 * step) << args[0];
-  const double ops = cpsim::app::probe_layer(sc).ops * sc.model.layers * sc.training.micro_batches;
+  const auto lp = cpsim::app::probe_layer(sc);
+  const cpsim::model::Topology topo(sc.platform, sc.perturb);
+  const double ops = cpsim::app::estimate_graph_ops(sc, lp, cpsim::app::builds_every_replica(sc, topo, lp));
   const double built = static_cast<double>(cpsim::app::graph_ops(sc));
   EXPECT_GT(ops, 0.8 * built) << args[0];
   EXPECT_LT(ops, 1.25 * built) << args[0];
@@ -62,5 +64,24 @@ INSTANTIATE_TEST_SUITE_P(
                                  "training.micro_batches=8", "training.recompute=selective"},
         std::vector<std::string>{"quickstart.yaml"},
         std::vector<std::string>{"llama3-70b-128k-fp8.yaml"}));
+
+TEST(GraphEstimate, CountsZero3GathersAtTheMeshsDataParallelSize) {
+  // ZeRO-3 gathers a layer's weights over DP x CP once for all replicas; the one-replica probe
+  // gathers over CP only. Every replica built (symmetry off), DP 4: the estimate holds the graph
+  // only with the gathers counted at the mesh's size.
+  for (const char* sym : {"simulation.symmetry=off", "simulation.symmetry=auto"}) {
+    const Scenario sc = cpsim::scenario::load_scenario(
+        kSource + "/scenarios/llama3-8b-128k-4nodes.yaml",
+        {"platform.nodes=16", "parallel.dp=4", "parallel.zero_stage=3", "training.seq_len=32K",
+         "training.micro_batches=2", "model.layers=8", sym});
+    const auto lp = cpsim::app::probe_layer(sc);
+    const auto built = cpsim::app::graph_size(sc);
+    const cpsim::model::Topology topo(sc.platform, sc.perturb);
+    const double est = cpsim::app::estimate_graph_ops(sc, lp, cpsim::app::builds_every_replica(sc, topo, lp));
+    EXPECT_GT(lp.shared_ops, 0) << sym;
+    EXPECT_GT(est, 0.8 * static_cast<double>(built.ops)) << sym << " probe " << lp.ops << " shared " << lp.shared_ops;
+    EXPECT_LT(est, 1.25 * static_cast<double>(built.ops)) << sym << " probe " << lp.ops << " shared " << lp.shared_ops;
+  }
+}
 
 }  // namespace CPSIM_TEST_TU

