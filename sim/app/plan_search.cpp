@@ -15,6 +15,7 @@
 #include "scenario/load.hpp"
 #include "schedule/attention.hpp"
 #include "schedule/replicas.hpp"
+#include "schedule/stage_builder.hpp"
 #include "model/topology.hpp"
 
 namespace cpsim::app::plan {
@@ -370,6 +371,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   constexpr double kEstimateMargin = 1.25;
   std::map<std::string, LayerProbe> probes;  // "tp cp scheme recompute" -> its layer
   std::map<int, model::Topology> topos;      // per node count
+  std::map<std::string, double> group_ops;   // "tp cp pp dp nodes" -> one DP-group all-gather's ops
   std::vector<size_t> step;
   for (size_t i : alive)
     if (res.all[i].status.empty()) {
@@ -394,8 +396,23 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
       if (lp.built) {
         auto t = topos.find(sc.platform.nodes);
         if (t == topos.end()) t = topos.try_emplace(sc.platform.nodes, sc.platform, sc.perturb).first;
-        const bool every_replica = builds_every_replica(sc, t->second, lp);
-        const double ops = estimate_graph_ops(sc, lp, every_replica);
+        // The probe is shared by DP degrees and ZeRO stages: its DP collectives are counted for
+        // this layout's mesh.
+        scenario::Scenario cs = sc;
+        cs.training.recompute = c.recompute;
+        cs.parallel.zero_stage = c.zero_stage;
+        double go = 0;
+        if (c.dp * c.cp > 1 && (lp.probe_group_ops > 0 || c.zero_stage >= 3)) {
+          const std::string gk = "tp" + str(c.tp) + " cp" + str(c.cp) + " pp" + str(c.pp) + " dp" + str(c.dp) +
+                                 " n" + str(sc.platform.nodes);
+          auto g = group_ops.find(gk);
+          if (g == group_ops.end())
+            g = group_ops.emplace(gk, static_cast<double>(schedule::dp_group_gather_ops(cs, t->second))).first;
+          go = g->second;
+        }
+        const LayerProbe mesh = scaled_to_mesh(lp, cs, go);
+        const bool every_replica = builds_every_replica(cs, t->second, mesh);
+        const double ops = estimate_graph_ops(cs, mesh, every_replica);
         if (graph_bytes(ops) > kEstimateMargin * limit) {
           c.status = "too_big";
           c.why = fmt("not simulated: its task graph would have about %.3g M ops", ops / 1e6) +

@@ -71,18 +71,27 @@ struct LayerProbe {
   /// Ops per layer and micro-batch of one replica (all its GPUs), its DP collectives aside: a
   /// step's graph has at least layers x micro-batches x this many per replica it builds.
   double ops = 0;
-  /// DP collectives (scheme "dp": over DP x CP, built once for the whole mesh however many
-  /// replicas are built), counted at the mesh's DP size: the probe (one replica) builds them
-  /// over CP only, so its count is scaled by one such all-gather's ops at each size
-  /// (schedule::dp_group_gather_ops). Per layer and micro-batch (ZeRO-3 parameter gathers),
-  /// and per layer once a step (gradient reduce-scatters, parameter all-gathers).
+  /// DP collectives (scheme "dp"), which span DP x CP and are built once for the whole mesh
+  /// however many replicas are built; the probe (dp 1) builds them over CP only. Per layer, once
+  /// a step (gradient reduce-scatters, parameter all-gathers), at the probe's size; and one
+  /// DP-group all-gather's ops at the probe's size (schedule::dp_group_gather_ops).
+  double dp_step_ops = 0, probe_group_ops = 0;
+  /// The same at a mesh's size (scaled_to_mesh): per layer and micro-batch (ZeRO-3's parameter
+  /// gathers, which the probe leaves out) and per layer once a step.
   double shared_ops = 0, shared_step_ops = 0;
   /// Whether the layer's traffic crosses spine links (then replicas that share leaves meet, and
   /// every replica is built: schedule/replicas.hpp).
   bool uses_spines = false;
   bool built = false;  ///< false: the reduced scenario does not build (nothing above is known)
 };
+/// Built with ZeRO stage min(sc's, 2): ZeRO-3's gathers are counted by scaled_to_mesh. Its DP
+/// collectives are scaled to sc's own mesh.
 LayerProbe probe_layer(const scenario::Scenario& sc);
+
+/// `lp` (a probe of the same layer geometry) with its DP collectives counted for `sc`'s mesh:
+/// its DP degree and ZeRO stage, which the probe need not share (`cpsim plan` probes each
+/// TP x CP x scheme x recomputation once). `group_ops`: dp_group_gather_ops(sc, topo).
+LayerProbe scaled_to_mesh(LayerProbe lp, const scenario::Scenario& sc, double group_ops);
 
 /// Whether `sc`'s build simulates every DP replica (replica symmetry refused), as far as the
 /// probe can tell (schedule/replicas.hpp; a replica that fills no whole leaf group is checked
