@@ -15,7 +15,9 @@ namespace {
 
 struct Writer {
   std::string buf;
-  void raw(const void* p, size_t n) { buf.append(static_cast<const char*>(p), n); }
+  void raw(const void* p, size_t n) {
+    if (n > 0) buf.append(static_cast<const char*>(p), n);  // an empty vector's data() may be null
+  }
   void u64(uint64_t v) { raw(&v, sizeof v); }
   void f64(double v) { raw(&v, sizeof v); }
   void str(const std::string& s) {
@@ -33,7 +35,7 @@ struct Reader {
   size_t at = 0;
   void raw(void* p, size_t n) {
     if (at + n > buf.size()) throw std::runtime_error("replay child: truncated result");
-    std::memcpy(p, buf.data() + at, n);
+    if (n > 0) std::memcpy(p, buf.data() + at, n);  // an empty vector's data() may be null
     at += n;
   }
   uint64_t u64() {
