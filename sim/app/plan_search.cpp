@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "app/layer_probe.hpp"
 #include "app/simulate.hpp"
 #include "app/work_limit.hpp"
 #include "model/memory.hpp"
@@ -14,7 +15,6 @@
 #include "scenario/enum_names.hpp"
 #include "scenario/load.hpp"
 #include "schedule/attention.hpp"
-#include "schedule/replicas.hpp"
 #include "schedule/stage_builder.hpp"
 #include "model/topology.hpp"
 

@@ -43,7 +43,7 @@ struct Candidate {
   double peak_bytes = 0;
   double attention_layer_s = -1;  ///< stage 3
   /// Stage 4's lower bound x (1 + bubble): the larger of FLOPs / peak x recompute and the
-  /// compute stream's priced work (app/simulate.hpp probe_layer).
+  /// compute stream's priced work (app/layer_probe.hpp probe_layer).
   double estimate_s = 0;
   double analytic_s = -1;         ///< stage 4
   double simgrid_s = -1;          ///< stage 5

@@ -1,5 +1,5 @@
 // `cpsim plan` prunes layouts by a lower bound on their step: the compute stream's priced
-// kernels per layer (app/simulate.hpp probe_layer) x layers per stage x micro-batches,
+// kernels per layer (app/layer_probe.hpp probe_layer) x layers per stage x micro-batches,
 // stretched by the pipeline bubble. A bound above a real step would drop a layout that can
 // win, so every bundled scheme, with and without pipeline stages and recomputation, is held
 // under its simulated step; and it must be close enough to rank (within 2x of the step). The
@@ -7,6 +7,7 @@
 // 1.25 x what --max-memory holds).
 #include <gtest/gtest.h>
 
+#include "app/layer_probe.hpp"
 #include "app/simulate.hpp"
 #include "scenario/load.hpp"
 

@@ -1,0 +1,88 @@
+#include "app/layer_probe.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "model/cost_model.hpp"
+#include "schedule/plan.hpp"
+#include "schedule/replicas.hpp"
+#include "schedule/stage_builder.hpp"
+#include "schedule/step.hpp"
+
+namespace cpsim::app {
+
+LayerProbe probe_layer(const scenario::Scenario& sc) {
+  scenario::Scenario one = sc;
+  one.parallel.pp = 1;
+  one.parallel.virtual_stages = 1;
+  one.parallel.dp = 1;
+  one.training.micro_batches = 1;
+  one.parallel.zero_stage = std::min(sc.parallel.zero_stage, 2);
+  one.simulation.scope = scenario::Scope::Layer;
+  // Collectives as the whole mesh builds them (pipelined above 512 GPUs, schedule/step.cpp): a
+  // 128-GPU probe of a 16,384-GPU mesh would otherwise build its TP all-reduces step by step,
+  // 14 x the transfers, and its op count would be no floor.
+  one.simulation.collectives = schedule::pipelined_collectives(sc) ? scenario::CollectiveModel::Pipelined
+                                                                   : scenario::CollectiveModel::Steps;
+  LayerProbe r;
+  try {
+    const model::Topology topo(one.platform, one.perturb);
+    const auto cost = model::CostModel::make(one.cost, one.platform.gpu);
+    const auto built = schedule::plan(one, topo, *cost);
+    const schedule::TaskGraph& g = built.graph;
+    std::vector<double> busy(static_cast<size_t>(std::max(0, g.num_ranks())), 0.0);
+    std::vector<char> seen;
+    double ops = 0, dp_ops = 0;
+    const uint32_t dp = g.interned("dp");
+    for (const schedule::Op& op : g.ops()) {
+      if (op.label.layer < 0) continue;
+      ++ops;
+      if (op.label.scheme == dp) ++dp_ops;
+      if (static_cast<size_t>(op.label.layer) >= seen.size()) seen.resize(op.label.layer + 1, 0);
+      seen[static_cast<size_t>(op.label.layer)] = 1;
+      if (op.kind == schedule::OpKind::Compute && op.stream == schedule::stream::kCompute &&
+          (op.label.phase == schedule::Phase::Forward || op.label.phase == schedule::Phase::Backward))
+        busy[static_cast<size_t>(op.rank)] += op.duration_s;
+    }
+    const auto layers = static_cast<double>(std::count(seen.begin(), seen.end(), 1));
+    if (layers == 0) return r;
+    r.built = true;
+    r.ops = (ops - dp_ops) / layers;
+    r.dp_step_ops = dp_ops / layers;
+    if (dp_ops > 0) r.probe_group_ops = static_cast<double>(schedule::dp_group_gather_ops(one, topo));
+    const bool mesh_group = sc.parallel.dp * sc.parallel.cp > 1 && (dp_ops > 0 || sc.parallel.zero_stage >= 3);
+    r = scaled_to_mesh(r, sc, mesh_group ? static_cast<double>(schedule::dp_group_gather_ops(sc, topo)) : 0);
+    r.uses_spines = schedule::uses_spines(g, topo, 0);
+    if (!sc.perturb.any() && sc.model.moe.experts == 0 && sc.training.doc_distribution.empty())
+      r.compute_s = *std::max_element(busy.begin(), busy.end()) / layers;
+  } catch (const std::exception&) {
+    return LayerProbe{};
+  }
+  return r;
+}
+
+LayerProbe scaled_to_mesh(LayerProbe lp, const scenario::Scenario& sc, double group_ops) {
+  const auto& p = sc.parallel;
+  lp.shared_step_ops = lp.probe_group_ops > 0 ? lp.dp_step_ops * group_ops / lp.probe_group_ops : lp.dp_step_ops;
+  // ZeRO-3 gathers each layer's weights per micro-batch, TP index and pass (forward, the
+  // recomputed forward, backward): one DP-group all-gather each (stage_builder.cpp).
+  const int passes = sc.training.recompute == scenario::Recompute::Full ? 3 : 2;
+  lp.shared_ops = p.zero_stage >= 3 && p.dp * p.cp > 1 && sc.mode != scenario::Mode::Prefill
+                      ? passes * p.tp * group_ops
+                      : 0;
+  return lp;
+}
+
+bool builds_every_replica(const scenario::Scenario& sc, const model::Topology& topo, const LayerProbe& lp) {
+  const std::string sym = schedule::replica_symmetry(sc, topo, schedule::Mesh(sc.parallel));
+  return !sym.empty() && !(sym == schedule::kCheckSpines && !lp.uses_spines);
+}
+
+double estimate_graph_ops(const scenario::Scenario& sc, const LayerProbe& lp, bool every_replica) {
+  const double layers = sc.model.layers;
+  return (lp.ops * (every_replica ? sc.parallel.dp : 1) + lp.shared_ops) * layers * sc.training.micro_batches +
+         lp.shared_step_ops * layers;
+}
+
+}  // namespace cpsim::app
