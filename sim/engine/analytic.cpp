@@ -5,7 +5,6 @@
 // (TaskGraph::Pipeline) start moving data together once the last one joined and its latency
 // passed, and end together after the slowest member's serialisation, as in the SimGrid engine.
 #include <chrono>
-#include <cmath>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
@@ -135,8 +134,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     const OpId id = ev.op;
     const auto& op = g.op(id);
     if (opt.keep_times) tr.end_s[id] = ev.t;
-    // Once NaN, stays NaN (std::max would drop it), so that check_finite sees it.
-    if (!std::isnan(tr.makespan_s) && !(ev.t <= tr.makespan_s)) tr.makespan_s = ev.t;
+    detail::extend_makespan(tr, ev.t);
     ++done;
     if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(ev.t, done, n);
     if (interfere) {

@@ -3,6 +3,7 @@
 /// predecessors plus stream order), contention-free transfer time.
 /// Internal to the engine stage.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include "model/topology.hpp"
 #include "schedule/huge_pages.hpp"
 #include "schedule/task_graph.hpp"
+#include "schedule/trace.hpp"
 
 namespace cpsim::engine::detail {
 
@@ -56,6 +58,12 @@ void for_each_successor(const schedule::TaskGraph& g, schedule::OpId id, F&& f) 
 /// model priced it (TaskGraph::add_priced).
 inline double compute_time_s(const schedule::Op& op, schedule::OpId id, const schedule::ComputeNoise& noise) {
   return op.noisy ? op.duration_s * noise.scale(id, op.rank) : op.duration_s;
+}
+
+/// The makespan as op ends come in (an engine keeps it whether or not it keeps per-op times).
+/// Once NaN it stays NaN (std::max would drop it), so that app's check_finite sees it.
+inline void extend_makespan(schedule::Trace& tr, double end_s) {
+  if (!std::isnan(tr.makespan_s) && !(end_s <= tr.makespan_s)) tr.makespan_s = end_s;
 }
 
 inline constexpr int kLinkClasses = 5;

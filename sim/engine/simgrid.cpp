@@ -327,8 +327,7 @@ struct Replay {
     const auto& op = g.op(id);
     const double now = sg4::Engine::get_clock();
     if (opt.keep_times) tr.end_s[id] = now;
-    // Once NaN, stays NaN (std::max would drop it), so that check_finite sees it.
-    if (!std::isnan(tr.makespan_s) && !(now <= tr.makespan_s)) tr.makespan_s = now;
+    detail::extend_makespan(tr, now);
     ++done;
     if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(now, done, g.size());
     if (op.kind == OpKind::Transfer && !op.interference_priced) {
