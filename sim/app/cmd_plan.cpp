@@ -164,6 +164,15 @@ void register_plan(CLI::App& app, int& rc) {
       j["wall_s"] = wall;
       j["stage_wall_s"] = {{"enumeration_and_memory", res.stage_wall_s[0]}, {"attention_layers", res.stage_wall_s[1]},
                            {"steps", res.stage_wall_s[2]}, {"simgrid", res.stage_wall_s[3]}};
+      // Each simulated layout's child wall seconds, apart from the candidates (which stay the
+      // same bytes run after run): where the search's time went.
+      nlohmann::json child_wall = nlohmann::json::array();
+      for (const auto& c : res.all)
+        if (c.analytic_wall_s >= 0 || c.simgrid_wall_s >= 0)
+          child_wall.push_back({{"label", c.label},
+                                {"analytic_s", c.analytic_wall_s >= 0 ? nlohmann::json(c.analytic_wall_s) : nlohmann::json()},
+                                {"simgrid_s", c.simgrid_wall_s >= 0 ? nlohmann::json(c.simgrid_wall_s) : nlohmann::json()}});
+      j["child_wall_s"] = child_wall;
       j["counts"] = counts;
       j["compute_probes"] = res.compute_probes;
       j["capacity_bytes"] = sc.platform.gpu.memory_bytes;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/replay.hpp"
 #include "model/cost_model.hpp"
 #include "schedule/plan.hpp"
 #include "schedule/replicas.hpp"
@@ -11,6 +12,45 @@
 #include "schedule/step.hpp"
 
 namespace cpsim::app {
+
+namespace {
+
+/// Per rank, the compute stream's idle gaps that TP collectives force (LayerProbe::tp_wait_s):
+/// for each forward or backward compute op fed by a TP collective, the time from the end of the
+/// op before it on its stream to the collective's end (or the op's start, if sooner), in the
+/// probe replayed alone on the analytic engine.
+struct TpWaits {
+  std::vector<double> layer, head;  ///< per rank: in the transformer layers; at the LM head
+};
+TpWaits tp_waits(const schedule::TaskGraph& g, const model::Topology& topo) {
+  TpWaits w;
+  w.layer.assign(static_cast<size_t>(std::max(0, g.num_ranks())), 0.0);
+  w.head = w.layer;
+  const uint32_t tp = g.interned("tp"), sp = g.interned("tp-sp");
+  if (tp == UINT32_MAX && sp == UINT32_MAX) return w;
+  const schedule::Trace tr = engine::replay(g, topo, scenario::EngineKind::Analytic, {});
+  for (const auto& q : g.queues()) {
+    if (q.stream != schedule::stream::kCompute) continue;
+    for (size_t k = 1; k < q.ops.size(); ++k) {
+      const schedule::OpId b = q.ops[k];
+      const schedule::Op op = g.op(b);
+      if (op.kind != schedule::OpKind::Compute ||
+          (op.label.phase != schedule::Phase::Forward && op.label.phase != schedule::Phase::Backward))
+        continue;
+      double fed = -1;
+      for (auto [p, e] = g.preds(b); p != e; ++p) {
+        const uint32_t scheme = g.op(*p).label.scheme;
+        if (scheme == tp || scheme == sp) fed = std::max(fed, tr.end_s[*p]);
+      }
+      const double prev_end = tr.end_s[q.ops[k - 1]];
+      if (fed > prev_end)
+        (op.label.layer < 0 ? w.head : w.layer)[static_cast<size_t>(q.rank)] += std::min(fed, tr.start_s[b]) - prev_end;
+    }
+  }
+  return w;
+}
+
+}  // namespace
 
 LayerProbe probe_layer(const scenario::Scenario& sc) {
   scenario::Scenario one = sc;
@@ -31,19 +71,25 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
     const auto cost = model::CostModel::make(one.cost, one.platform.gpu);
     const auto built = schedule::plan(one, topo, *cost);
     const schedule::TaskGraph& g = built.graph;
-    std::vector<double> busy(static_cast<size_t>(std::max(0, g.num_ranks())), 0.0);
+    std::vector<double> busy(static_cast<size_t>(std::max(0, g.num_ranks())), 0.0), head = busy;
     std::vector<char> seen;
     double ops = 0, dp_ops = 0;
-    const uint32_t dp = g.interned("dp");
+    const uint32_t dp = g.interned("dp"), embedding = g.interned("embedding");
+    auto computes = [](const schedule::Op& op) {
+      return op.kind == schedule::OpKind::Compute && op.stream == schedule::stream::kCompute &&
+             (op.label.phase == schedule::Phase::Forward || op.label.phase == schedule::Phase::Backward);
+    };
     for (const schedule::Op& op : g.ops()) {
-      if (op.label.layer < 0) continue;
+      if (op.label.layer < 0) {
+        // The LM head and loss run on the last stage; the embedding (first stage) is left out.
+        if (computes(op) && op.label.name != embedding) head[static_cast<size_t>(op.rank)] += op.duration_s;
+        continue;
+      }
       ++ops;
       if (op.label.scheme == dp) ++dp_ops;
       if (static_cast<size_t>(op.label.layer) >= seen.size()) seen.resize(op.label.layer + 1, 0);
       seen[static_cast<size_t>(op.label.layer)] = 1;
-      if (op.kind == schedule::OpKind::Compute && op.stream == schedule::stream::kCompute &&
-          (op.label.phase == schedule::Phase::Forward || op.label.phase == schedule::Phase::Backward))
-        busy[static_cast<size_t>(op.rank)] += op.duration_s;
+      if (computes(op)) busy[static_cast<size_t>(op.rank)] += op.duration_s;
     }
     const auto layers = static_cast<double>(std::count(seen.begin(), seen.end(), 1));
     if (layers == 0) return r;
@@ -54,8 +100,16 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
     const bool mesh_group = sc.parallel.dp * sc.parallel.cp > 1 && (dp_ops > 0 || sc.parallel.zero_stage >= 3);
     r = scaled_to_mesh(r, sc, mesh_group ? static_cast<double>(schedule::dp_group_gather_ops(sc, topo)) : 0);
     r.uses_spines = schedule::uses_spines(g, topo, 0);
-    if (!sc.perturb.any() && sc.model.moe.experts == 0 && sc.training.doc_distribution.empty())
-      r.compute_s = *std::max_element(busy.begin(), busy.end()) / layers;
+    if (!sc.perturb.any() && sc.model.moe.experts == 0 && sc.training.doc_distribution.empty()) {
+      TpWaits w{std::vector<double>(busy.size(), 0.0), std::vector<double>(busy.size(), 0.0)};
+      if (!one.parallel.tp_comm_overlap) w = tp_waits(g, topo);
+      size_t worst = 0;
+      for (size_t i = 0; i < busy.size(); ++i)
+        if (busy[i] + w.layer[i] > busy[worst] + w.layer[worst]) worst = i;
+      r.compute_s = (busy[worst] + w.layer[worst]) / layers;
+      r.tp_wait_s = w.layer[worst] / layers;
+      for (size_t i = 0; i < busy.size(); ++i) r.head_s = std::max(r.head_s, head[i] + w.head[i]);
+    }
   } catch (const std::exception&) {
     return LayerProbe{};
   }
@@ -72,6 +126,14 @@ LayerProbe scaled_to_mesh(LayerProbe lp, const scenario::Scenario& sc, double gr
                       ? passes * p.tp * group_ops
                       : 0;
   return lp;
+}
+
+double step_lower_bound(const LayerProbe& lp, const scenario::Scenario& sc) {
+  if (!(lp.compute_s > 0)) return -1;
+  const auto& p = sc.parallel;
+  const int m = sc.training.micro_batches;
+  const double bubble = p.pp > 1 ? (p.pp - 1.0) / (std::max(1, p.virtual_stages) * m) : 0.0;
+  return lp.compute_s * sc.model.layers / p.pp * m * (1 + bubble) + lp.head_s * m;
 }
 
 bool builds_every_replica(const scenario::Scenario& sc, const model::Topology& topo, const LayerProbe& lp) {

@@ -12,11 +12,23 @@ namespace cpsim::app {
 /// the first replica when the mesh order is the default).
 struct LayerProbe {
   /// The most time one GPU's compute stream spends per layer and micro-batch, forward and
-  /// backward (recomputation included), as the cost model prices it. A lower bound on that
-  /// work in any step of the same layer geometry, since a GPU's kernels run one after another
-  /// on its compute stream. -1 when layers or micro-batches differ by draw (MoE routing, drawn
+  /// backward (recomputation included), as the cost model prices it, plus its forced waits
+  /// on TP collectives (tp_wait_s). A lower bound on that time in any step of the same layer
+  /// geometry, since a GPU's kernels run one after another on its compute stream. -1 when layers or micro-batches differ by draw (MoE routing, drawn
   /// documents) or by GPU (perturbations), where one sample bounds nothing.
   double compute_s = -1;
+  /// Of compute_s, the waits on TP collectives: a compute op fed by one (the SP all-gather's
+  /// GEMM, the reduce-scatter's norm) cannot start before the collective ends, and the op before
+  /// it on the same in-order compute stream fed the collective, so that gap is idle in any step
+  /// (the layer's TP ranks run the same ops at the same times, so the collective starts and
+  /// lasts as in the probe; its transfers share no link with other groups on the analytic
+  /// engine). Measured by replaying the probe on the analytic engine; 0 without TP or with TP
+  /// communication overlap (TransformerEngine's chunked GEMMs hide part of it).
+  double tp_wait_s = 0;
+  /// Per micro-batch, the last pipeline stage's LM head and loss (forward and backward, their
+  /// TP waits included) on the busiest GPU: compute the layers' bound leaves out (0 where
+  /// compute_s is unknown).
+  double head_s = 0;
   /// Ops per layer and micro-batch of one replica (all its GPUs), its DP collectives aside: a
   /// step's graph has at least layers x micro-batches x this many per replica it builds.
   double ops = 0;
@@ -36,6 +48,12 @@ struct LayerProbe {
 /// Built with ZeRO stage min(sc's, 2): ZeRO-3's gathers are counted by scaled_to_mesh. Its DP
 /// collectives are scaled to sc's own mesh.
 LayerProbe probe_layer(const scenario::Scenario& sc);
+
+/// A lower bound on `sc`'s step from its probe (-1 where compute_s is unknown): the last
+/// pipeline stage works layers / pp x compute_s + head_s per micro-batch, and (1F1B) cannot
+/// start before the first micro-batch's forward crossed the pp - 1 stages before it nor end
+/// before its last backward crossed them back: (pp - 1) / virtual_stages x a stage's layers.
+double step_lower_bound(const LayerProbe& lp, const scenario::Scenario& sc);
 
 /// `lp` (a probe of the same layer geometry) with its DP collectives counted for `sc`'s mesh:
 /// its DP degree and ZeRO stage, which the probe need not share (`cpsim plan` probes each

@@ -28,6 +28,13 @@ using scenario::Recompute;
 
 std::string str(int v) { return std::to_string(v); }
 
+/// How far over --max-memory the layer probe's graph estimate may be and the layout still
+/// simulated: the estimate's worst error measured (+9 %, llama3-8b-128k-4nodes), rounded up. A
+/// wider margin cost more than it saved: on the 405B on 16,384 GPUs four ZeRO-3 layouts
+/// estimated at 1.19-1.22 x --max-memory spent 240 s of child time building graphs that
+/// stopped at the limit.
+constexpr double kEstimateMargin = 1.1;
+
 /// FlashAttention's query/key block (128 rows on Hopper and Ampere, flash_fwd_kernel's kBlockM).
 constexpr int kAttentionTile = 128;
 
@@ -130,21 +137,43 @@ void flops(const scenario::Scenario& sc, Candidate& c, double& factor) {
 }
 
 /// Whole steps in children, `opt.jobs` at once, each within its share of the memory limit; the
-/// ones over their share but within the limit then run one at a time.
-std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& runs, const Options& opt) {
+/// ones over their share but within the limit then run one at a time. `est_bytes[k]` (> 0):
+/// the layer probe's estimate of run k's memory, which sends a run over its share straight to
+/// the lone runs and spares the children their own probe; without it each child probes.
+std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& runs, const Options& opt,
+                                       const std::vector<double>& est_bytes = {}) {
   const double limit = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory();
   const int jobs = std::max(1, opt.jobs);
-  std::vector<StepOutcome> out = run_bounded_steps(runs, jobs, limit / jobs);
-  if (jobs == 1) return out;
-  std::vector<scenario::Scenario> alone;
-  std::vector<size_t> which;
-  for (size_t k = 0; k < out.size(); ++k)
-    if (out[k].over_memory && out[k].estimate_bytes <= limit) {
-      alone.push_back(runs[k]);
-      which.push_back(k);
+  auto est = [&](size_t k) { return k < est_bytes.size() ? est_bytes[k] : 0.0; };
+  std::vector<StepOutcome> out(runs.size());
+  std::vector<scenario::Scenario> side;
+  std::vector<double> side_est;
+  std::vector<size_t> side_at, alone_at;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (jobs > 1 && est(k) > limit / jobs) {
+      alone_at.push_back(k);
+      continue;
     }
-  const std::vector<StepOutcome> again = run_bounded_steps(alone, 1, limit);
-  for (size_t i = 0; i < which.size(); ++i) out[which[i]] = again[i];
+    side.push_back(runs[k]);
+    side_est.push_back(est(k));
+    side_at.push_back(k);
+  }
+  const std::vector<StepOutcome> first = run_bounded_steps(side, jobs, limit / jobs, side_est);
+  for (size_t i = 0; i < first.size(); ++i) {
+    out[side_at[i]] = first[i];
+    if (jobs > 1 && first[i].over_memory && first[i].estimate_bytes <= limit) alone_at.push_back(side_at[i]);
+  }
+  std::sort(alone_at.begin(), alone_at.end());
+  std::vector<scenario::Scenario> alone;
+  std::vector<double> alone_est;
+  // The probe's estimate may be high by up to kEstimateMargin: a run estimated a little over the
+  // limit still tries, stopped by its op limit if it is really over.
+  for (size_t k : alone_at) {
+    alone.push_back(runs[k]);
+    alone_est.push_back(std::min(est(k), limit));
+  }
+  const std::vector<StepOutcome> again = run_bounded_steps(alone, 1, limit, alone_est);
+  for (size_t i = 0; i < alone_at.size(); ++i) out[alone_at[i]] = again[i];
   return out;
 }
 
@@ -353,8 +382,9 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   // Stage 4: whole steps, analytic, best lower bound first. estimate_s is a lower bound on the
   // step, stretched by the pipeline bubble of a balanced 1F1B schedule: the larger of every
   // GPU's share of the FLOPs at the GPU's highest peak and its compute stream's priced work
-  // (probe_layer: the kernels as the cost model prices them, recomputation included,
-  // x layers per stage x micro-batches). FLOPs at peak cannot tell layouts without a bubble
+  // (probe_layer: the kernels as the cost model prices them, recomputation included, and the
+  // waits TP collectives force on them, x layers per stage x micro-batches, plus the last
+  // stage's LM head: step_lower_bound). FLOPs at peak cannot tell layouts without a bubble
   // apart (the 405B on 16,384 GPUs: every pp 1 layout had the same bound, ~2x under its
   // step); priced kernels can (attention split by CP, GEMMs thinned by TP). Steps run in rounds
   // of 2 x jobs; once a candidate's bound per token is no better than the best simulated time
@@ -367,12 +397,11 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   // ops to find that out (the 405B on 16,384 GPUs: 48 of the best-bound layouts, ZeRO-3 and
   // USP with every replica built, cost 755 s that way). Nearer the limit the child decides.
   const double limit = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory();
-  // Over the estimate's worst error measured (+9 %, llama3-8b-128k-4nodes) with room to spare.
-  constexpr double kEstimateMargin = 1.25;
   std::map<std::string, LayerProbe> probes;  // "tp cp scheme recompute" -> its layer
   std::map<int, model::Topology> topos;      // per node count
   std::map<std::string, double> group_ops;   // "tp cp pp dp nodes" -> one DP-group all-gather's ops
   std::vector<size_t> step;
+  std::vector<double> est_bytes(res.all.size(), 0.0);  // the estimate's memory, for the children
   for (size_t i : alive)
     if (res.all[i].status.empty()) {
       auto& c = res.all[i];
@@ -390,9 +419,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
         it = probes.emplace(key, probe_layer(one)).first;
       }
       const LayerProbe& lp = it->second;
-      if (lp.compute_s > 0)
-        c.estimate_s = std::max(c.estimate_s, lp.compute_s * sc.model.layers / c.pp * c.micro_batches *
-                                                  (1 + bubble));
+      c.estimate_s = std::max(c.estimate_s, step_lower_bound(lp, sc));
       if (lp.built) {
         auto t = topos.find(sc.platform.nodes);
         if (t == topos.end()) t = topos.try_emplace(sc.platform.nodes, sc.platform, sc.perturb).first;
@@ -413,15 +440,18 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
         const LayerProbe mesh = scaled_to_mesh(lp, cs, go);
         const bool every_replica = builds_every_replica(cs, t->second, mesh);
         const double ops = estimate_graph_ops(cs, mesh, every_replica);
-        if (graph_bytes(ops) > kEstimateMargin * limit) {
+        // Stage 4 wants the step time alone, on the analytic engine (step_time_bytes).
+        const double bytes = step_time_bytes(ops);
+        if (bytes > kEstimateMargin * limit) {
           c.status = "too_big";
           c.why = fmt("not simulated: its task graph would have about %.3g M ops", ops / 1e6) +
                   std::string(" (one layer's x layers x micro-batches") +
                   (every_replica ? " x every replica" : "") + ")" +
-                  fmt(" and need about %.3g GB", graph_bytes(ops) / 1e9) +
+                  fmt(" and need about %.3g GB", bytes / 1e9) +
                   fmt(", over %.3g x", kEstimateMargin) + fmt(" the %.3g GB of --max-memory", limit / 1e9);
           continue;
         }
+        est_bytes[i] = bytes;
       }
       step.push_back(i);
     }
@@ -449,11 +479,12 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
         auto& c = res.all[step[k]];
         c.status = "bounded";
         c.why = "cannot win: at most " + fmt("%.0f tokens/s", 1 / per_token(step[k])) +
-                fmt(" (its compute alone) vs %.0f simulated", 1 / best);
+                fmt(" (its kernels, TP waits and bubble) vs %.0f simulated", 1 / best);
       }
       break;
     }
     std::vector<size_t> batch;
+    std::vector<double> batch_bytes;
     runs.clear();
     for (; k < step.size() && batch.size() < round && static_cast<int>(k) < opt.budget &&
            per_token(step[k]) < best;
@@ -464,11 +495,13 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
       s.parallel.zero_stage = c.zero_stage;
       runs.push_back(s);
       batch.push_back(step[k]);
+      batch_bytes.push_back(est_bytes[step[k]]);
     }
-    const std::vector<StepOutcome> st = bounded_steps(runs, opt);
+    const std::vector<StepOutcome> st = bounded_steps(runs, opt, batch_bytes);
     res.step_runs += static_cast<int>(runs.size());
     for (size_t b = 0; b < batch.size(); ++b) {
       auto& c = res.all[batch[b]];
+      c.analytic_wall_s = st[b].wall_s;
       if (!record(st[b], opt, c)) continue;
       c.analytic_s = st[b].step_s;
       c.status = "ranked";
@@ -499,6 +532,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   lap(res.stage_wall_s[3]);
   // A layout SimGrid cannot hold or finish keeps its analytic time, and says why.
   for (size_t k = 0; k < nv; ++k) {
+    res.all[ok[k]].simgrid_wall_s = sg[k].wall_s;
     if (sg[k].step_s > 0) res.all[ok[k]].simgrid_s = sg[k].step_s;
     else if (sg[k].over_memory) res.all[ok[k]].why = "SimGrid not run: its graph would need about " +
                                                      fmt("%.3g GB", sg[k].estimate_bytes / 1e9);

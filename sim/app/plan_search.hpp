@@ -47,6 +47,9 @@ struct Candidate {
   double estimate_s = 0;
   double analytic_s = -1;         ///< stage 4
   double simgrid_s = -1;          ///< stage 5
+  /// Wall seconds of its stage 4 and stage 5 children (probe, build, replay; -1: not run), so
+  /// `--json` shows where a search's time went.
+  double analytic_wall_s = -1, simgrid_wall_s = -1;
   double tokens_per_step = 0;
   double model_flops = 0;         ///< per step
   double tokens_per_s() const;    ///< from the SimGrid time when run, else the analytic one

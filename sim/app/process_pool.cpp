@@ -192,6 +192,21 @@ std::string run_in_child(const std::function<std::string()>& fn) {
 
 namespace {
 
+/// Index into `running` of a child whose answer can be read (its pipe readable or closed),
+/// the first started among those ready; waits until one is.
+size_t first_ready(const std::deque<FnChild>& running) {
+  std::vector<pollfd> fds;
+  for (const FnChild& c : running) fds.push_back({c.fd, POLLIN, 0});
+  for (;;) {
+    const int r = ::poll(fds.data(), fds.size(), -1);
+    if (r > 0) break;
+    if (r < 0 && errno != EINTR) return 0;  // cannot wait on them all: the oldest, blocking
+  }
+  for (size_t i = 0; i < fds.size(); ++i)
+    if (fds[i].revents != 0) return i;
+  return 0;
+}
+
 /// The children of run_in_children and run_each_in_children: every job runs unless
 /// `stop_on_failure`, when none starts after the first failure (the running ones finish).
 std::vector<ChildOutcome> run_children(const std::vector<std::function<std::string()>>& jobs, int parallel,
@@ -207,8 +222,13 @@ std::vector<ChildOutcome> run_children(const std::vector<std::function<std::stri
       ++next;
     }
     if (running.empty()) break;
-    const FnChild c = running.front();
-    running.pop_front();
+    // The first child to answer (a child writes its answer once, when done): one long job does
+    // not hold the free slots behind it. (Reaping in start order left a core idle for most of
+    // a 20 s child while the 3 s ones behind it had finished: cpsim plan's steps and attention
+    // layers.)
+    const size_t i = first_ready(running);
+    const FnChild c = running[i];
+    running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
     try {
       out[c.job].value = finish_fn(c, stop_on_failure ? "child run " + std::to_string(c.job + 1) : "");
       out[c.job].ok = true;

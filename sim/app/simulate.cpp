@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -41,8 +42,19 @@ double step_time(const scenario::Scenario& sc) {
   const model::Topology topo(sc.platform, sc.perturb);
   const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
   const schedule::Plan p = schedule::plan(sc, topo, *cost);
-  const schedule::Trace tr = engine::replay(p.graph, topo, sc.simulation.engine, replay_options(sc));
-  check_finite(p.graph, tr);
+  // The makespan alone (16 bytes per op less); an analytic replay that is not finite runs
+  // again with its times, so the error names the op (SimGrid's engine runs once a process).
+  engine::ReplayOptions ro = replay_options(sc);
+  ro.keep_times = false;
+  const schedule::Trace tr = engine::replay(p.graph, topo, sc.simulation.engine, ro);
+  try {
+    check_finite(p.graph, tr);
+  } catch (const std::exception&) {
+    if (sc.simulation.engine != scenario::EngineKind::Analytic) throw;
+    ro.keep_times = true;
+    check_finite(p.graph, engine::replay(p.graph, topo, sc.simulation.engine, ro));
+    throw;
+  }
   return tr.makespan_s;
 }
 
@@ -287,29 +299,37 @@ std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, i
 }
 
 std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>& scs, int jobs,
-                                           double limit_bytes) {
+                                           double limit_bytes, const std::vector<double>& known_bytes) {
   // Probed beyond 2 micro-batches (the probe builds 1 and 2): a search's children stay inside
   // their share however many micro-batches a layout has, for ~3/m of its build time.
   constexpr int kProbeAbove = 2;
   std::vector<std::function<std::string()>> fns;
-  for (const auto& s : scs)
-    fns.push_back([&s, limit_bytes] {
-      double v[2] = {-1, 0};  // step time (-2: estimate over the limit, -3: build stopped), estimate
+  for (size_t k = 0; k < scs.size(); ++k)
+    fns.push_back([&s = scs[k], limit_bytes, known = k < known_bytes.size() ? known_bytes[k] : 0.0] {
+      // step time (-2: estimate over the limit, -3: build stopped), estimate, wall seconds
+      double v[3] = {-1, 0, 0};
+      const auto t0 = std::chrono::steady_clock::now();
       scenario::Scenario b = s;
       try {
         if (limit_bytes > 0) {
           // The build stops at the ops its share holds (seconds), before the watchdog would.
-          b.simulation.max_ops = ops_within(limit_bytes);
+          // The analytic engine's step time alone needs less per op than a full replay.
+          b.simulation.max_ops = ops_within(limit_bytes, b.simulation.engine == scenario::EngineKind::Analytic);
           b.simulation.copied_op_weight = copied_op_weight();
-          const WorkEstimate e = estimate_work(b, false, kProbeAbove);
-          v[1] = e.probed ? e.bytes : 0;
-          if (e.probed && e.bytes > limit_bytes) v[0] = -2;
+          if (known > 0) {
+            v[1] = known;
+          } else {
+            const WorkEstimate e = estimate_work(b, false, kProbeAbove);
+            v[1] = e.probed ? e.bytes : 0;
+          }
+          if (v[1] > limit_bytes) v[0] = -2;
         }
         if (v[0] != -2) v[0] = step_time(b);
       } catch (const schedule::OpLimitExceeded&) {
         v[0] = -3;
         v[1] = static_cast<double>(b.simulation.max_ops);
       }
+      v[2] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return std::string(reinterpret_cast<const char*>(v), sizeof v);
     });
   std::vector<StepOutcome> out(scs.size());
@@ -318,12 +338,13 @@ std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>
   for (size_t k = 0; k < each.size(); ++k) {
     StepOutcome& o = out[k];
     o.over_memory = each[k].over_memory;
-    if (!each[k].ok || each[k].value.size() != 2 * sizeof(double)) {
+    if (!each[k].ok || each[k].value.size() != 3 * sizeof(double)) {
       o.error = each[k].ok ? "child run: truncated result" : each[k].error;
       continue;
     }
-    double v[2];
+    double v[3];
     std::memcpy(v, each[k].value.data(), sizeof v);
+    o.wall_s = v[2];
     if (v[0] == -3) {
       o.over_memory = true;
       char buf[200];

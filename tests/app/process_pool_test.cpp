@@ -65,6 +65,28 @@ TEST(ProcessPool, ChildrenKeepJobOrderAndNameTheFailingRun) {
   }
 }
 
+TEST(ProcessPool, AFreeSlotTakesTheNextJobWhileALongOneRuns) {
+  // Two slots, a long first job: the short second one ends, and the third starts in its slot
+  // long before the first ends (the pool reaps whichever child answers first).
+  auto now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+  auto job = [&](int ms) {
+    return [ms, now] {
+      const double start = now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      return std::to_string(start) + " " + std::to_string(now());
+    };
+  };
+  const std::vector<std::function<std::string()>> jobs = {job(600), job(10), job(10)};
+  const auto out = pool::run_each_in_children(jobs, 2);
+  ASSERT_EQ(out.size(), 3u);
+  double s[3], e[3];
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(out[k].ok) << out[k].error;
+    ASSERT_EQ(std::sscanf(out[k].value.c_str(), "%lf %lf", &s[k], &e[k]), 2);
+  }
+  EXPECT_LT(s[2], e[0] - 0.4);
+}
+
 TEST(ProcessPool, EachChildFailsAlone) {
   // A search's candidate killed by the OOM killer (SIGKILL) or failing to build is that
   // candidate's answer: the others still run and keep their results, in job order.
