@@ -171,7 +171,9 @@ void register_plan(CLI::App& app, int& rc) {
         if (c.analytic_wall_s >= 0 || c.simgrid_wall_s >= 0)
           child_wall.push_back({{"label", c.label},
                                 {"analytic_s", c.analytic_wall_s >= 0 ? nlohmann::json(c.analytic_wall_s) : nlohmann::json()},
-                                {"simgrid_s", c.simgrid_wall_s >= 0 ? nlohmann::json(c.simgrid_wall_s) : nlohmann::json()}});
+                                {"analytic_start_s", c.analytic_wall_s >= 0 ? nlohmann::json(c.analytic_start_s) : nlohmann::json()},
+                                {"simgrid_s", c.simgrid_wall_s >= 0 ? nlohmann::json(c.simgrid_wall_s) : nlohmann::json()},
+                                {"simgrid_start_s", c.simgrid_wall_s >= 0 ? nlohmann::json(c.simgrid_start_s) : nlohmann::json()}});
       j["child_wall_s"] = child_wall;
       j["counts"] = counts;
       j["compute_probes"] = res.compute_probes;

@@ -108,7 +108,9 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
         if (busy[i] + w.layer[i] > busy[worst] + w.layer[worst]) worst = i;
       r.compute_s = (busy[worst] + w.layer[worst]) / layers;
       r.tp_wait_s = w.layer[worst] / layers;
-      for (size_t i = 0; i < busy.size(); ++i) r.head_s = std::max(r.head_s, head[i] + w.head[i]);
+      // The same GPU's head (the last stage's GPU of that CP and TP index): the sum of two
+      // maxima over different GPUs could be more than any one GPU does.
+      r.head_s = head[worst] + w.head[worst];
     }
   } catch (const std::exception&) {
     return LayerProbe{};

@@ -26,7 +26,7 @@ struct LayerProbe {
   /// communication overlap (TransformerEngine's chunked GEMMs hide part of it).
   double tp_wait_s = 0;
   /// Per micro-batch, the last pipeline stage's LM head and loss (forward and backward, their
-  /// TP waits included) on the busiest GPU: compute the layers' bound leaves out (0 where
+  /// TP waits included) on the GPU of compute_s: compute the layers' bound leaves out (0 where
   /// compute_s is unknown).
   double head_s = 0;
   /// Ops per layer and micro-batch of one replica (all its GPUs), its DP collectives aside: a

@@ -136,45 +136,55 @@ void flops(const scenario::Scenario& sc, Candidate& c, double& factor) {
                                                  : 1.0;
 }
 
-/// Whole steps in children, `opt.jobs` at once, each within its share of the memory limit; the
-/// ones over their share but within the limit then run one at a time. `est_bytes[k]` (> 0):
-/// the layer probe's estimate of run k's memory, which sends a run over its share straight to
-/// the lone runs and spares the children their own probe; without it each child probes.
-std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& runs, const Options& opt,
-                                       const std::vector<double>& est_bytes = {}) {
+/// Whole steps in children, at most `opt.jobs` at once, sharing the memory limit: a run whose
+/// memory is estimated (`est_bytes[k]` > 0, the layer probe's, which also spares the child its
+/// own probe) holds that much and the estimate's error (kEstimateMargin; holding the estimate
+/// alone stopped every 405B child a few ops short, at its op limit, and ran it again alone),
+/// one without holds an equal share (limit / jobs); children start
+/// while what they hold fits, so a large run goes beside small ones and no two large ones
+/// meet. A child stops at what it holds; one stopped below the whole limit runs again alone
+/// with all of it. The largest (by `size[k]`, else the estimate) start first, so that the
+/// longest child is not the last one left running (SimGrid on the 405B: 30 s, 35 s and 195 s
+/// children, the 195 s one third).
+std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& in, const Options& opt,
+                                       const std::vector<double>& in_est = {},
+                                       const std::vector<double>& size = {}) {
+  std::vector<size_t> order(in.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  auto key = [&](size_t k) { return k < size.size() ? size[k] : k < in_est.size() ? in_est[k] : 0.0; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) > key(b); });
+  std::vector<scenario::Scenario> runs;
+  std::vector<double> est_bytes;
+  for (size_t k : order) {
+    runs.push_back(in[k]);
+    est_bytes.push_back(k < in_est.size() ? in_est[k] : 0.0);
+  }
   const double limit = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory();
   const int jobs = std::max(1, opt.jobs);
-  auto est = [&](size_t k) { return k < est_bytes.size() ? est_bytes[k] : 0.0; };
-  std::vector<StepOutcome> out(runs.size());
-  std::vector<scenario::Scenario> side;
-  std::vector<double> side_est;
-  std::vector<size_t> side_at, alone_at;
-  for (size_t k = 0; k < runs.size(); ++k) {
-    if (jobs > 1 && est(k) > limit / jobs) {
-      alone_at.push_back(k);
-      continue;
+  // The estimate may be high by up to kEstimateMargin: a run estimated a little over the limit
+  // still tries with all of it, stopped by its op limit if it is really over.
+  std::vector<double> est(runs.size(), 0.0), hold(runs.size(), limit / jobs);
+  for (size_t k = 0; k < runs.size() && k < est_bytes.size(); ++k)
+    if (est_bytes[k] > 0) {
+      est[k] = std::min(est_bytes[k], limit);
+      hold[k] = std::min(est_bytes[k] * kEstimateMargin, limit);
     }
-    side.push_back(runs[k]);
-    side_est.push_back(est(k));
-    side_at.push_back(k);
-  }
-  const std::vector<StepOutcome> first = run_bounded_steps(side, jobs, limit / jobs, side_est);
-  for (size_t i = 0; i < first.size(); ++i) {
-    out[side_at[i]] = first[i];
-    if (jobs > 1 && first[i].over_memory && first[i].estimate_bytes <= limit) alone_at.push_back(side_at[i]);
-  }
-  std::sort(alone_at.begin(), alone_at.end());
+  std::vector<StepOutcome> out = run_bounded_steps(runs, jobs, hold, limit, est);
   std::vector<scenario::Scenario> alone;
   std::vector<double> alone_est;
-  // The probe's estimate may be high by up to kEstimateMargin: a run estimated a little over the
-  // limit still tries, stopped by its op limit if it is really over.
-  for (size_t k : alone_at) {
-    alone.push_back(runs[k]);
-    alone_est.push_back(std::min(est(k), limit));
-  }
-  const std::vector<StepOutcome> again = run_bounded_steps(alone, 1, limit, alone_est);
+  std::vector<size_t> alone_at;
+  for (size_t k = 0; k < out.size(); ++k)
+    if (out[k].over_memory && out[k].estimate_bytes <= limit && hold[k] < limit) {
+      alone.push_back(runs[k]);
+      alone_est.push_back(est[k]);
+      alone_at.push_back(k);
+    }
+  const std::vector<StepOutcome> again =
+      run_bounded_steps(alone, 1, std::vector<double>(alone.size(), limit), limit, alone_est);
   for (size_t i = 0; i < alone_at.size(); ++i) out[alone_at[i]] = again[i];
-  return out;
+  std::vector<StepOutcome> back(in.size());
+  for (size_t i = 0; i < order.size(); ++i) back[order[i]] = out[i];
+  return back;
 }
 
 /// A step's outcome on its candidate: "too_big" or "failed" with why, or true when it ran.
@@ -208,6 +218,7 @@ double Candidate::tokens_per_s() const {
 
 Result search(const std::string& path, const std::vector<std::string>& sets, const Options& opt) {
   Result res;
+  const double t_start = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   auto lap = [t = std::chrono::steady_clock::now()](double& into) mutable {
     const auto now = std::chrono::steady_clock::now();
     into = std::chrono::duration<double>(now - t).count();
@@ -502,6 +513,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
     for (size_t b = 0; b < batch.size(); ++b) {
       auto& c = res.all[batch[b]];
       c.analytic_wall_s = st[b].wall_s;
+      if (st[b].wall_s >= 0) c.analytic_start_s = st[b].start_s - t_start;
       if (!record(st[b], opt, c)) continue;
       c.analytic_s = st[b].step_s;
       c.status = "ranked";
@@ -527,12 +539,15 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
     s.simulation.engine = scenario::EngineKind::SimGrid;
     runs.push_back(s);
   }
-  const std::vector<StepOutcome> sg = bounded_steps(runs, opt);
+  std::vector<double> sizes;  // stage 4's estimates, to start the largest first
+  for (size_t k = 0; k < nv; ++k) sizes.push_back(est_bytes[ok[k]]);
+  const std::vector<StepOutcome> sg = bounded_steps(runs, opt, {}, sizes);
   res.simgrid_runs = static_cast<int>(runs.size());
   lap(res.stage_wall_s[3]);
   // A layout SimGrid cannot hold or finish keeps its analytic time, and says why.
   for (size_t k = 0; k < nv; ++k) {
     res.all[ok[k]].simgrid_wall_s = sg[k].wall_s;
+    if (sg[k].wall_s >= 0) res.all[ok[k]].simgrid_start_s = sg[k].start_s - t_start;
     if (sg[k].step_s > 0) res.all[ok[k]].simgrid_s = sg[k].step_s;
     else if (sg[k].over_memory) res.all[ok[k]].why = "SimGrid not run: its graph would need about " +
                                                      fmt("%.3g GB", sg[k].estimate_bytes / 1e9);

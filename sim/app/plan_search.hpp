@@ -50,6 +50,7 @@ struct Candidate {
   /// Wall seconds of its stage 4 and stage 5 children (probe, build, replay; -1: not run), so
   /// `--json` shows where a search's time went.
   double analytic_wall_s = -1, simgrid_wall_s = -1;
+  double analytic_start_s = -1, simgrid_start_s = -1;  ///< their starts, seconds into the search
   double tokens_per_step = 0;
   double model_flops = 0;         ///< per step
   double tokens_per_s() const;    ///< from the SimGrid time when run, else the analytic one

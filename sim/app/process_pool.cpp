@@ -77,7 +77,8 @@ struct FnChild {
   int fd;
 };
 
-/// This process's resident bytes (/proc/self/statm), 0 when unknown.
+}  // namespace
+
 double resident_bytes() {
   const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -88,6 +89,8 @@ double resident_bytes() {
   if (r <= 0 || std::sscanf(buf, "%lu %lu", &size, &resident) != 2) return 0;
   return static_cast<double>(resident) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
 }
+
+namespace {
 
 /// The child's answer goes out once: from its function, or from the memory watchdog.
 std::atomic<bool> g_answered{false};
@@ -209,17 +212,28 @@ size_t first_ready(const std::deque<FnChild>& running) {
 
 /// The children of run_in_children and run_each_in_children: every job runs unless
 /// `stop_on_failure`, when none starts after the first failure (the running ones finish).
+/// `limits[k]` > 0: job k's child stops at that resident memory, and children start (the
+/// first waiting one that fits, in job order) only while their limits add up to at most
+/// `total` (> 0); one whose limit alone is over `total` runs when nothing else does.
 std::vector<ChildOutcome> run_children(const std::vector<std::function<std::string()>>& jobs, int parallel,
-                                       bool stop_on_failure, double limit_bytes) {
+                                       bool stop_on_failure, const std::vector<double>& limits, double total) {
   std::vector<ChildOutcome> out(jobs.size());
   std::deque<FnChild> running;
-  size_t next = 0;
+  std::vector<char> started(jobs.size(), 0);
+  size_t left = jobs.size();
+  double reserved = 0;
+  auto limit_of = [&](size_t k) { return k < limits.size() ? limits[k] : 0.0; };
   bool failed = false;
-  while (next < jobs.size() || !running.empty()) {
-    while (!(failed && stop_on_failure) && next < jobs.size() &&
-           running.size() < static_cast<size_t>(std::max(1, parallel))) {
-      running.push_back(start_fn(jobs[next], next, limit_bytes));
-      ++next;
+  while (left > 0 || !running.empty()) {
+    for (size_t k = 0; !(failed && stop_on_failure) && k < jobs.size() &&
+                       running.size() < static_cast<size_t>(std::max(1, parallel));
+         ++k) {
+      if (started[k]) continue;
+      if (total > 0 && !running.empty() && reserved + limit_of(k) > total) continue;
+      running.push_back(start_fn(jobs[k], k, limit_of(k)));
+      started[k] = 1;
+      reserved += limit_of(k);
+      --left;
     }
     if (running.empty()) break;
     // The first child to answer (a child writes its answer once, when done): one long job does
@@ -229,6 +243,7 @@ std::vector<ChildOutcome> run_children(const std::vector<std::function<std::stri
     const size_t i = first_ready(running);
     const FnChild c = running[i];
     running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    reserved -= limit_of(c.job);
     try {
       out[c.job].value = finish_fn(c, stop_on_failure ? "child run " + std::to_string(c.job + 1) : "");
       out[c.job].ok = true;
@@ -248,7 +263,7 @@ std::vector<ChildOutcome> run_children(const std::vector<std::function<std::stri
 
 std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs,
                                          int parallel) {
-  std::vector<ChildOutcome> each = run_children(jobs, parallel, true, 0);
+  std::vector<ChildOutcome> each = run_children(jobs, parallel, true, {}, 0);
   std::vector<std::string> out(jobs.size());
   // The first failure in the order the children were reaped (their start order).
   for (size_t k = 0; k < each.size(); ++k) {
@@ -260,7 +275,13 @@ std::vector<std::string> run_in_children(const std::vector<std::function<std::st
 
 std::vector<ChildOutcome> run_each_in_children(const std::vector<std::function<std::string()>>& jobs,
                                                int parallel, double limit_bytes) {
-  return run_children(jobs, parallel, false, limit_bytes);
+  return run_children(jobs, parallel, false, std::vector<double>(jobs.size(), limit_bytes), 0);
+}
+
+std::vector<ChildOutcome> run_each_in_children(const std::vector<std::function<std::string()>>& jobs,
+                                               int parallel, const std::vector<double>& limits,
+                                               double total_bytes) {
+  return run_children(jobs, parallel, false, limits, total_bytes);
 }
 
 std::string self_exe() {

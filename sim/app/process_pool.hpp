@@ -55,6 +55,10 @@ struct ChildOutcome {
   std::string error;         ///< its exception's message, or the signal that killed it (!ok)
 };
 
+/// This process's resident bytes (/proc/self/statm), 0 when unknown. A forked child starts
+/// with its parent's resident pages counted in its own.
+double resident_bytes();
+
 /// A child's resident memory went over its limit (run_each_in_children).
 class MemoryLimitExceeded : public std::runtime_error {
  public:
@@ -68,6 +72,14 @@ class MemoryLimitExceeded : public std::runtime_error {
 /// that children side by side never add up to more than the machine has.
 std::vector<ChildOutcome> run_each_in_children(const std::vector<std::function<std::string()>>& jobs,
                                                int parallel, double limit_bytes = 0);
+/// Like run_each_in_children, with job k's child stopped at `limits[k]` resident bytes, and
+/// children started (the first waiting job that fits, in job order) only while their limits
+/// add up to at most `total_bytes`: a large job runs beside small ones instead of alone, and
+/// no two large ones meet. A job whose limit alone is over the total runs when nothing else
+/// does.
+std::vector<ChildOutcome> run_each_in_children(const std::vector<std::function<std::string()>>& jobs,
+                                               int parallel, const std::vector<double>& limits,
+                                               double total_bytes);
 
 // ---- commands -----------------------------------------------------------------------------------
 

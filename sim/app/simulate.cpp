@@ -294,21 +294,25 @@ double simulate_step_time(const scenario::Scenario& sc) { return step_time(sc); 
 
 std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, int jobs) {
   std::vector<double> out;
-  for (const StepOutcome& o : run_bounded_steps(scs, jobs, 0)) out.push_back(o.step_s);
+  for (const StepOutcome& o : run_bounded_steps(scs, jobs, {}, 0)) out.push_back(o.step_s);
   return out;
 }
 
 std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>& scs, int jobs,
-                                           double limit_bytes, const std::vector<double>& known_bytes) {
+                                           const std::vector<double>& limits, double total_bytes,
+                                           const std::vector<double>& known_bytes) {
   // Probed beyond 2 micro-batches (the probe builds 1 and 2): a search's children stay inside
   // their share however many micro-batches a layout has, for ~3/m of its build time.
   constexpr int kProbeAbove = 2;
   std::vector<std::function<std::string()>> fns;
   for (size_t k = 0; k < scs.size(); ++k)
-    fns.push_back([&s = scs[k], limit_bytes, known = k < known_bytes.size() ? known_bytes[k] : 0.0] {
-      // step time (-2: estimate over the limit, -3: build stopped), estimate, wall seconds
-      double v[3] = {-1, 0, 0};
+    fns.push_back([&s = scs[k], limit_bytes = k < limits.size() ? limits[k] : 0.0,
+                   known = k < known_bytes.size() ? known_bytes[k] : 0.0] {
+      // step time (-2: estimate over the limit, -3: build stopped), estimate, wall seconds,
+      // start (steady clock: the same across the processes of this machine)
+      double v[4] = {-1, 0, 0, 0};
       const auto t0 = std::chrono::steady_clock::now();
+      v[3] = std::chrono::duration<double>(t0.time_since_epoch()).count();
       scenario::Scenario b = s;
       try {
         if (limit_bytes > 0) {
@@ -334,22 +338,29 @@ std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>
     });
   std::vector<StepOutcome> out(scs.size());
   // The probe is an estimate, and it builds graphs itself: the watchdog bounds what it misses.
-  const auto each = pool::run_each_in_children(fns, jobs, limit_bytes);
+  // A child starts with this process's resident pages counted in its own (shared, not new
+  // memory): its watchdog allows them on top of its limit.
+  const double parent = limits.empty() ? 0 : pool::resident_bytes();
+  std::vector<double> watch(scs.size(), 0.0);
+  for (size_t k = 0; k < scs.size() && k < limits.size(); ++k)
+    if (limits[k] > 0) watch[k] = limits[k] + parent;
+  const auto each = pool::run_each_in_children(fns, jobs, watch, total_bytes > 0 ? total_bytes + jobs * parent : 0);
   for (size_t k = 0; k < each.size(); ++k) {
     StepOutcome& o = out[k];
     o.over_memory = each[k].over_memory;
-    if (!each[k].ok || each[k].value.size() != 3 * sizeof(double)) {
+    if (!each[k].ok || each[k].value.size() != 4 * sizeof(double)) {
       o.error = each[k].ok ? "child run: truncated result" : each[k].error;
       continue;
     }
-    double v[3];
+    double v[4];
     std::memcpy(v, each[k].value.data(), sizeof v);
     o.wall_s = v[2];
+    o.start_s = v[3];
     if (v[0] == -3) {
       o.over_memory = true;
       char buf[200];
       std::snprintf(buf, sizeof buf, "its task graph passed %.3g M ops while being built, over the %.3g GB it may use",
-                    v[1] / 1e6, limit_bytes / 1e9);
+                    v[1] / 1e6, (k < limits.size() ? limits[k] : 0.0) / 1e9);
       o.error = buf;
       continue;
     }

@@ -76,15 +76,18 @@ struct StepOutcome {
   bool over_memory = false;
   std::string error;           ///< why it failed: its build, its replay, or the signal that killed it
   double wall_s = -1;          ///< the child's own wall seconds (probe, build and replay) when it reported
+  double start_s = 0;          ///< when it started, steady-clock seconds (std::chrono::steady_clock)
 };
 
 /// Like run_step_times, with each child's memory bounded: a scenario of more than 2
-/// micro-batches is probed first (estimate_work) and not run when its estimate is over
-/// `limit_bytes`, and a child whose resident memory passes `limit_bytes` stops there. For
-/// searches, whose children run side by side: `limit_bytes` is their share. `known_bytes[k]`
-/// > 0: the caller's own estimate of scenario k's memory, used instead of the probe (which
-/// builds 3 micro-batches' worth of graph: 3/8 of the build at 8 micro-batches).
+/// micro-batches is probed first (estimate_work) and not run when its estimate is over its
+/// limit `limits[k]`, and a child whose resident memory passes it stops there. Children run
+/// side by side while their limits add up to at most `total_bytes` (0: `jobs` at once
+/// whatever their limits). `known_bytes[k]` > 0: the caller's own estimate of scenario k's
+/// memory, used instead of the probe (which builds 3 micro-batches' worth of graph: 3/8 of the
+/// build at 8 micro-batches).
 std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>& scs, int jobs,
-                                           double limit_bytes, const std::vector<double>& known_bytes = {});
+                                           const std::vector<double>& limits, double total_bytes,
+                                           const std::vector<double>& known_bytes = {});
 
 }  // namespace cpsim::app

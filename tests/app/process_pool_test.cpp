@@ -87,6 +87,28 @@ TEST(ProcessPool, AFreeSlotTakesTheNextJobWhileALongOneRuns) {
   EXPECT_LT(s[2], e[0] - 0.4);
 }
 
+TEST(ProcessPool, ChildrenStartWhileWhatTheyHoldFits) {
+  // 4 GB to share, three slots: the second job (3 GB) cannot run beside the first (3 GB) and
+  // waits for it; the third (1 GB) can, and starts at once.
+  auto now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+  auto job = [&](int ms) {
+    return [ms, now] {
+      const double start = now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      return std::to_string(start) + " " + std::to_string(now());
+    };
+  };
+  const std::vector<std::function<std::string()>> jobs = {job(400), job(10), job(10)};
+  const auto out = pool::run_each_in_children(jobs, 3, {3e9, 3e9, 1e9}, 4e9);
+  double s[3], e[3];
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(out[k].ok) << out[k].error;
+    ASSERT_EQ(std::sscanf(out[k].value.c_str(), "%lf %lf", &s[k], &e[k]), 2);
+  }
+  EXPECT_GE(s[1], e[0]);
+  EXPECT_LT(s[2], e[0] - 0.2);
+}
+
 TEST(ProcessPool, EachChildFailsAlone) {
   // A search's candidate killed by the OOM killer (SIGKILL) or failing to build is that
   // candidate's answer: the others still run and keep their results, in job order.
