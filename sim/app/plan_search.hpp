@@ -10,15 +10,17 @@
 ///   3. attention scheme: one attention layer per (TP, CP, scheme, layout) with the analytic
 ///      engine; the best two per (TP, CP) survive (the scheme changes only attention layers);
 ///   4. step: the survivors' whole steps with the analytic engine, in child processes (-j),
-///      in the order of a lower bound per token (FLOPs at peak, or the compute stream's priced
-///      kernels where larger), at most `budget` of them; once
+///      in the order of a lower bound per token (FLOPs at peak, or where larger the compute
+///      stream's priced kernels and the waits TP collectives force on them, plus the LM head:
+///      app/layer_probe.hpp step_lower_bound), at most `budget` of them; once
 ///      that bound is no better than the best simulated step, the rest cannot win ("bounded");
 ///   5. the best `verify` re-simulated with SimGrid (contention), which ranks them.
-/// Each child of stages 4 and 5 is probed before it builds (app/work_limit.hpp): the children
-/// running at once share `max_memory_bytes`, one over its share runs alone afterwards, and one
-/// over the whole is not simulated ("too_big") instead of meeting the kernel's OOM killer; a
-/// layout whose graph has more ops than the whole holds by stage 4's layer probe (one layer's
-/// ops x layers x micro-batches x replicas built, a floor) is "too_big" without a child.
+/// The children running at once share `max_memory_bytes`: a stage 4 child holds stage 4's
+/// estimate of its graph (one layer's ops x layers x micro-batches x replicas built) and its
+/// error, a stage 5 child an equal share and probes itself first (app/work_limit.hpp); they
+/// start while what they hold fits, largest first. One stopped at what it holds runs again
+/// alone, and one over the whole is not simulated ("too_big") instead of meeting the kernel's
+/// OOM killer; a layout estimated over kEstimateMargin x the whole is "too_big" without a child.
 /// Throughput (tokens/s) ranks the layouts, since DP and micro-batches change the tokens per
 /// step. Deterministic: fixed enumeration order, ties broken by the label.
 #include <string>
