@@ -15,28 +15,33 @@ namespace cpsim::app {
 
 namespace {
 
+/// A forward or backward kernel on a GPU's compute stream (what the bound adds up).
+bool computes(const schedule::Op& op) {
+  return op.kind == schedule::OpKind::Compute && op.stream == schedule::stream::kCompute &&
+         (op.label.phase == schedule::Phase::Forward || op.label.phase == schedule::Phase::Backward);
+}
+
 /// Per rank, the compute stream's idle gaps that TP collectives force (LayerProbe::tp_wait_s):
 /// for each forward or backward compute op fed by a TP collective, the time from the end of the
 /// op before it on its stream to the collective's end (or the op's start, if sooner), in the
-/// probe replayed alone on the analytic engine.
+/// probe replayed alone on the analytic engine. None with TP communication overlap
+/// (`overlapped`), where chunked GEMMs run during the collective.
 struct TpWaits {
   std::vector<double> layer, head;  ///< per rank: in the transformer layers; at the LM head
 };
-TpWaits tp_waits(const schedule::TaskGraph& g, const model::Topology& topo) {
+TpWaits tp_waits(const schedule::TaskGraph& g, const model::Topology& topo, bool overlapped) {
   TpWaits w;
   w.layer.assign(static_cast<size_t>(std::max(0, g.num_ranks())), 0.0);
   w.head = w.layer;
   const uint32_t tp = g.interned("tp"), sp = g.interned("tp-sp");
-  if (tp == UINT32_MAX && sp == UINT32_MAX) return w;
+  if (overlapped || (tp == UINT32_MAX && sp == UINT32_MAX)) return w;
   const schedule::Trace tr = engine::replay(g, topo, scenario::EngineKind::Analytic, {});
   for (const auto& q : g.queues()) {
     if (q.stream != schedule::stream::kCompute) continue;
     for (size_t k = 1; k < q.ops.size(); ++k) {
       const schedule::OpId b = q.ops[k];
       const schedule::Op op = g.op(b);
-      if (op.kind != schedule::OpKind::Compute ||
-          (op.label.phase != schedule::Phase::Forward && op.label.phase != schedule::Phase::Backward))
-        continue;
+      if (!computes(op)) continue;
       double fed = -1;
       for (auto [p, e] = g.preds(b); p != e; ++p) {
         const uint32_t scheme = g.op(*p).label.scheme;
@@ -75,10 +80,6 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
     std::vector<char> seen;
     double ops = 0, dp_ops = 0;
     const uint32_t dp = g.interned("dp"), embedding = g.interned("embedding");
-    auto computes = [](const schedule::Op& op) {
-      return op.kind == schedule::OpKind::Compute && op.stream == schedule::stream::kCompute &&
-             (op.label.phase == schedule::Phase::Forward || op.label.phase == schedule::Phase::Backward);
-    };
     for (const schedule::Op& op : g.ops()) {
       if (op.label.layer < 0) {
         // The LM head and loss run on the last stage; the embedding (first stage) is left out.
@@ -101,8 +102,7 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
     r = scaled_to_mesh(r, sc, mesh_group ? static_cast<double>(schedule::dp_group_gather_ops(sc, topo)) : 0);
     r.uses_spines = schedule::uses_spines(g, topo, 0);
     if (!sc.perturb.any() && sc.model.moe.experts == 0 && sc.training.doc_distribution.empty()) {
-      TpWaits w{std::vector<double>(busy.size(), 0.0), std::vector<double>(busy.size(), 0.0)};
-      if (!one.parallel.tp_comm_overlap) w = tp_waits(g, topo);
+      const TpWaits w = tp_waits(g, topo, one.parallel.tp_comm_overlap);
       size_t worst = 0;
       for (size_t i = 0; i < busy.size(); ++i)
         if (busy[i] + w.layer[i] > busy[worst] + w.layer[worst]) worst = i;

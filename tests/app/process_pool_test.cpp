@@ -65,46 +65,42 @@ TEST(ProcessPool, ChildrenKeepJobOrderAndNameTheFailingRun) {
   }
 }
 
+/// A child job that sleeps `ms` and answers its start and end (steady clock, the same in
+/// every process of this machine).
+std::function<std::string()> sleeper(int ms) {
+  return [ms] {
+    auto now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
+    const double start = now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return std::to_string(start) + " " + std::to_string(now());
+  };
+}
+
+/// Each sleeper's start and end, or a test failure.
+void spans(const std::vector<pool::ChildOutcome>& out, double* start, double* end) {
+  for (size_t k = 0; k < out.size(); ++k) {
+    ASSERT_TRUE(out[k].ok) << out[k].error;
+    ASSERT_EQ(std::sscanf(out[k].value.c_str(), "%lf %lf", &start[k], &end[k]), 2);
+  }
+}
+
 TEST(ProcessPool, AFreeSlotTakesTheNextJobWhileALongOneRuns) {
   // Two slots, a long first job: the short second one ends, and the third starts in its slot
   // long before the first ends (the pool reaps whichever child answers first).
-  auto now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
-  auto job = [&](int ms) {
-    return [ms, now] {
-      const double start = now();
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      return std::to_string(start) + " " + std::to_string(now());
-    };
-  };
-  const std::vector<std::function<std::string()>> jobs = {job(600), job(10), job(10)};
-  const auto out = pool::run_each_in_children(jobs, 2);
+  const auto out = pool::run_each_in_children({sleeper(600), sleeper(10), sleeper(10)}, 2);
   ASSERT_EQ(out.size(), 3u);
   double s[3], e[3];
-  for (int k = 0; k < 3; ++k) {
-    ASSERT_TRUE(out[k].ok) << out[k].error;
-    ASSERT_EQ(std::sscanf(out[k].value.c_str(), "%lf %lf", &s[k], &e[k]), 2);
-  }
+  spans(out, s, e);
   EXPECT_LT(s[2], e[0] - 0.4);
 }
 
 TEST(ProcessPool, ChildrenStartWhileWhatTheyHoldFits) {
   // 4 GB to share, three slots: the second job (3 GB) cannot run beside the first (3 GB) and
   // waits for it; the third (1 GB) can, and starts at once.
-  auto now = [] { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); };
-  auto job = [&](int ms) {
-    return [ms, now] {
-      const double start = now();
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      return std::to_string(start) + " " + std::to_string(now());
-    };
-  };
-  const std::vector<std::function<std::string()>> jobs = {job(400), job(10), job(10)};
-  const auto out = pool::run_each_in_children(jobs, 3, {3e9, 3e9, 1e9}, 4e9);
+  const auto out = pool::run_each_in_children({sleeper(400), sleeper(10), sleeper(10)}, 3, {3e9, 3e9, 1e9}, 4e9);
+  ASSERT_EQ(out.size(), 3u);
   double s[3], e[3];
-  for (int k = 0; k < 3; ++k) {
-    ASSERT_TRUE(out[k].ok) << out[k].error;
-    ASSERT_EQ(std::sscanf(out[k].value.c_str(), "%lf %lf", &s[k], &e[k]), 2);
-  }
+  spans(out, s, e);
   EXPECT_GE(s[1], e[0]);
   EXPECT_LT(s[2], e[0] - 0.2);
 }
