@@ -36,12 +36,15 @@
 //    and each link carries that rate times its members. It starts when the last member joined
 //    and its latency passed. Measured on a 1 GiB NVLS-Tree all-reduce over 16,384 GPUs: the
 //    rails' 8,188 tree edges were ~7,800 distinct completions, each re-solving its rail's whole
-//    max-min component (127.6 s); as 16 pipelines they are 16 flows.
+//    max-min component (127.6 s); as 16 pipelines they are 16 flows. Links only the
+//    pipeline's own members cross are left out of its route for one cap link (route_pipeline),
+//    and graphs with lanes of 128+ members use SimGrid's Full update (full_update).
 #include <xbt/log.h>
 
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <simgrid/kernel/Timer.hpp>
@@ -78,6 +81,10 @@ class TopologyZone final : public kr::NetZoneImpl {
   /// links of the pipeline that holds it (set before its Comm starts, which asks the route).
   std::vector<int> slot_of_vertex;
   std::vector<std::vector<uint32_t>> slot_links;
+  /// Per slot: a FATPIPE link standing for the pipeline's private links (their tightest
+  /// bandwidth per member), and whether its route crosses it now.
+  std::vector<sg4::Link*> slot_cap;
+  std::vector<char> slot_capped;
   /// Per Topology link.
   std::vector<sg4::Link*> links;
 
@@ -85,6 +92,7 @@ class TopologyZone final : public kr::NetZoneImpl {
   void get_local_route(const kr::NetPoint* src, const kr::NetPoint* dst, kr::Route* into,
                        double* /*latency: zero, see the top of the file*/) override {
     if (const int slot = slot_of_vertex.at(src->id()); slot >= 0) {
+      if (slot_capped[slot]) into->link_list_.push_back(slot_cap[slot]->get_impl());
       for (uint32_t l : slot_links[slot]) into->link_list_.push_back(links[l]->get_impl());
       return;
     }
@@ -100,6 +108,7 @@ class TopologyZone final : public kr::NetZoneImpl {
 /// The replay state; SimGrid callbacks reach it through a pointer.
 struct Replay {
   const schedule::TaskGraph& g;
+  const model::Topology& topo;
   TopologyZone& zone;
   const ReplayOptions& opt;
   Trace& tr;
@@ -137,11 +146,19 @@ struct Replay {
   /// free runs its members as independent transfers.
   std::vector<std::pair<sg4::Host*, sg4::Host*>> pipe_hosts{};
   std::vector<int> free_slots{};
+  /// A running pipeline: its Comm, slot, and each distinct link its members cross with how many
+  /// of them cross it.
   struct PipeFlow {
-    sg4::ActivityPtr comm;
+    sg4::CommPtr comm;
     int slot;
+    std::vector<std::pair<uint32_t, uint32_t>> load;
   };
   std::unordered_map<uint32_t, PipeFlow> pipes_running{};
+  static constexpr uint32_t kNoPipe = UINT32_MAX;
+  /// Per Topology link: the running pipeline whose Comm leaves it out of its route because no
+  /// other flow is on it (see route_pipeline), or kNoPipe.
+  std::vector<uint32_t> link_pipe{};
+  std::vector<uint32_t> link_scratch{};  ///< per Topology link, zero between uses
   detail::RouteCache routes;                ///< wire latency per (src, dst)
   bool draining = false;
   size_t done = 0;
@@ -230,6 +247,8 @@ struct Replay {
       if (link_solo[*l] != schedule::kNoOp) to_comm(link_solo[*l]);
       ++link_flows[*l];
     }
+    for (const uint32_t* l = lb; l != le; ++l)
+      if (link_pipe[*l] != kNoPipe) repipe(link_pipe[*l]);
     const double bytes = static_cast<double>(std::llround(std::max(0.0, op.bytes)));
     if (alone && opt.solo_transfers) {
       const double now = sg4::Engine::get_clock();
@@ -271,21 +290,73 @@ struct Replay {
     }
     const int slot = free_slots.back();
     free_slots.pop_back();
-    std::vector<uint32_t>& links = zone.slot_links[slot];
-    links.clear();
+    PipeFlow& pf = pipes_running[p];
+    pf.slot = slot;
+    pf.load.clear();
     for (OpId m = pl.first; m < pl.first + pl.count; ++m) {
       const auto [lb, le] = routes.links(routes.get(g.op(m).rank, g.op(m).peer));
       for (const uint32_t* l = lb; l != le; ++l) {
         if (link_solo[*l] != schedule::kNoOp) to_comm(link_solo[*l]);
         ++link_flows[*l];
-        links.push_back(*l);
+        if (link_scratch[*l]++ == 0) pf.load.emplace_back(*l, 0);
       }
     }
-    auto c = sg4::Comm::sendto_init(pipe_hosts[slot].first, pipe_hosts[slot].second);
-    c->set_payload_size(static_cast<uint64_t>(std::llround(std::max(0.0, g.op(pl.first).bytes))));
-    c->set_data(pipe_tag(p));
-    c->start();
-    pipes_running[p] = {c, slot};
+    for (auto& [l, members] : pf.load) {
+      members = link_scratch[l];
+      link_scratch[l] = 0;
+    }
+    for (const auto& [l, members] : pf.load)
+      if (link_pipe[l] != kNoPipe) repipe(link_pipe[l]);
+    route_pipeline(p, pf);
+    start_pipe_comm(p, pf, std::llround(std::max(0.0, g.op(pl.first).bytes)));
+  }
+
+  /// The route of pipeline p's Comm. A link that some other flow also crosses is listed once per
+  /// member crossing it, so max-min gives it the members' load. A link only its own members
+  /// cross cannot be shared: it only bounds the rate, at its bandwidth / members; those links
+  /// are left out and the tightest such bound is the slot's one FATPIPE cap link, the same
+  /// constraint on the pipeline's rate. Why: SimGrid 3.32's selective update
+  /// (System::update_modified_cnst_set_rec) marks a variable visited only after walking all
+  /// its links, recursing into each, so each solve that reaches a variable of k links costs
+  /// ~k^2 / 2 steps: a DP x CP ring lane of 1,024 GPUs is 2,176 links, and the 405B layout
+  /// tp 2, cp 16, pp 8, dp 64 spent 72 % of a 216 s SimGrid replay there.
+  void route_pipeline(uint32_t p, const PipeFlow& pf) {
+    std::vector<uint32_t>& links = zone.slot_links[pf.slot];
+    links.clear();
+    double cap = std::numeric_limits<double>::infinity();
+    for (const auto& [l, members] : pf.load) {
+      if (opt.solo_transfers && link_flows[l] == members) {
+        cap = std::min(cap, topo.links()[l].bw_Bps / members);
+        link_pipe[l] = p;
+        continue;
+      }
+      if (link_pipe[l] == p) link_pipe[l] = kNoPipe;
+      links.insert(links.end(), members, l);
+    }
+    zone.slot_capped[pf.slot] = std::isfinite(cap);
+    if (std::isfinite(cap)) zone.slot_cap[pf.slot]->set_bandwidth(cap);
+  }
+
+  void start_pipe_comm(uint32_t p, PipeFlow& pf, double bytes) {
+    pf.comm = sg4::Comm::sendto_init(pipe_hosts[pf.slot].first, pipe_hosts[pf.slot].second);
+    pf.comm->set_payload_size(static_cast<uint64_t>(std::llround(bytes)));
+    pf.comm->set_data(pipe_tag(p));
+    pf.comm->start();
+  }
+
+  /// Another flow reached one of pipeline p's private links: its Comm gives way to one over
+  /// the links now shared, for the bytes it has left (as a solo transfer becomes a Comm). The
+  /// old Comm is suspended first, so its variable shares nothing while SimGrid cleans it up.
+  void repipe(uint32_t p) {
+    PipeFlow& pf = pipes_running.at(p);
+    const double left = pf.comm->get_remaining();
+    if (!(left >= 1)) return;  // it ends now: under a byte of sharing to miss
+    pf.comm->set_data(nullptr);
+    pf.comm->suspend();
+    pf.comm->cancel();
+    graveyard.push_back(std::move(pf.comm));
+    route_pipeline(p, pf);
+    start_pipe_comm(p, pf, left);
   }
 
   void start_comm(OpId id, double bytes) {
@@ -360,6 +431,8 @@ struct Replay {
       auto it = pipes_running.find(p);
       graveyard.push_back(std::move(it->second.comm));
       free_slots.push_back(it->second.slot);
+      for (const auto& [l, members] : it->second.load)
+        if (link_pipe[l] == p) link_pipe[l] = kNoPipe;
       pipes_running.erase(it);
       const schedule::Pipeline& pl = g.pipelines()[p];
       for (OpId m = pl.first; m < pl.first + pl.count; ++m) transfer_done(m);
@@ -378,6 +451,31 @@ struct Replay {
 
 bool g_engine_used = false;
 
+/// Pipelines of this many members or more make SimGrid solve the whole max-min system at each
+/// event (network/optim:Full) instead of the connected part that changed (Lazy, the default).
+/// A pipeline's Comm joins every link its members cross, so one DP x CP ring lane makes the
+/// platform one component, and Lazy's walk of it (System::update_modified_cnst_set_rec) costs
+/// ~k^2 / 2 per solve for a variable of k links (see route_pipeline). Measured, whole SimGrid
+/// run, Lazy -> Full (both with private links left out):
+///  - 405B, 16,384 GPUs, tp 2, cp 16, pp 8, dp 64, USP (1,024-member lanes): 150 -> 59 s;
+///  - the same, tp 2, cp 8, pp 16, dp 64 (512-member lanes): 26.8 -> 18.0 s;
+///  - Llama-3 70B, 1,024 GPUs, tp 4, cp 8, dp 32 (256-member lanes, before the private
+///    links): 162 -> 71 s;  tp 2, cp 16, dp 32, ZeRO-2 (512): 1,050 -> 188 s;
+///  - Llama-3 8B, 4 nodes, pipelined (32-member lanes): 0.74 -> 0.61 s.
+/// Without pipelines Lazy wins where the platform falls into many small components (the 70B
+/// full replay, 1,024 GPUs: 34 -> 82 s with Full; DeepSeek-V3, 32 nodes: 8.3 -> 10.9 s), so the
+/// graph decides. Both are SimGrid's exact solve; Full keeps each flow's remaining bytes by
+/// subtraction at every event, Lazy by date, so times differ by rounding: 3e-11 relative on
+/// the 405B runs above, 1.3e-5 on the 70B tp 2 one (compute interference feeds transfer times
+/// back into compute and amplifies it, as for the solo timers).
+constexpr uint32_t kFullUpdateMembers = 128;
+
+bool full_update(const schedule::TaskGraph& g) {
+  for (const schedule::Pipeline& p : g.pipelines())
+    if (p.count >= kFullUpdateMembers) return true;
+  return false;
+}
+
 }  // namespace
 
 Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
@@ -395,6 +493,7 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:0");
+  if (opt.pipelines && full_update(g)) sg4::Engine::set_config("network/optim:Full");
 
   const size_t n = g.size();
   Trace tr;
@@ -407,7 +506,7 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
 
   // --- platform ---
   auto* zone = new TopologyZone(topo);  // the root zone; the Engine owns and frees it
-  Replay rp{.g = g, .zone = *zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
+  Replay rp{.g = g, .topo = topo, .zone = *zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
             .routes = detail::RouteCache(topo)};
   rp.hosts.resize(gpus);
   for (int gpu = 0; gpu < gpus; ++gpu) {
@@ -445,6 +544,7 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   if (opt.pipelines) {
     const size_t slots = std::min(g.pipelines().size(), static_cast<size_t>(gpus) + 64);
     zone->slot_links.resize(slots);
+    zone->slot_capped.assign(slots, 0);
     for (size_t k = 0; k < slots; ++k) {
       std::pair<sg4::Host*, sg4::Host*> pair;
       for (int end = 0; end < 2; ++end) {
@@ -455,6 +555,10 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
         zone->slot_of_vertex.push_back(end == 0 ? static_cast<int>(k) : -1);
       }
       rp.pipe_hosts.push_back(pair);
+      zone->slot_cap.push_back(zone->create_link("pipe" + std::to_string(k) + ".cap", std::vector<double>{1.0})
+                                   ->set_latency(0)
+                                   ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                                   ->seal());
       rp.free_slots.push_back(static_cast<int>(slots - 1 - k));
     }
   }
@@ -464,6 +568,8 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   rp.waits = detail::initial_waits(g);
   rp.link_flows.assign(topo.links().size(), 0);
   rp.link_solo.assign(topo.links().size(), schedule::kNoOp);
+  rp.link_pipe.assign(topo.links().size(), Replay::kNoPipe);
+  rp.link_scratch.assign(topo.links().size(), 0);
   rp.inflight.assign(gpus, 0);
   rp.kernels.resize(gpus);
   Replay* self = &rp;

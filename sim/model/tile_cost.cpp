@@ -2,6 +2,9 @@
 #include "model/tile_cost.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
+#include <functional>
 #include <cmath>
 
 namespace cpsim::model {
@@ -76,7 +79,47 @@ TileShape tile_shape(scenario::AttnImpl impl, int d, bool backward, bool masked)
   return {128, 64};
 }
 
+namespace {
+
+TileWork count_tiles_uncached(const AttentionCall& c, TileShape t);
+
+/// The inputs count_tiles reads; equal keys give equal tiles (a pure function).
+struct TileKey {
+  int64_t q = -1, kv = -1;
+  double fraction = 0;
+  scenario::Mask mask = scenario::Mask::Full;
+  bool backward = false;
+  int m = 0, n = 0;
+  bool operator==(const TileKey&) const = default;
+};
+
+}  // namespace
+
+/// A graph prices the same few block shapes over and over (every ring step of every layer and
+/// micro-batch), and a causal count loops over the block's row tiles: measured 14 % of a 405B
+/// 16,384-GPU analytic run (tp 2, cp 8, pp 16, 17 M ops) before this cache. Direct-mapped, per
+/// thread; a miss recomputes, so answers are the uncached ones exactly.
 TileWork count_tiles(const AttentionCall& c, TileShape t) {
+  struct Slot {
+    TileKey key;
+    TileWork work;
+  };
+  constexpr size_t kSlots = 1024;
+  thread_local std::array<Slot, kSlots> cache{};
+  const TileKey key{c.q_len, c.kv_len, c.unmasked_fraction, c.mask, c.backward, t.m, t.n};
+  size_t h = std::hash<int64_t>{}(key.q) * 0x9e3779b97f4a7c15ULL;
+  h ^= std::hash<int64_t>{}(key.kv) + 0x7f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= std::hash<double>{}(key.fraction) + (h << 6) + (h >> 2);
+  h ^= static_cast<size_t>(key.mask) * 131 + static_cast<size_t>(key.backward) * 7 +
+       static_cast<size_t>(key.m) * 8191 + static_cast<size_t>(key.n);
+  Slot& slot = cache[(h ^ (h >> 29)) % kSlots];
+  if (!(slot.key == key)) slot = {key, count_tiles_uncached(c, t)};
+  return slot.work;
+}
+
+namespace {
+
+TileWork count_tiles_uncached(const AttentionCall& c, TileShape t) {
   const double q = static_cast<double>(c.q_len), kv = static_cast<double>(c.kv_len);
   const double f = std::clamp(c.unmasked_fraction, 0.0, 1.0);
   TileWork w;
@@ -107,6 +150,8 @@ TileWork count_tiles(const AttentionCall& c, TileShape t) {
   if (c.mask == scenario::Mask::SlidingWindow) band.partial *= 2;
   return band;
 }
+
+}  // namespace
 
 double tile_equivalents(const AttentionCall& c, TileShape t) {
   const TileWork w = count_tiles(c, t);

@@ -4,6 +4,7 @@
 // both engines' times worked out by hand, and the SimGrid engine's timers against its Comms.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "app/child_replay.hpp"
@@ -137,18 +138,20 @@ TEST(Pipelines, StartWhenTheLastMemberJoined) {
   }
 }
 
-// Real collectives (ring lanes, trees, NVLS trees) across 8 nodes, two leaves and shared
-// spines, with independent transfers crossing them: every pipeline's members end together, and
-// the SimGrid engine's solo timers give the times its Comms give.
-class PipelineRandom : public ::testing::TestWithParam<uint32_t> {};
-
-TEST_P(PipelineRandom, SoloTimersAndCommsAgreeAndMembersEndTogether) {
-  auto spec = cpsim::test::dgx_h100(8);
+// Real collectives (ring lanes, trees, NVLS trees) across `nodes` nodes, leaves of 4 and
+// shared spines, with independent transfers crossing them: every pipeline's members end
+// together, and the SimGrid engine's shortcuts (solo timers, pipelines' private links left out
+// of their Comms) give the times its Comms over every link give. With `wide`, the first
+// collective is a ring over every GPU: lanes of 128+ members, which SimGrid solves with its Full
+// update (simgrid.cpp, full_update).
+void check_random_pipelines(uint32_t seed, int nodes, bool wide) {
+  auto spec = cpsim::test::dgx_h100(nodes);
   spec.nodes_per_leaf = 4;
   spec.spines = 2;
   spec.nccl.nvls = true;
   Topology topo(spec);
-  std::mt19937 rng(GetParam());
+  const int gpus = 8 * nodes;
+  std::mt19937 rng(seed);
   auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
   TaskGraph g;
   g.set_pipelined_collectives(true);
@@ -156,19 +159,22 @@ TEST_P(PipelineRandom, SoloTimersAndCommsAgreeAndMembersEndTogether) {
   for (int i = 0; i < 6; ++i) {
     CollectiveRequest req;
     req.op = CollOp::AllReduce;
-    const int first = 8 * pick(4), nodes = 2 + pick(4);
-    for (int r = first; r < first + 8 * nodes; ++r) req.ranks.push_back(r);
+    const int first = wide && i == 0 ? 0 : 8 * pick(4), span = wide && i == 0 ? nodes : 2 + pick(4);
+    for (int r = first; r < first + 8 * span; ++r) req.ranks.push_back(r);
     req.bytes = 1e6 * (1 + pick(64));
-    req.algorithm = algos[pick(3)];
+    req.algorithm = wide && i == 0 ? Algorithm::Ring : algos[pick(3)];
     req.send_stream = i % 2 ? stream::kDpSend : stream::kTpSend;
     req.recv_stream = i % 2 ? stream::kDpRecv : stream::kTpRecv;
     add_collective(g, topo, req);
   }
   for (int i = 0; i < 40; ++i)
-    g.add_transfer(pick(64), stream::kCpSend, pick(64), stream::kCpRecv, 1e6 * (1 + pick(256)),
+    g.add_transfer(pick(gpus), stream::kCpSend, pick(gpus), stream::kCpRecv, 1e6 * (1 + pick(256)),
                    label(g));
   g.finalize();
   ASSERT_FALSE(g.pipelines().empty());
+  uint32_t widest = 0;
+  for (const Pipeline& p : g.pipelines()) widest = std::max(widest, p.count);
+  EXPECT_EQ(widest >= 128, wide) << widest;
   const Trace solo = simgrid(g, topo, true), comms = simgrid(g, topo, false);
   // As in solo_transfers_test: SimGrid ends a Comm ~2e-11 s off the exact S / B, a timer is
   // exact; a wrong rate or a lost share would be off by microseconds.
@@ -177,6 +183,16 @@ TEST_P(PipelineRandom, SoloTimersAndCommsAgreeAndMembersEndTogether) {
   for (const Pipeline& p : g.pipelines())
     for (OpId m = p.first; m < p.first + p.count; ++m)
       ASSERT_EQ(comms.end_s[m], comms.end_s[p.first]) << g.describe(m);
+}
+
+class PipelineRandom : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(PipelineRandom, ShortcutsAndCommsAgreeAndMembersEndTogether) {
+  check_random_pipelines(GetParam(), 8, false);
+}
+
+TEST_P(PipelineRandom, ShortcutsAndCommsAgreeOnLanesOfEveryGpu) {
+  check_random_pipelines(GetParam(), 20, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, PipelineRandom, ::testing::Values(1u, 2u, 3u, 4u));

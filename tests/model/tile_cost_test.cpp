@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "model/cost_model.hpp"
 #include "scenario/load.hpp"
@@ -71,6 +72,37 @@ TEST(Tiles, FullCausalAndOffsetCounts) {
   const auto offset = model::count_tiles(call(4096, 8192, Mask::CausalOffset, 0.75), t);
   EXPECT_GT(offset.full, 0.70 * 32 * 128);
   EXPECT_LE(offset.full + offset.partial, 32.0 * 128);
+}
+
+// count_tiles keeps recent answers (tile_cost.cpp): whatever came before, a call gets the tiles
+// it got first, through more distinct shapes than the cache holds, in another order.
+TEST(Tiles, RecentCountsAreTheSameCounts) {
+  struct Case {
+    AttentionCall c;
+    model::TileShape t;
+  };
+  std::vector<Case> cases;
+  const Mask masks[] = {Mask::Full, Mask::Causal, Mask::CausalOffset, Mask::Document, Mask::SlidingWindow};
+  for (int64_t q = 128; q <= 32768; q += 128)
+    for (int k = 0; k < 5; ++k)
+      for (bool bwd : {false, true})
+        cases.push_back({call(q, q * (1 + k % 2), masks[k], k == 0 ? 1.0 : 0.3 + 0.1 * k, 32, bwd),
+                         model::TileShape{128, 128 - 64 * (k % 2)}});
+  ASSERT_GT(cases.size(), 2048u);
+  std::vector<model::TileWork> first;
+  for (const Case& x : cases) first.push_back(model::count_tiles(x.c, x.t));
+  for (size_t i = cases.size(); i-- > 0;) {
+    const model::TileWork w = model::count_tiles(cases[i].c, cases[i].t);
+    ASSERT_EQ(w.full, first[i].full) << i;
+    ASSERT_EQ(w.partial, first[i].partial) << i;
+    ASSERT_EQ(w.ctas, first[i].ctas) << i;
+    ASSERT_EQ(w.max_cta, first[i].max_cta) << i;
+  }
+  // The same call twice in a row is the cache's answer; it equals the worked count above.
+  const model::TileShape t{128, 64};
+  for (int twice = 0; twice < 2; ++twice)
+    EXPECT_DOUBLE_EQ(model::count_tiles(call(8192, 8192, Mask::Causal, causal_frac(8192)), t).full,
+                     2.0 * 63 * 64 / 2);
 }
 
 TEST(Tiles, MaskedTilesCostMorePerFlopThanDense) {
