@@ -143,15 +143,14 @@ void flops(const scenario::Scenario& sc, Candidate& c, double& factor) {
 /// one without holds an equal share (limit / jobs); children start
 /// while what they hold fits, so a large run goes beside small ones and no two large ones
 /// meet. A child stops at what it holds; one stopped below the whole limit runs again alone
-/// with all of it. The largest (by `size[k]`, else the estimate) start first, so that the
-/// longest child is not the last one left running (SimGrid on the 405B: 30 s, 35 s and 195 s
-/// children, the 195 s one third).
+/// with all of it. The largest (by the estimate) start first, so that the longest child is not
+/// the last one left running (SimGrid on the 405B: 30 s, 35 s and 195 s children, the 195 s one
+/// third).
 std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& in, const Options& opt,
-                                       const std::vector<double>& in_est = {},
-                                       const std::vector<double>& size = {}) {
+                                       const std::vector<double>& in_est = {}) {
   std::vector<size_t> order(in.size());
   for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  auto key = [&](size_t k) { return k < size.size() ? size[k] : k < in_est.size() ? in_est[k] : 0.0; };
+  auto key = [&](size_t k) { return k < in_est.size() ? in_est[k] : 0.0; };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) > key(b); });
   std::vector<scenario::Scenario> runs;
   std::vector<double> est_bytes;
@@ -368,7 +367,21 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
     }
     by_scheme[key].push_back(i);
   }
-  const std::vector<double> attn = run_step_times(runs, opt.jobs);
+  // Largest first (ops grow as cp^2 transfers per group built, every TP group's outside the
+  // ring family), so that the longest layer is not the last one left running on one core
+  // (the 405B on 16,384 GPUs: USP at tp 8, cp 512 is 10.8 s of 447 layers' 125 s).
+  std::vector<size_t> order(runs.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  auto size_of = [&](size_t k) {
+    const auto& p = runs[k].parallel;
+    return static_cast<double>(p.cp) * p.cp * (runs[k].simulation.one_tp_group ? 1 : p.tp);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size_of(a) > size_of(b); });
+  std::vector<scenario::Scenario> sorted;
+  for (size_t k : order) sorted.push_back(runs[k]);
+  const std::vector<double> attn_sorted = run_step_times(sorted, opt.jobs);
+  std::vector<double> attn(runs.size());
+  for (size_t k = 0; k < order.size(); ++k) attn[order[k]] = attn_sorted[k];
   res.attention_runs = static_cast<int>(runs.size());
   lap(res.stage_wall_s[1]);
   std::map<std::string, std::vector<std::pair<double, std::string>>> per_group;  // "tp cp" -> (t, key)
@@ -539,9 +552,13 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
     s.simulation.engine = scenario::EngineKind::SimGrid;
     runs.push_back(s);
   }
-  std::vector<double> sizes;  // stage 4's estimates, to start the largest first
-  for (size_t k = 0; k < nv; ++k) sizes.push_back(est_bytes[ok[k]]);
-  const std::vector<StepOutcome> sg = bounded_steps(runs, opt, {}, sizes);
+  // Stage 4's estimates: the same graph, and a SimGrid step time alone needs no more per op
+  // (run_bounded_steps). Without them each child probed its own graph at the full-replay
+  // footprint, and the largest (405B, tp 2 cp 16 pp 8) found itself over its equal share and ran
+  // again alone after the others: 61 s for three children of 16, 17 and 44 s.
+  std::vector<double> verify_est;
+  for (size_t k = 0; k < nv; ++k) verify_est.push_back(est_bytes[ok[k]]);
+  const std::vector<StepOutcome> sg = bounded_steps(runs, opt, verify_est);
   res.simgrid_runs = static_cast<int>(runs.size());
   lap(res.stage_wall_s[3]);
   // A layout SimGrid cannot hold or finish keeps its analytic time, and says why.

@@ -27,10 +27,11 @@ constexpr double kBytesPerOp = 300;
 /// of them copies, peak 2.38 GB where every op stored took 4.97 GB (~203 B/op): ~81 B per copied
 /// op. Scaled as kBytesPerOp is over its measurement (300 / 203) and rounded up.
 constexpr double kBytesPerCopiedOp = 130;
-/// A step time alone on the analytic engine (`cpsim plan`'s whole steps): the graph and the
-/// replay's per-op state, no trace times and no report. Llama 3 405B on 16,384 H100, one replica
-/// built: tp 8 cp 4 pp 2 (5.41 M ops) peaks at 1.06 GB, tp 2 cp 8 pp 16 USP (17.1 M ops) at
-/// 3.24 GB: 196 and 189 B/op. With the margin kBytesPerOp keeps over its measurement (~1.3x).
+/// A step time alone (`cpsim plan`'s whole steps): the graph and the replay's per-op state, no
+/// trace times and no report. Llama 3 405B on 16,384 H100, one replica built, analytic engine:
+/// tp 8 cp 4 pp 2 (5.41 M ops) peaks at 1.06 GB, tp 2 cp 8 pp 16 USP (17.1 M ops) at 3.24 GB:
+/// 196 and 189 B/op; SimGrid: tp 2 cp 8 pp 16 USP 2.79 GB (165 B per estimated op), tp 2 cp 16
+/// pp 8 USP 4.53 GB (166). With the margin kBytesPerOp keeps over its measurement (~1.3x).
 constexpr double kStepBytesPerOp = 250;
 /// More per op when a Chrome trace is built in memory: the same scenario with 1 micro-batch
 /// (~0.21 M ops) peaks at 1.71 GB with --trace against 80 MB without (~7.7 KB/op).
