@@ -136,6 +136,15 @@ void flops(const scenario::Scenario& sc, Candidate& c, double& factor) {
                                                  : 1.0;
 }
 
+/// Indices of `key`, the largest first (ties in index order): children started in this order
+/// leave the longest one running alone at the end less often.
+std::vector<size_t> largest_first(const std::vector<double>& key) {
+  std::vector<size_t> order(key.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] > key[b]; });
+  return order;
+}
+
 /// Whole steps in children, at most `opt.jobs` at once, sharing the memory limit: a run whose
 /// memory is estimated (`est_bytes[k]` > 0, the layer probe's, which also spares the child its
 /// own probe) holds that much and the estimate's error (kEstimateMargin; holding the estimate
@@ -148,10 +157,9 @@ void flops(const scenario::Scenario& sc, Candidate& c, double& factor) {
 /// third).
 std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& in, const Options& opt,
                                        const std::vector<double>& in_est = {}) {
-  std::vector<size_t> order(in.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  auto key = [&](size_t k) { return k < in_est.size() ? in_est[k] : 0.0; };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) > key(b); });
+  std::vector<double> key(in.size(), 0.0);
+  std::copy_n(in_est.begin(), std::min(in_est.size(), key.size()), key.begin());
+  const std::vector<size_t> order = largest_first(key);
   std::vector<scenario::Scenario> runs;
   std::vector<double> est_bytes;
   for (size_t k : order) {
@@ -370,13 +378,10 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   // Largest first (ops grow as cp^2 transfers per group built, every TP group's outside the
   // ring family), so that the longest layer is not the last one left running on one core
   // (the 405B on 16,384 GPUs: USP at tp 8, cp 512 is 10.8 s of 447 layers' 125 s).
-  std::vector<size_t> order(runs.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  auto size_of = [&](size_t k) {
-    const auto& p = runs[k].parallel;
-    return static_cast<double>(p.cp) * p.cp * (runs[k].simulation.one_tp_group ? 1 : p.tp);
-  };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size_of(a) > size_of(b); });
+  std::vector<double> size;
+  for (const scenario::Scenario& r : runs)
+    size.push_back(static_cast<double>(r.parallel.cp) * r.parallel.cp * (r.simulation.one_tp_group ? 1 : r.parallel.tp));
+  const std::vector<size_t> order = largest_first(size);
   std::vector<scenario::Scenario> sorted;
   for (size_t k : order) sorted.push_back(runs[k]);
   const std::vector<double> attn_sorted = run_step_times(sorted, opt.jobs);
@@ -464,7 +469,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
         const LayerProbe mesh = scaled_to_mesh(lp, cs, go);
         const bool every_replica = builds_every_replica(cs, t->second, mesh);
         const double ops = estimate_graph_ops(cs, mesh, every_replica);
-        // Stage 4 wants the step time alone, on the analytic engine (step_time_bytes).
+        // Stage 4 (analytic) and 5 (SimGrid) want the step time alone (step_time_bytes).
         const double bytes = step_time_bytes(ops);
         if (bytes > kEstimateMargin * limit) {
           c.status = "too_big";

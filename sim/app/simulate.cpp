@@ -320,7 +320,7 @@ std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>
           // A step time alone (step_time: no per-op times, no report) needs less per op than a
           // full replay, on either engine: measured on the 405B at 16,384 GPUs, analytic 189-196
           // B/op, SimGrid 165 (tp 2 cp 8 pp 16 USP, 2.79 GB) and 166 (tp 2 cp 16 pp 8, 4.53 GB).
-          b.simulation.max_ops = ops_within(limit_bytes, true);
+          b.simulation.max_ops = ops_within(limit_bytes);
           b.simulation.copied_op_weight = copied_op_weight();
           if (known > 0) {
             v[1] = known;

@@ -133,8 +133,8 @@ double step_time_bytes(double ops, double copied) {
 
 double copied_op_weight() { return kBytesPerCopiedOp / kBytesPerOp; }
 
-uint64_t ops_within(double bytes, bool step_time) {
-  return static_cast<uint64_t>(std::max(1000.0, (bytes - kBaseBytes) / (step_time ? kStepBytesPerOp : kBytesPerOp)));
+uint64_t ops_within(double bytes) {
+  return static_cast<uint64_t>(std::max(1000.0, (bytes - kBaseBytes) / kStepBytesPerOp));
 }
 
 WorkEstimate check_work(const scenario::Scenario& sc, const WorkLimits& limits) {

@@ -49,13 +49,13 @@ WorkEstimate estimate_work(const scenario::Scenario& sc, bool trace, int probe_a
 /// needs (the estimate's per-op and base figures).
 double graph_bytes(double ops, bool trace = false, double copied = 0);
 
-/// The memory a step time alone needs on the analytic engine (no trace times, no report;
+/// The memory a step time alone needs, on either engine (no trace times, no report;
 /// app::simulate_step_time): less per op than graph_bytes.
 double step_time_bytes(double ops, double copied = 0);
 
-/// The most ops a graph may have to stay within `bytes` (the per-op and base figures of the
-/// estimate; `step_time`: step_time_bytes'), at least 1,000; for schedule::TaskGraph::set_op_limit.
-uint64_t ops_within(double bytes, bool step_time = false);
+/// The most ops a step-time-alone graph may have to stay within `bytes` (step_time_bytes'
+/// figures), at least 1,000; for schedule::TaskGraph::set_op_limit.
+uint64_t ops_within(double bytes);
 
 /// What a copied op counts for in set_op_limit: its bytes over a stored op's.
 double copied_op_weight();

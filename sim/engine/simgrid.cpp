@@ -243,12 +243,8 @@ struct Replay {
     const auto [lb, le] = routes.links(ri);
     bool alone = true;
     for (const uint32_t* l = lb; l != le; ++l) alone = alone && link_flows[*l] == 0;
-    for (const uint32_t* l = lb; l != le; ++l) {
-      if (link_solo[*l] != schedule::kNoOp) to_comm(link_solo[*l]);
-      ++link_flows[*l];
-    }
-    for (const uint32_t* l = lb; l != le; ++l)
-      if (link_pipe[*l] != kNoPipe) repipe(link_pipe[*l]);
+    for (const uint32_t* l = lb; l != le; ++l) ++link_flows[*l];
+    for (const uint32_t* l = lb; l != le; ++l) reached(*l);
     const double bytes = static_cast<double>(std::llround(std::max(0.0, op.bytes)));
     if (alone && opt.solo_transfers) {
       const double now = sg4::Engine::get_clock();
@@ -296,7 +292,6 @@ struct Replay {
     for (OpId m = pl.first; m < pl.first + pl.count; ++m) {
       const auto [lb, le] = routes.links(routes.get(g.op(m).rank, g.op(m).peer));
       for (const uint32_t* l = lb; l != le; ++l) {
-        if (link_solo[*l] != schedule::kNoOp) to_comm(link_solo[*l]);
         ++link_flows[*l];
         if (link_scratch[*l]++ == 0) pf.load.emplace_back(*l, 0);
       }
@@ -305,8 +300,7 @@ struct Replay {
       members = link_scratch[l];
       link_scratch[l] = 0;
     }
-    for (const auto& [l, members] : pf.load)
-      if (link_pipe[l] != kNoPipe) repipe(link_pipe[l]);
+    for (const auto& [l, members] : pf.load) reached(l);
     route_pipeline(p, pf);
     start_pipe_comm(p, pf, std::llround(std::max(0.0, g.op(pl.first).bytes)));
   }
@@ -342,6 +336,14 @@ struct Replay {
     pf.comm->set_payload_size(static_cast<uint64_t>(std::llround(bytes)));
     pf.comm->set_data(pipe_tag(p));
     pf.comm->start();
+  }
+
+  /// Link l now carries one more flow (counted in link_flows): a flow that had it to itself
+  /// gives way to SimGrid's sharing, a solo transfer as a Comm (to_comm), a pipeline with the
+  /// link in its Comm's route (repipe).
+  void reached(uint32_t l) {
+    if (link_solo[l] != schedule::kNoOp) to_comm(link_solo[l]);
+    if (link_pipe[l] != kNoPipe) repipe(link_pipe[l]);
   }
 
   /// Another flow reached one of pipeline p's private links: its Comm gives way to one over
