@@ -53,12 +53,19 @@ std::vector<char> perturbed_replicas(const scenario::Scenario& sc, const model::
   return touched;
 }
 
-/// True if any transfer from op `first` on crosses a spine (leaf <-> spine) link: the only
-/// links that GPUs of different replicas can share besides those of the DP collectives.
+/// True if any transfer from op `first` on, other than a DP collective's, crosses a spine
+/// (leaf <-> spine) link: the only links that GPUs of different replicas can share besides
+/// those of the DP collectives. The DP collectives are left out: every replica's members take
+/// part in them in the symmetric build too. Among the first replica's ops they are ZeRO-3's
+/// per-layer parameter gathers and the gradient buckets reduced during the backward (scheme
+/// "dp"); counting them refused symmetry to every ZeRO-3 layout whose replica does not fill
+/// whole leaf groups (the 405B on 16,384 GPUs, tp 8 cp 1 pp 2 dp 1,024: all 1,024 replicas
+/// built, ~486 M ops, where the plan's estimate had one replica, ~50 M).
 bool uses_spines(const TaskGraph& g, const model::Topology& topo, OpId first) {
+  const uint32_t dp = g.interned("dp");
   for (OpId id = first; id < g.size(); ++id) {
     const Op& op = g.op(id);
-    if (op.kind != OpKind::Transfer) continue;
+    if (op.kind != OpKind::Transfer || op.label.scheme == dp) continue;
     for (uint32_t l : topo.route(op.rank, op.peer))
       if (topo.links()[l].cls == model::LinkClass::Spine) return true;
   }

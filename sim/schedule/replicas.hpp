@@ -23,7 +23,8 @@ std::string replica_symmetry(const scenario::Scenario& sc, const model::Topology
 std::vector<char> perturbed_replicas(const scenario::Scenario& sc, const model::Topology& topo,
                                      const Mesh& mesh);
 
-/// True if any transfer from op `first` on crosses a spine (leaf <-> spine) link.
+/// True if any transfer from op `first` on, other than a DP collective's (scheme "dp"), crosses
+/// a spine (leaf <-> spine) link.
 bool uses_spines(const TaskGraph& g, const model::Topology& topo, OpId first);
 
 }  // namespace cpsim::schedule

@@ -113,6 +113,35 @@ TEST(ReplicaSymmetry, RefusedWhenPerturbationsTouchEveryReplica) {
             "refused: perturbations touch every replica");
 }
 
+TEST(ReplicaSymmetry, ZeroThreeGathersDoNotRefuseIt) {
+  // TP 8 x PP 2 replicas of two nodes each, leaf groups of four nodes: a replica's own traffic
+  // (NVLink, and PP hops between its nodes on one rail) never reaches a spine, so one replica
+  // may stand for all four. ZeRO-3 gathers parameters over DP inside the replica's layers,
+  // across both leaf groups (through the spines); they are DP
+  // collectives, built for every replica either way, and used to count as the replica's own
+  // spine traffic, which refused the shortcut (the 405B's tp 8 cp 1 pp 2 dp 1,024 ZeRO-3
+  // layout: every replica built, ~475 K ops each).
+  for (auto engine : {scenario::EngineKind::Analytic, scenario::EngineKind::SimGrid}) {
+    auto job = [](scenario::Symmetry sym) {
+      auto sc = small_dp_job(sym);
+      sc.platform = test::dgx_h100(8);
+      sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
+      sc.platform.nodes_per_leaf = 4;
+      sc.parallel.tp = 8;
+      sc.parallel.cp = 1;
+      sc.parallel.pp = 2;
+      sc.parallel.dp = 4;
+      sc.parallel.zero_stage = 3;
+      return sc;
+    };
+    const Outcome all = run(job(scenario::Symmetry::Off), engine);
+    const Outcome one = run(job(scenario::Symmetry::Auto), engine);
+    EXPECT_NE(one.symmetry.find("used"), std::string::npos) << one.symmetry;
+    EXPECT_LT(one.ops, all.ops);
+    EXPECT_NEAR(one.step_s, all.step_s, 0.01 * all.step_s);
+  }
+}
+
 TEST(ReplicaSymmetry, RefusedWhenReplicasShareLeafSwitches) {
   auto sc = small_dp_job(scenario::Symmetry::Auto);
   sc.platform.nodes_per_leaf = 32;
