@@ -28,11 +28,17 @@ constexpr double kBytesPerOp = 300;
 /// op. Scaled as kBytesPerOp is over its measurement (300 / 203) and rounded up.
 constexpr double kBytesPerCopiedOp = 130;
 /// A step time alone (`cpsim plan`'s whole steps): the graph and the replay's per-op state, no
-/// trace times and no report. Llama 3 405B on 16,384 H100, one replica built, analytic engine:
-/// tp 8 cp 4 pp 2 (5.41 M ops) peaks at 1.06 GB, tp 2 cp 8 pp 16 USP (17.1 M ops) at 3.24 GB:
-/// 196 and 189 B/op; SimGrid: tp 2 cp 8 pp 16 USP 2.79 GB (165 B per estimated op), tp 2 cp 16
-/// pp 8 USP 4.53 GB (166). With the margin kBytesPerOp keeps over its measurement (~1.3x).
-constexpr double kStepBytesPerOp = 250;
+/// trace times and no report. Llama 3 405B on 16,384 H100, one replica built, analytic engine,
+/// maximum RSS of a process that loads the scenario and replays its step (B per op over
+/// kBaseBytes): tp 8 cp 4 pp 2 ring, 5.41 M ops, 0.92 GB (162); tp 2 cp 8 pp 16 USP, 16.9 M,
+/// 2.75-2.82 GB (160-164); tp 4 cp 8 pp 4 double ring, 14.3 M, 2.40-2.46 GB (165-169); tp 4
+/// cp 16 pp 4 USP, 27.9 M, 4.64 GB (165); tp 2 cp 16 pp 8 USP, 27.2 M, 4.54-4.65 GB (165-169);
+/// tp 1 cp 32 pp 16 USP, 50.3 M, 8.51 GB (168); tp 8 cp 1 pp 2 ZeRO-3, 52.1 M, 8.18 GB (156).
+/// SimGrid: tp 2 cp 8 pp 16 USP 2.79 GB (165 B per estimated op), tp 2 cp 16 pp 8 USP 4.53 GB
+/// (166). With the margin kBytesPerOp keeps over its measurement (~1.3x over 169). It was 250
+/// (from 189-196 B/op measured on older builds): `cpsim plan` then stopped layouts of 50-52 M
+/// ops at 50.4 M, "over the 12.6 GB" its children may use, where they need ~8.5 GB.
+constexpr double kStepBytesPerOp = 220;
 /// More per op when a Chrome trace is built in memory: the same scenario with 1 micro-batch
 /// (~0.21 M ops) peaks at 1.71 GB with --trace against 80 MB without (~7.7 KB/op).
 constexpr double kTraceBytesPerOp = 8000;
