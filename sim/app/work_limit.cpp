@@ -35,10 +35,13 @@ constexpr double kBytesPerCopiedOp = 130;
 /// cp 16 pp 4 USP, 27.9 M, 4.64 GB (165); tp 2 cp 16 pp 8 USP, 27.2 M, 4.54-4.65 GB (165-169);
 /// tp 1 cp 32 pp 16 USP, 50.3 M, 8.51 GB (168); tp 8 cp 1 pp 2 ZeRO-3, 52.1 M, 8.18 GB (156).
 /// SimGrid: tp 2 cp 8 pp 16 USP 2.79 GB (165 B per estimated op), tp 2 cp 16 pp 8 USP 4.53 GB
-/// (166). With the margin kBytesPerOp keeps over its measurement (~1.3x over 169). It was 250
-/// (from 189-196 B/op measured on older builds): `cpsim plan` then stopped layouts of 50-52 M
-/// ops at 50.4 M, "over the 12.6 GB" its children may use, where they need ~8.5 GB.
-constexpr double kStepBytesPerOp = 220;
+/// (166). Building alone, tp 8 cp 16 pp 2 ZeRO-3: 61.2 M ops, 10.46 GB (170). Rounded up to
+/// >= 1.1x every measurement: it sizes what a child holds and where its build stops (the op
+/// limit); the child's memory watchdog, not this margin, is what keeps it within its limit.
+/// It was 250 (from 189-196 B/op measured on older builds): `cpsim plan` then stopped layouts
+/// of 50-52 M ops at 50.4 M ops, "over the 12.6 GB" its children may use, where they need
+/// ~8.5 GB (and 220 stopped 61.2 M-op ones that need ~10.5 GB at 57.2 M).
+constexpr double kStepBytesPerOp = 190;
 /// More per op when a Chrome trace is built in memory: the same scenario with 1 micro-batch
 /// (~0.21 M ops) peaks at 1.71 GB with --trace against 80 MB without (~7.7 KB/op).
 constexpr double kTraceBytesPerOp = 8000;
