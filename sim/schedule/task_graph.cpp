@@ -180,16 +180,23 @@ void TaskGraph::add_edge(OpId before, OpId after) {
 }
 
 uint32_t TaskGraph::intern(std::string_view s) {
-  auto it = string_ids_.find(std::string(s));
-  if (it != string_ids_.end()) return it->second;
-  auto id = static_cast<uint32_t>(strings_.size());
-  strings_.emplace_back(s);
-  string_ids_.emplace(std::string(s), id);
+  RecentIntern& r = recent_[(reinterpret_cast<uintptr_t>(s.data()) >> 3) % std::size(recent_)];
+  if (r.data == s.data() && r.size == s.size() && r.id < strings_.size() && std::string_view(strings_[r.id]) == s)
+    return r.id;
+  uint32_t id;
+  if (auto it = string_ids_.find(s); it != string_ids_.end()) {
+    id = it->second;
+  } else {
+    id = static_cast<uint32_t>(strings_.size());
+    strings_.emplace_back(s);
+    string_ids_.emplace(std::string(s), id);
+  }
+  r = {s.data(), s.size(), id};
   return id;
 }
 
 uint32_t TaskGraph::interned(std::string_view s) const {
-  auto it = string_ids_.find(std::string(s));
+  auto it = string_ids_.find(s);
   return it == string_ids_.end() ? UINT32_MAX : it->second;
 }
 

@@ -6,6 +6,7 @@
 /// predecessors are done (NCCL send/recv semantics).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <stdexcept>
 #include <string>
@@ -273,7 +274,21 @@ class TaskGraph {
   std::vector<uint32_t> pred_off_, succ_off_;
   std::vector<OpId> pred_, succ_;
   std::vector<std::string> strings_{""};
-  std::unordered_map<std::string, uint32_t> string_ids_{{"", 0}};
+  /// Looked up by string_view: intern() is called for every label of every op, and building a
+  /// std::string per lookup (and hashing it) was ~7 % of a 405B plan child (perf).
+  struct ViewHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, ViewHash, std::equal_to<>> string_ids_{{"", 0}};
+  /// intern()'s last answers by the caller's pointer (labels are mostly string literals): a hit
+  /// still compares the characters, so a reused buffer with other text misses.
+  struct RecentIntern {
+    const char* data = nullptr;
+    size_t size = 0;
+    uint32_t id = 0;
+  };
+  RecentIntern recent_[64];
   std::vector<KernelShape> shapes_;
   std::vector<Pipeline> pipelines_;  ///< by first op
   std::vector<Queue> queues_;
