@@ -35,6 +35,28 @@ Outcome run(const scenario::Scenario& sc, scenario::EngineKind engine) {
   return {tr.makespan_s, g.size(), info.symmetry};
 }
 
+/// small_dp_job on eight DGX H100 nodes in leaf groups of `nodes_per_leaf`.
+scenario::Scenario eight_node_job(scenario::Symmetry sym, int nodes_per_leaf) {
+  auto sc = small_dp_job(sym);
+  sc.platform = test::dgx_h100(8);
+  sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
+  sc.platform.nodes_per_leaf = nodes_per_leaf;
+  return sc;
+}
+
+/// On both engines: `job(Auto)` uses symmetry, builds fewer ops than `job(Off)` and gives its
+/// step within 1 %.
+template <class Job>
+void expect_one_replica_stands_for_all(const Job& job) {
+  for (auto engine : {scenario::EngineKind::Analytic, scenario::EngineKind::SimGrid}) {
+    const Outcome all = run(job(scenario::Symmetry::Off), engine);
+    const Outcome one = run(job(scenario::Symmetry::Auto), engine);
+    EXPECT_NE(one.symmetry.find("used"), std::string::npos) << one.symmetry;
+    EXPECT_LT(one.ops, all.ops);
+    EXPECT_NEAR(one.step_s, all.step_s, 0.01 * all.step_s);
+  }
+}
+
 }  // namespace
 
 TEST(ReplicaSymmetry, OneReplicaGivesTheSameStepAsAll) {
@@ -84,22 +106,13 @@ TEST(ReplicaSymmetry, ApproximateWhenDpAndCpTrafficShareNics) {
   // CP 16 over two nodes: each replica's ring crosses the NICs its DP traffic also uses. Mirrored
   // replicas carry only their DP flows, so those run a little faster than in the full replay,
   // where they meet their own CP traffic: the shortcut is close, not exact.
-  for (auto engine : {scenario::EngineKind::Analytic, scenario::EngineKind::SimGrid}) {
-    auto job = [](scenario::Symmetry sym) {
-      auto sc = small_dp_job(sym);
-      sc.platform = test::dgx_h100(8);
-      sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
-      sc.platform.nodes_per_leaf = 2;  // a replica fills its leaf group
-      sc.parallel.cp = 16;
-      sc.parallel.dp = 4;
-      return sc;
-    };
-    const Outcome all = run(job(scenario::Symmetry::Off), engine);
-    const Outcome one = run(job(scenario::Symmetry::Auto), engine);
-    EXPECT_NE(one.symmetry.find("used"), std::string::npos) << one.symmetry;
-    // Measured: analytic exact, SimGrid -0.002 % here; -0.2 % for Llama-3 70B on 1,024 GPUs.
-    EXPECT_NEAR(one.step_s, all.step_s, 0.01 * all.step_s);
-  }
+  // Measured: analytic exact, SimGrid -0.002 % here; -0.2 % for Llama-3 70B on 1,024 GPUs.
+  expect_one_replica_stands_for_all([](scenario::Symmetry sym) {
+    auto sc = eight_node_job(sym, 2);  // a replica fills its leaf group
+    sc.parallel.cp = 16;
+    sc.parallel.dp = 4;
+    return sc;
+  });
 }
 
 TEST(ReplicaSymmetry, RefusedWhenPerturbationsTouchEveryReplica) {
@@ -117,29 +130,19 @@ TEST(ReplicaSymmetry, ZeroThreeGathersDoNotRefuseIt) {
   // TP 8 x PP 2 replicas of two nodes each, leaf groups of four nodes: a replica's own traffic
   // (NVLink, and PP hops between its nodes on one rail) never reaches a spine, so one replica
   // may stand for all four. ZeRO-3 gathers parameters over DP inside the replica's layers,
-  // across both leaf groups (through the spines); they are DP
-  // collectives, built for every replica either way, and used to count as the replica's own
-  // spine traffic, which refused the shortcut (the 405B's tp 8 cp 1 pp 2 dp 1,024 ZeRO-3
-  // layout: every replica built, ~475 K ops each).
-  for (auto engine : {scenario::EngineKind::Analytic, scenario::EngineKind::SimGrid}) {
-    auto job = [](scenario::Symmetry sym) {
-      auto sc = small_dp_job(sym);
-      sc.platform = test::dgx_h100(8);
-      sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
-      sc.platform.nodes_per_leaf = 4;
-      sc.parallel.tp = 8;
-      sc.parallel.cp = 1;
-      sc.parallel.pp = 2;
-      sc.parallel.dp = 4;
-      sc.parallel.zero_stage = 3;
-      return sc;
-    };
-    const Outcome all = run(job(scenario::Symmetry::Off), engine);
-    const Outcome one = run(job(scenario::Symmetry::Auto), engine);
-    EXPECT_NE(one.symmetry.find("used"), std::string::npos) << one.symmetry;
-    EXPECT_LT(one.ops, all.ops);
-    EXPECT_NEAR(one.step_s, all.step_s, 0.01 * all.step_s);
-  }
+  // across both leaf groups (through the spines); they are DP collectives, built for every
+  // replica either way, and used to count as the replica's own spine traffic, which refused
+  // the shortcut (the 405B's tp 8 cp 1 pp 2 dp 1,024 ZeRO-3 layout: every replica built,
+  // ~475 K ops each).
+  expect_one_replica_stands_for_all([](scenario::Symmetry sym) {
+    auto sc = eight_node_job(sym, 4);
+    sc.parallel.tp = 8;
+    sc.parallel.cp = 1;
+    sc.parallel.pp = 2;
+    sc.parallel.dp = 4;
+    sc.parallel.zero_stage = 3;
+    return sc;
+  });
 }
 
 TEST(ReplicaSymmetry, RefusedWhenReplicasShareLeafSwitches) {
