@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -218,6 +219,32 @@ class TreeBuilder : public YAML::EventHandler {
 
 Node parse_yaml(const std::string& yaml, const std::shared_ptr<const Source>& src,
                 const std::string& path_prefix) {
+  // YAML allows no control characters but tab, line feed and carriage return in a stream
+  // (YAML 1.2, c-printable). yaml-cpp kept a raw NUL inside a quoted scalar, and the value then
+  // did not survive its own --set text (fuzz_sweep: the override's YAML ended at the NUL).
+  int line = 1, col = 1;
+  for (const char ch : yaml) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "%02X", c);
+      // The excerpt shows such characters as '?': a NUL would end the message there.
+      auto shown = std::make_shared<Source>(*src);
+      for (std::string& l : shown->lines)
+        for (char& x : l)
+          if ((static_cast<unsigned char>(x) < 0x20 && x != '\t') || x == 0x7f) x = '?';
+      fail(Origin{shown, line, col + src->col_offset}, "",
+           std::string("invalid YAML: control character 0x") + code +
+               " (only tab, line feed and carriage return are allowed; write it as an escape "
+               "such as \\u0001 in a double-quoted string)");
+    }
+    if (c == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
   std::istringstream in(yaml);
   std::optional<Node> root;
   TreeBuilder first(src, path_prefix);

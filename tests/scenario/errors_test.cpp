@@ -106,6 +106,17 @@ TEST(Errors, EmptyFile) {
             "  ^");
 }
 
+TEST(Errors, ControlCharacterInTheText) {
+  // A raw NUL inside a quoted string: yaml-cpp kept it, and a sweep value holding it did not
+  // parse back from its own --set text (fuzz_sweep). Escapes stay allowed.
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "name: \"a" + std::string(1, '\0') + "b\"\n"),
+            "s.yaml:3:9: error: invalid YAML: control character 0x00 (only tab, line feed and carriage "
+            "return are allowed; write it as an escape such as \\u0001 in a double-quoted string)\n"
+            "  name: \"a?b\"\n"
+            "          ^");
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "name: \"a\\u0001b\"\ntraining: {seq_len: 128K}\n"), "(no error)");
+}
+
 TEST(Errors, NegativeSize) {
   EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel: {dp_bucket: -25MB}\n"),
             "s.yaml:4:23: error: parallel.dp_bucket: negative value '-25MB' is not allowed\n"
