@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -197,19 +198,29 @@ void merge_into(Node& base, const Node& over) {
 }
 
 std::string emit_flow(const Node& n) {
-  auto scalar = [](const std::string& s, bool quoted) {
+  auto control = [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; };
+  auto scalar = [&control](const std::string& s, bool quoted) {
     const bool plain_ok =
         !quoted && !s.empty() && s.find_first_of(":#,[]{}&*!|>'\"%@`\n\t") == std::string::npos &&
+        std::none_of(s.begin(), s.end(), control) &&
         s.front() != ' ' && s.back() != ' ' && s.front() != '-' && s.front() != '?';
     const bool negative_number = !quoted && s.size() > 1 && s.front() == '-' &&
                                  std::isdigit(static_cast<unsigned char>(s[1])) &&
-                                 s.find_first_of(":#,[]{}") == std::string::npos;
+                                 s.find_first_of(":#,[]{}") == std::string::npos &&
+                                 std::none_of(s.begin(), s.end(), control);
     if (plain_ok || negative_number) return s;
     std::string out = "\"";
     for (char c : s) {
       if (c == '"' || c == '\\') out.push_back('\\');
       if (c == '\n') {
         out += "\\n";
+        continue;
+      }
+      // The parser takes no raw control character (parse_yaml): escaped, \x01 reads back as 0x01.
+      if (control(c)) {
+        char esc[8];
+        std::snprintf(esc, sizeof esc, "\\x%02X", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        out += esc;
         continue;
       }
       out.push_back(c);
