@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "app/layer_probe.hpp"
+#include "app/plan_steps.hpp"
 #include "app/simulate.hpp"
 #include "app/work_limit.hpp"
 #include "model/memory.hpp"
@@ -28,21 +29,8 @@ using scenario::Recompute;
 
 std::string str(int v) { return std::to_string(v); }
 
-/// How far over --max-memory the layer probe's graph estimate may be and the layout still
-/// simulated: the estimate's worst error measured (+9 %, llama3-8b-128k-4nodes), rounded up. A
-/// wider margin cost more than it saved: on the 405B on 16,384 GPUs four ZeRO-3 layouts
-/// estimated at 1.19-1.22 x --max-memory spent 240 s of child time building graphs that
-/// stopped at the limit.
-constexpr double kEstimateMargin = 1.1;
-
 /// FlashAttention's query/key block (128 rows on Hopper and Ampere, flash_fwd_kernel's kBlockM).
 constexpr int kAttentionTile = 128;
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 const char* layout_key(Layout l) { return scenario::name_of(l, scenario::kLayoutNames); }
 const char* scheme_key(AttentionScheme s) { return scenario::name_of(s, scenario::kSchemeNames); }
@@ -117,8 +105,6 @@ std::vector<std::string> structure_sets(const Candidate& c, int nodes) {
   return s;
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 /// Model FLOPs per step and the recomputation's extra FLOPs as a factor: full recomputation
 /// repeats the forward (4/3 of forward + backward); selective repeats the attention core only
 /// (Korthikanti et al. 2022), 4 x pairs x H_q x d per full-attention layer.
@@ -134,86 +120,6 @@ void flops(const scenario::Scenario& sc, Candidate& c, double& factor) {
   factor = c.recompute == Recompute::Full        ? 4.0 / 3.0
            : c.recompute == Recompute::Selective ? (c.model_flops + attn) / c.model_flops
                                                  : 1.0;
-}
-
-/// Indices of `key`, the largest first (ties in index order): children started in this order
-/// leave the longest one running alone at the end less often.
-std::vector<size_t> largest_first(const std::vector<double>& key) {
-  std::vector<size_t> order(key.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] > key[b]; });
-  return order;
-}
-
-/// Whole steps in children, at most `opt.jobs` at once, sharing the memory limit: a run whose
-/// memory is estimated (`est_bytes[k]` > 0, the layer probe's, which also spares the child its
-/// own probe) holds that much and the estimate's error (kEstimateMargin; holding the estimate
-/// alone stopped every 405B child a few ops short, at its op limit, and ran it again alone),
-/// one without holds an equal share (limit / jobs); children start
-/// while what they hold fits, so a large run goes beside small ones and no two large ones
-/// meet. A child stops at what it holds; one stopped below the whole limit runs again alone
-/// with all of it. The largest (by the estimate) start first, so that the longest child is not
-/// the last one left running (SimGrid on the 405B: 30 s, 35 s and 195 s children, the 195 s one
-/// third).
-std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& in, const Options& opt,
-                                       const std::vector<double>& in_est = {}) {
-  std::vector<double> key(in.size(), 0.0);
-  std::copy_n(in_est.begin(), std::min(in_est.size(), key.size()), key.begin());
-  const std::vector<size_t> order = largest_first(key);
-  std::vector<scenario::Scenario> runs;
-  std::vector<double> est_bytes;
-  for (size_t k : order) {
-    runs.push_back(in[k]);
-    est_bytes.push_back(k < in_est.size() ? in_est[k] : 0.0);
-  }
-  const double limit = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory();
-  const int jobs = std::max(1, opt.jobs);
-  // The estimate may be high by up to kEstimateMargin: a run estimated a little over the limit
-  // still tries with all of it, stopped by its op limit if it is really over.
-  std::vector<double> est(runs.size(), 0.0), hold(runs.size(), limit / jobs);
-  for (size_t k = 0; k < runs.size() && k < est_bytes.size(); ++k)
-    if (est_bytes[k] > 0) {
-      est[k] = std::min(est_bytes[k], limit);
-      hold[k] = std::min(est_bytes[k] * kEstimateMargin, limit);
-    }
-  std::vector<StepOutcome> out = run_bounded_steps(runs, jobs, hold, limit, est);
-  std::vector<scenario::Scenario> alone;
-  std::vector<double> alone_est;
-  std::vector<size_t> alone_at;
-  for (size_t k = 0; k < out.size(); ++k)
-    if (out[k].over_memory && out[k].estimate_bytes <= limit && hold[k] < limit) {
-      alone.push_back(runs[k]);
-      alone_est.push_back(est[k]);
-      alone_at.push_back(k);
-    }
-  const std::vector<StepOutcome> again =
-      run_bounded_steps(alone, 1, std::vector<double>(alone.size(), limit), limit, alone_est);
-  for (size_t i = 0; i < alone_at.size(); ++i) out[alone_at[i]] = again[i];
-  std::vector<StepOutcome> back(in.size());
-  for (size_t i = 0; i < order.size(); ++i) back[order[i]] = out[i];
-  return back;
-}
-
-/// A step's outcome on its candidate: "too_big" or "failed" with why, or true when it ran.
-bool record(const StepOutcome& o, const Options& opt, Candidate& c) {
-  if (o.over_memory) {
-    const double limit = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory();
-    c.status = "too_big";
-    const std::string whose = opt.max_memory_bytes > 0 ? "" : " (default: half of this machine's memory)";
-    c.why = o.error.empty() ? "not simulated: its task graph would need about " +
-                                  fmt("%.3g GB", o.estimate_bytes / 1e9) +
-                                  fmt(", over --max-memory %.3g GB", limit / 1e9) + whose
-                            : "stopped: " + first_line(o.error) +
-                                  (opt.max_memory_bytes > 0 ? " (--max-memory)"
-                                                            : " (--max-memory, default half of this machine's memory)");
-    return false;
-  }
-  if (o.step_s <= 0) {
-    c.status = "failed";
-    c.why = "the schedule could not be built or replayed" + (o.error.empty() ? "" : ": " + first_line(o.error));
-    return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -384,7 +290,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   const std::vector<size_t> order = largest_first(size);
   std::vector<scenario::Scenario> sorted;
   for (size_t k : order) sorted.push_back(runs[k]);
-  const std::vector<double> attn_sorted = run_step_times(sorted, opt.jobs);
+  const std::vector<double> attn_sorted = run_analytic_step_times(sorted, opt.jobs);
   std::vector<double> attn(runs.size());
   for (size_t k = 0; k < order.size(); ++k) attn[order[k]] = attn_sorted[k];
   res.attention_runs = static_cast<int>(runs.size());
@@ -492,6 +398,13 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   });
   std::vector<size_t> ok;
   double best = 1e300;  // best simulated step time per token
+  auto stage4_scenario = [&](size_t i) {
+    scenario::Scenario s = loaded[scenario_of[i]];
+    s.training.recompute = res.all[i].recompute;
+    s.parallel.zero_stage = res.all[i].zero_stage;
+    return s;
+  };
+  StepWorkers workers(stage4_scenario, opt);
   const size_t round = static_cast<size_t>(2 * std::max(1, opt.jobs));
   for (size_t k = 0; k < step.size();) {
     if (static_cast<int>(k) >= opt.budget) {
@@ -518,15 +431,11 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
     for (; k < step.size() && batch.size() < round && static_cast<int>(k) < opt.budget &&
            per_token(step[k]) < best;
          ++k) {
-      const auto& c = res.all[step[k]];
-      scenario::Scenario s = loaded[scenario_of[step[k]]];
-      s.training.recompute = c.recompute;
-      s.parallel.zero_stage = c.zero_stage;
-      runs.push_back(s);
+      runs.push_back(stage4_scenario(step[k]));
       batch.push_back(step[k]);
       batch_bytes.push_back(est_bytes[step[k]]);
     }
-    const std::vector<StepOutcome> st = bounded_steps(runs, opt, batch_bytes);
+    const std::vector<StepOutcome> st = bounded_steps(runs, opt, batch_bytes, &workers, batch);
     res.step_runs += static_cast<int>(runs.size());
     for (size_t b = 0; b < batch.size(); ++b) {
       auto& c = res.all[batch[b]];

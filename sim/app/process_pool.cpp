@@ -1,6 +1,8 @@
 // Every fork, exec and waitpid of cpsim (process_pool.hpp says why there are child processes).
 #include "app/process_pool.hpp"
 
+#include "app/pool_fd.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,10 +25,7 @@
 
 namespace cpsim::app::pool {
 
-namespace {
-
-volatile sig_atomic_t g_interrupted = 0;
-extern "C" void on_interrupt(int) { g_interrupted = 1; }
+namespace detail {
 
 bool write_all(int fd, const std::string& s) {
   size_t off = 0;
@@ -39,6 +38,41 @@ bool write_all(int fd, const std::string& s) {
   return true;
 }
 
+bool read_exact(int fd, void* buf, size_t n) {
+  char* p = static_cast<char*>(buf);
+  while (n > 0) {
+    const ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+int wait_for(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status))
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+}  // namespace detail
+
+using detail::wait_for;
+using detail::write_all;
+
+namespace {
+
+volatile sig_atomic_t g_interrupted = 0;
+extern "C" void on_interrupt(int) { g_interrupted = 1; }
+
 std::string read_all(int fd) {
   std::string buf;
   char chunk[1 << 16];
@@ -49,13 +83,6 @@ std::string read_all(int fd) {
     buf.append(chunk, static_cast<size_t>(r));
   }
   return buf;
-}
-
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
 }
 
 Exit exit_of(int status) {
@@ -156,9 +183,7 @@ std::string finish_fn(const FnChild& c, const std::string& who) {
   const std::string buf = read_all(c.fd);
   ::close(c.fd);
   const int status = wait_for(c.pid);
-  if (WIFSIGNALED(status))
-    throw std::runtime_error(name + " killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
-                             strsignal(WTERMSIG(status)) + ")");
+  if (WIFSIGNALED(status)) throw std::runtime_error(name + " " + detail::describe_status(status));
   if (buf.empty()) throw std::runtime_error(name + " exited without a result");
   if (buf[0] == '2') throw MemoryLimitExceeded(buf.substr(1));
   if (buf[0] == '1') throw std::runtime_error(who.empty() ? buf.substr(1) : who + ": " + buf.substr(1));

@@ -1,5 +1,6 @@
 #pragma once
-/// The only code of cpsim that starts processes. SimGrid allows one engine per process, so
+/// With worker_pool.hpp (children that serve many jobs), the only code of cpsim that starts
+/// processes. SimGrid allows one engine per process, so
 /// every replay beyond the first runs in a child: a function in a forked child that sends its
 /// bytes back (run_in_child, run_in_children), or `cpsim run` exec'd with a log (Runner,
 /// run_batch for sweeps). Commands go through the Runner interface and time through Clock, so
@@ -53,6 +54,10 @@ struct ChildOutcome {
   bool over_memory = false;  ///< stopped at its memory limit (error says how far it got)
   std::string value;         ///< the bytes it returned (ok)
   std::string error;         ///< its exception's message, or the signal that killed it (!ok)
+  /// WorkerPool only: its worker stopped at the memory limit or died. The job's own answer is
+  /// not known: a worker's heap holds what its earlier jobs left (fragments included), so a
+  /// fresh process may finish where the worker did not.
+  bool lost = false;
 };
 
 /// This process's resident bytes (/proc/self/statm), 0 when unknown. A forked child starts

@@ -15,6 +15,7 @@
 #include "app/boundary.hpp"
 #include "app/child_replay.hpp"
 #include "app/process_pool.hpp"
+#include "app/worker_pool.hpp"
 #include "app/result_check.hpp"
 #include "app/work_limit.hpp"
 #include "app/progress.hpp"
@@ -298,78 +299,119 @@ std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, i
   return out;
 }
 
-std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>& scs, int jobs,
-                                           const std::vector<double>& limits, double total_bytes,
-                                           const std::vector<double>& known_bytes) {
+std::string bounded_step_bytes(const scenario::Scenario& s, double limit_bytes, double known_bytes) {
   // Probed beyond 2 micro-batches (the probe builds 1 and 2): a search's children stay inside
   // their share however many micro-batches a layout has, for ~3/m of its build time.
   constexpr int kProbeAbove = 2;
+  // step time (-2: estimate over the limit, -3: build stopped), estimate, wall seconds, start
+  // (steady clock: the same across the processes of this machine)
+  double v[4] = {-1, 0, 0, 0};
+  const auto t0 = std::chrono::steady_clock::now();
+  v[3] = std::chrono::duration<double>(t0.time_since_epoch()).count();
+  scenario::Scenario b = s;
+  try {
+    if (limit_bytes > 0) {
+      // The build stops at the ops its share holds (seconds), before the watchdog would.
+      // A step time alone (step_time: no per-op times, no report) needs less per op than a
+      // full replay, on either engine: measured on the 405B at 16,384 GPUs, analytic 189-196
+      // B/op, SimGrid 165 (tp 2 cp 8 pp 16 USP, 2.79 GB) and 166 (tp 2 cp 16 pp 8, 4.53 GB).
+      b.simulation.max_ops = ops_within(limit_bytes);
+      b.simulation.copied_op_weight = copied_op_weight();
+      if (known_bytes > 0) {
+        v[1] = known_bytes;
+      } else {
+        const WorkEstimate e = estimate_work(b, false, kProbeAbove);
+        v[1] = e.probed ? step_time_bytes(e.ops, e.copied) : 0;
+      }
+      if (v[1] > limit_bytes) v[0] = -2;
+    }
+    if (v[0] != -2) v[0] = step_time(b);
+  } catch (const schedule::OpLimitExceeded&) {
+    v[0] = -3;
+    v[1] = static_cast<double>(b.simulation.max_ops);
+  }
+  v[2] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return std::string(reinterpret_cast<const char*>(v), sizeof v);
+}
+
+StepOutcome step_outcome(const pool::ChildOutcome& c, double limit_bytes) {
+  StepOutcome o;
+  o.over_memory = c.over_memory;
+  if (!c.ok || c.value.size() != 4 * sizeof(double)) {
+    o.error = c.ok ? "child run: truncated result" : c.error;
+    return o;
+  }
+  double v[4];
+  std::memcpy(v, c.value.data(), sizeof v);
+  o.wall_s = v[2];
+  o.start_s = v[3];
+  if (v[0] == -3) {
+    o.over_memory = true;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "its task graph passed %.3g M ops while being built, over the %.3g GB it may use",
+                  v[1] / 1e6, limit_bytes / 1e9);
+    o.error = buf;
+    return o;
+  }
+  o.estimate_bytes = v[1];
+  if (v[0] == -2) o.over_memory = true;
+  else o.step_s = v[0];
+  return o;
+}
+
+std::vector<double> step_watch_limits(const std::vector<double>& limits, size_t n) {
+  // A child starts with this process's resident pages counted in its own (shared, not new
+  // memory): its watchdog allows them on top of its limit.
+  const double parent = limits.empty() ? 0 : pool::resident_bytes();
+  std::vector<double> watch(n, 0.0);
+  for (size_t k = 0; k < n && k < limits.size(); ++k)
+    if (limits[k] > 0) watch[k] = limits[k] + parent;
+  return watch;
+}
+
+std::vector<double> run_analytic_step_times(const std::vector<scenario::Scenario>& scs, int jobs) {
+  for (const scenario::Scenario& s : scs)
+    if (s.simulation.engine != scenario::EngineKind::Analytic)
+      throw std::logic_error("run_analytic_step_times: a SimGrid run needs a process of its own");
+  pool::WorkerPool workers(
+      [&scs](const std::string& req) {
+        const size_t k = std::stoul(req);
+        return bounded_step_bytes(scs.at(k), 0, 0);
+      },
+      jobs, 0);
+  std::vector<std::string> requests;
+  for (size_t k = 0; k < scs.size(); ++k) requests.push_back(std::to_string(k));
+  const std::vector<pool::ChildOutcome> each = workers.run(requests, {});
+  std::vector<double> out;
+  std::vector<scenario::Scenario> again;
+  std::vector<size_t> again_at;
+  for (size_t k = 0; k < each.size(); ++k) {
+    out.push_back(step_outcome(each[k], 0).step_s);
+    if (each[k].lost) {  // a worker that died: the answer is a fresh child's (ChildOutcome::lost)
+      again.push_back(scs[k]);
+      again_at.push_back(k);
+    }
+  }
+  const std::vector<double> fresh = again.empty() ? std::vector<double>{} : run_step_times(again, jobs);
+  for (size_t i = 0; i < again_at.size(); ++i) out[again_at[i]] = fresh[i];
+  return out;
+}
+
+std::vector<StepOutcome> run_bounded_steps(const std::vector<scenario::Scenario>& scs, int jobs,
+                                           const std::vector<double>& limits, double total_bytes,
+                                           const std::vector<double>& known_bytes) {
   std::vector<std::function<std::string()>> fns;
   for (size_t k = 0; k < scs.size(); ++k)
     fns.push_back([&s = scs[k], limit_bytes = k < limits.size() ? limits[k] : 0.0,
                    known = k < known_bytes.size() ? known_bytes[k] : 0.0] {
-      // step time (-2: estimate over the limit, -3: build stopped), estimate, wall seconds,
-      // start (steady clock: the same across the processes of this machine)
-      double v[4] = {-1, 0, 0, 0};
-      const auto t0 = std::chrono::steady_clock::now();
-      v[3] = std::chrono::duration<double>(t0.time_since_epoch()).count();
-      scenario::Scenario b = s;
-      try {
-        if (limit_bytes > 0) {
-          // The build stops at the ops its share holds (seconds), before the watchdog would.
-          // A step time alone (step_time: no per-op times, no report) needs less per op than a
-          // full replay, on either engine: measured on the 405B at 16,384 GPUs, analytic 189-196
-          // B/op, SimGrid 165 (tp 2 cp 8 pp 16 USP, 2.79 GB) and 166 (tp 2 cp 16 pp 8, 4.53 GB).
-          b.simulation.max_ops = ops_within(limit_bytes);
-          b.simulation.copied_op_weight = copied_op_weight();
-          if (known > 0) {
-            v[1] = known;
-          } else {
-            const WorkEstimate e = estimate_work(b, false, kProbeAbove);
-            v[1] = e.probed ? step_time_bytes(e.ops, e.copied) : 0;
-          }
-          if (v[1] > limit_bytes) v[0] = -2;
-        }
-        if (v[0] != -2) v[0] = step_time(b);
-      } catch (const schedule::OpLimitExceeded&) {
-        v[0] = -3;
-        v[1] = static_cast<double>(b.simulation.max_ops);
-      }
-      v[2] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return std::string(reinterpret_cast<const char*>(v), sizeof v);
+      return bounded_step_bytes(s, limit_bytes, known);
     });
-  std::vector<StepOutcome> out(scs.size());
   // The probe is an estimate, and it builds graphs itself: the watchdog bounds what it misses.
-  // A child starts with this process's resident pages counted in its own (shared, not new
-  // memory): its watchdog allows them on top of its limit.
   const double parent = limits.empty() ? 0 : pool::resident_bytes();
-  std::vector<double> watch(scs.size(), 0.0);
-  for (size_t k = 0; k < scs.size() && k < limits.size(); ++k)
-    if (limits[k] > 0) watch[k] = limits[k] + parent;
+  const std::vector<double> watch = step_watch_limits(limits, scs.size());
   const auto each = pool::run_each_in_children(fns, jobs, watch, total_bytes > 0 ? total_bytes + jobs * parent : 0);
-  for (size_t k = 0; k < each.size(); ++k) {
-    StepOutcome& o = out[k];
-    o.over_memory = each[k].over_memory;
-    if (!each[k].ok || each[k].value.size() != 4 * sizeof(double)) {
-      o.error = each[k].ok ? "child run: truncated result" : each[k].error;
-      continue;
-    }
-    double v[4];
-    std::memcpy(v, each[k].value.data(), sizeof v);
-    o.wall_s = v[2];
-    o.start_s = v[3];
-    if (v[0] == -3) {
-      o.over_memory = true;
-      char buf[200];
-      std::snprintf(buf, sizeof buf, "its task graph passed %.3g M ops while being built, over the %.3g GB it may use",
-                    v[1] / 1e6, (k < limits.size() ? limits[k] : 0.0) / 1e9);
-      o.error = buf;
-      continue;
-    }
-    o.estimate_bytes = v[1];
-    if (v[0] == -2) o.over_memory = true;
-    else o.step_s = v[0];
-  }
+  std::vector<StepOutcome> out;
+  for (size_t k = 0; k < each.size(); ++k) out.push_back(step_outcome(each[k], k < limits.size() ? limits[k] : 0.0));
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/process_pool.hpp"
 #include "report/output.hpp"
 #include "scenario/specs.hpp"
 
@@ -67,6 +68,11 @@ double simulate_step_time(const scenario::Scenario& sc);
 /// still count).
 std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, int jobs);
 
+/// run_step_times for scenarios of the analytic engine, in `jobs` long-lived workers
+/// (pool::WorkerPool) that replay one after another instead of a child each (`cpsim plan`'s
+/// attention layers: 447 children on the 405B at 16,384 GPUs).
+std::vector<double> run_analytic_step_times(const std::vector<scenario::Scenario>& scs, int jobs);
+
 /// One step of run_bounded_steps.
 struct StepOutcome {
   double step_s = -1;          ///< > 0 when it ran
@@ -78,6 +84,16 @@ struct StepOutcome {
   double wall_s = -1;          ///< the child's own wall seconds (probe, build and replay) when it reported
   double start_s = 0;          ///< when it started, steady-clock seconds (std::chrono::steady_clock)
 };
+
+/// One bounded step, in the process that runs it (run_bounded_steps' children, or a
+/// pool::WorkerPool's worker): probes `s` unless `known_bytes` > 0, stops at `limit_bytes`'
+/// ops (0: no limit), and returns what step_outcome reads.
+std::string bounded_step_bytes(const scenario::Scenario& s, double limit_bytes, double known_bytes);
+/// The StepOutcome in a child's answer to bounded_step_bytes (`limit_bytes`: the limit it had).
+StepOutcome step_outcome(const pool::ChildOutcome& c, double limit_bytes);
+/// The resident-memory limits of the children of run_bounded_steps: each limit plus this
+/// process's resident bytes, which a forked child starts with (0 stays 0: none).
+std::vector<double> step_watch_limits(const std::vector<double>& limits, size_t n);
 
 /// Like run_step_times, with each child's memory bounded: a scenario of more than 2
 /// micro-batches is probed first (estimate_work) and not run when its estimate is over its
