@@ -6,7 +6,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graphviz.hpp>
-#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -227,23 +226,40 @@ void TaskGraph::finalize() {
   edge_from_.clear();
   edge_to_.clear();
 
-  // Queues in deterministic order of first appearance.
-  std::map<std::pair<int, uint16_t>, uint32_t> qidx;
+  // Queues in deterministic order of first appearance, found by rank and then stream, each
+  // sized before it fills. Before: a std::map of (rank, stream) looked up once per op and
+  // twice per transfer, and 36 K queues grown by doubling (copied as they grew, up to half of
+  // each unused); a 405B plan step (tp 4 cp 16 pp 4 USP, 27 M ops, in a warm process) took
+  // 9.17 s of user time, now 8.75 s (means of four).
+  std::vector<std::vector<uint32_t>> qidx(static_cast<size_t>(num_ranks_));  // [rank][stream]
+  std::vector<uint32_t> count;
+  auto queue_index = [&](int rank, uint16_t s) -> uint32_t {
+    auto& by_stream = qidx[static_cast<size_t>(rank)];
+    if (by_stream.size() <= s) by_stream.resize(static_cast<size_t>(s) + 1, UINT32_MAX);
+    if (by_stream[s] == UINT32_MAX) {
+      by_stream[s] = static_cast<uint32_t>(queues_.size());
+      queues_.push_back({rank, s, {}});
+      count.push_back(0);
+    }
+    ++count[by_stream[s]];
+    return by_stream[s];
+  };
   assign_huge<QueueSlot>(queue_of_, n, {});
   assign_huge<QueueSlot>(peer_queue_of_, n, {});
-  auto slot = [&](int rank, uint16_t s, OpId id) -> QueueSlot {
-    auto [it, inserted] = qidx.try_emplace({rank, s}, static_cast<uint32_t>(queues_.size()));
-    if (inserted) queues_.push_back({rank, s, {}});
-    auto& q = queues_[it->second];
-    q.ops.push_back(id);
-    return {it->second, static_cast<uint32_t>(q.ops.size() - 1)};
-  };
   for (OpId id = 0; id < n; ++id) {
     const Op o = op(id);
     if (o.unordered) continue;
-    queue_of_[id] = slot(o.rank, o.stream, id);
-    if (o.kind == OpKind::Transfer) peer_queue_of_[id] = slot(o.peer, o.peer_stream, id);
+    queue_of_[id].queue = queue_index(o.rank, o.stream);
+    if (o.kind == OpKind::Transfer) peer_queue_of_[id].queue = queue_index(o.peer, o.peer_stream);
   }
+  for (size_t q = 0; q < queues_.size(); ++q) queues_[q].ops.reserve(count[q]);
+  for (OpId id = 0; id < n; ++id)
+    for (QueueSlot* qs : {&queue_of_[id], &peer_queue_of_[id]})
+      if (qs->queue != UINT32_MAX) {
+        auto& ops = queues_[qs->queue].ops;
+        qs->pos = static_cast<uint32_t>(ops.size());
+        ops.push_back(id);
+      }
 
   // Acyclic over explicit edges plus stream order?
   std::vector<uint32_t> indeg;
