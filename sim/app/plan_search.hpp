@@ -10,7 +10,7 @@
 ///   3. attention scheme: one attention layer per (TP, CP, scheme, layout) with the analytic
 ///      engine; the best two per (TP, CP) survive (the scheme changes only attention layers);
 ///   4. step: the survivors' whole steps with the analytic engine, in -j long-lived worker
-///      processes that reuse their heap from one layout to the next (plan_steps.hpp),
+///      processes that reuse their heap from one layout to the next (app/simulate.hpp StepWorkers),
 ///      in the order of a lower bound per token (FLOPs at peak, or where larger the compute
 ///      stream's priced kernels and the waits TP collectives force on them, plus the LM head:
 ///      app/layer_probe.hpp step_lower_bound), at most `budget` of them; once

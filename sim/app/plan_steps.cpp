@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 
 #include "app/work_limit.hpp"
 
@@ -16,57 +15,6 @@ std::string fmt(const char* f, double v) {
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-namespace {
-
-/// A worker's request: candidate id, op limit's bytes, the caller's estimate.
-struct StepRequest {
-  uint64_t id;
-  double limit_bytes, known_bytes;
-};
-
-}  // namespace
-
-StepWorkers::StepWorkers(std::function<scenario::Scenario(size_t)> scenario_of, const Options& opt)
-    : scenario_of_(std::move(scenario_of)),
-      jobs_(std::max(1, opt.jobs)),
-      limit_(opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory()),
-      pool_(
-          [this](const std::string& req) {
-            StepRequest r{};
-            if (req.size() != sizeof r) throw std::logic_error("plan worker: malformed request");
-            std::memcpy(&r, req.data(), sizeof r);
-            return bounded_step_bytes(scenario_of_(static_cast<size_t>(r.id)), r.limit_bytes, r.known_bytes);
-          },
-          jobs_,
-          // As run_bounded_steps: the limit, and each child's share of this process's pages.
-          limit_ + jobs_ * pool::resident_bytes()) {}
-
-std::vector<StepOutcome> StepWorkers::run(const std::vector<size_t>& ids, const std::vector<double>& limits,
-                                          const std::vector<double>& known) {
-  std::vector<std::string> requests;
-  for (size_t k = 0; k < ids.size(); ++k) {
-    const StepRequest r{ids[k], k < limits.size() ? limits[k] : 0.0, k < known.size() ? known[k] : 0.0};
-    requests.emplace_back(reinterpret_cast<const char*>(&r), sizeof r);
-  }
-  const auto each = pool_.run(requests, step_watch_limits(limits, ids.size()));
-  std::vector<StepOutcome> out;
-  std::vector<scenario::Scenario> again;
-  std::vector<double> again_limits, again_known;
-  std::vector<size_t> again_at;
-  for (size_t k = 0; k < each.size(); ++k) {
-    out.push_back(step_outcome(each[k], k < limits.size() ? limits[k] : 0.0));
-    if (!each[k].lost) continue;
-    again.push_back(scenario_of_(ids[k]));
-    again_limits.push_back(k < limits.size() ? limits[k] : 0.0);
-    again_known.push_back(k < known.size() ? known[k] : 0.0);
-    again_at.push_back(k);
-  }
-  if (again.empty()) return out;
-  const std::vector<StepOutcome> fresh = run_bounded_steps(again, jobs_, again_limits, limit_, again_known);
-  for (size_t i = 0; i < again_at.size(); ++i) out[again_at[i]] = fresh[i];
-  return out;
-}
 
 std::vector<size_t> largest_first(const std::vector<double>& key) {
   std::vector<size_t> order(key.size());

@@ -15,7 +15,6 @@
 #include "app/boundary.hpp"
 #include "app/child_replay.hpp"
 #include "app/process_pool.hpp"
-#include "app/worker_pool.hpp"
 #include "app/result_check.hpp"
 #include "app/work_limit.hpp"
 #include "app/progress.hpp"
@@ -369,31 +368,67 @@ std::vector<double> step_watch_limits(const std::vector<double>& limits, size_t 
   return watch;
 }
 
-std::vector<double> run_analytic_step_times(const std::vector<scenario::Scenario>& scs, int jobs) {
-  for (const scenario::Scenario& s : scs)
-    if (s.simulation.engine != scenario::EngineKind::Analytic)
-      throw std::logic_error("run_analytic_step_times: a SimGrid run needs a process of its own");
-  pool::WorkerPool workers(
-      [&scs](const std::string& req) {
-        const size_t k = std::stoul(req);
-        return bounded_step_bytes(scs.at(k), 0, 0);
-      },
-      jobs, 0);
+namespace {
+
+/// A worker's request: which scenario, its op limit's bytes, the caller's estimate.
+struct StepRequest {
+  uint64_t id;
+  double limit_bytes, known_bytes;
+};
+
+}  // namespace
+
+StepWorkers::StepWorkers(std::function<scenario::Scenario(size_t)> scenario_of, int jobs, double limit_bytes)
+    : scenario_of_(std::move(scenario_of)),
+      jobs_(std::max(1, jobs)),
+      limit_(limit_bytes),
+      pool_(
+          [this](const std::string& req) {
+            StepRequest r{};
+            if (req.size() != sizeof r) throw std::logic_error("step worker: malformed request");
+            std::memcpy(&r, req.data(), sizeof r);
+            const scenario::Scenario s = scenario_of_(static_cast<size_t>(r.id));
+            if (s.simulation.engine != scenario::EngineKind::Analytic)
+              throw std::logic_error("step worker: a SimGrid run needs a process of its own");
+            return bounded_step_bytes(s, r.limit_bytes, r.known_bytes);
+          },
+          jobs_,
+          // As run_bounded_steps: the limit, and each child's share of this process's pages.
+          limit_bytes > 0 ? limit_bytes + jobs_ * pool::resident_bytes() : 0) {}
+
+std::vector<StepOutcome> StepWorkers::run(const std::vector<size_t>& ids, const std::vector<double>& limits,
+                                          const std::vector<double>& known) {
+  auto limit_of = [&](size_t k) { return k < limits.size() ? limits[k] : 0.0; };
   std::vector<std::string> requests;
-  for (size_t k = 0; k < scs.size(); ++k) requests.push_back(std::to_string(k));
-  const std::vector<pool::ChildOutcome> each = workers.run(requests, {});
-  std::vector<double> out;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const StepRequest r{ids[k], limit_of(k), k < known.size() ? known[k] : 0.0};
+    requests.emplace_back(reinterpret_cast<const char*>(&r), sizeof r);
+  }
+  const auto each = pool_.run(requests, step_watch_limits(limits, ids.size()));
+  std::vector<StepOutcome> out;
   std::vector<scenario::Scenario> again;
+  std::vector<double> again_limits, again_known;
   std::vector<size_t> again_at;
   for (size_t k = 0; k < each.size(); ++k) {
-    out.push_back(step_outcome(each[k], 0).step_s);
-    if (each[k].lost) {  // a worker that died: the answer is a fresh child's (ChildOutcome::lost)
-      again.push_back(scs[k]);
-      again_at.push_back(k);
-    }
+    out.push_back(step_outcome(each[k], limit_of(k)));
+    if (!each[k].lost) continue;
+    again.push_back(scenario_of_(ids[k]));
+    again_limits.push_back(limit_of(k));
+    again_known.push_back(k < known.size() ? known[k] : 0.0);
+    again_at.push_back(k);
   }
-  const std::vector<double> fresh = again.empty() ? std::vector<double>{} : run_step_times(again, jobs);
+  if (again.empty()) return out;
+  const std::vector<StepOutcome> fresh = run_bounded_steps(again, jobs_, again_limits, limit_, again_known);
   for (size_t i = 0; i < again_at.size(); ++i) out[again_at[i]] = fresh[i];
+  return out;
+}
+
+std::vector<double> run_analytic_step_times(const std::vector<scenario::Scenario>& scs, int jobs) {
+  StepWorkers workers([&scs](size_t k) { return scs.at(k); }, jobs, 0);
+  std::vector<size_t> ids(scs.size());
+  for (size_t k = 0; k < ids.size(); ++k) ids[k] = k;
+  std::vector<double> out;
+  for (const StepOutcome& o : workers.run(ids, {}, {})) out.push_back(o.step_s);
   return out;
 }
 

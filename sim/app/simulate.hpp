@@ -2,11 +2,13 @@
 /// One scenario from resolved input to results: topology, cost model, graph, replay, analysis.
 /// Shared by `run` and by `sweep`'s per-scenario child processes.
 #include <nlohmann/json.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "app/process_pool.hpp"
+#include "app/worker_pool.hpp"
 #include "report/output.hpp"
 #include "scenario/specs.hpp"
 
@@ -68,11 +70,6 @@ double simulate_step_time(const scenario::Scenario& sc);
 /// still count).
 std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, int jobs);
 
-/// run_step_times for scenarios of the analytic engine, in `jobs` long-lived workers
-/// (pool::WorkerPool) that replay one after another instead of a child each (`cpsim plan`'s
-/// attention layers: 447 children on the 405B at 16,384 GPUs).
-std::vector<double> run_analytic_step_times(const std::vector<scenario::Scenario>& scs, int jobs);
-
 /// One step of run_bounded_steps.
 struct StepOutcome {
   double step_s = -1;          ///< > 0 when it ran
@@ -94,6 +91,37 @@ StepOutcome step_outcome(const pool::ChildOutcome& c, double limit_bytes);
 /// The resident-memory limits of the children of run_bounded_steps: each limit plus this
 /// process's resident bytes, which a forked child starts with (0 stays 0: none).
 std::vector<double> step_watch_limits(const std::vector<double>& limits, size_t n);
+
+/// run_bounded_steps for analytic steps, in long-lived workers (pool::WorkerPool) that run one
+/// step after another and keep their heap instead of a child each: measured on five 405B
+/// layouts of 9.5-11.8 GB run in turn, a child each spent 52 s of 199 s in the kernel
+/// (faulting the graphs in), one process keeping its heap ~32 s of 168 s. `cpsim plan`'s
+/// attention layers (run_analytic_step_times) and whole steps (plan_steps.hpp) run here.
+class StepWorkers {
+ public:
+  /// Steps of `scenario_of(id)` (analytic engine), `jobs` at once, whose limits, the workers'
+  /// kept memory and this process's pages they share add up to at most `limit_bytes` (0: no
+  /// limit). Workers are forked on the first run() and call scenario_of in their copy of this
+  /// process: what it reads must not change after that.
+  StepWorkers(std::function<scenario::Scenario(size_t)> scenario_of, int jobs, double limit_bytes);
+  /// As run_bounded_steps for ids: `limits` and `known` as its limits and known_bytes. A step
+  /// whose worker stopped at its memory limit or died runs again in a child of its own
+  /// (run_bounded_steps), whose answer is the one given: a worker's heap keeps fragments of its
+  /// earlier jobs (the five layouts above in one process: 14.2 GB resident where the largest
+  /// alone needed 11.8), and an answer must not depend on which jobs came before.
+  std::vector<StepOutcome> run(const std::vector<size_t>& ids, const std::vector<double>& limits,
+                               const std::vector<double>& known);
+
+ private:
+  std::function<scenario::Scenario(size_t)> scenario_of_;
+  int jobs_;
+  double limit_;
+  pool::WorkerPool pool_;
+};
+
+/// run_step_times for scenarios of the analytic engine, in StepWorkers (`cpsim plan`'s
+/// attention layers: 447 children on the 405B at 16,384 GPUs).
+std::vector<double> run_analytic_step_times(const std::vector<scenario::Scenario>& scs, int jobs);
 
 /// Like run_step_times, with each child's memory bounded: a scenario of more than 2
 /// micro-batches is probed first (estimate_work) and not run when its estimate is over its
