@@ -334,9 +334,12 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   const double limit = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory();
   std::map<std::string, LayerProbe> probes;  // "tp cp scheme recompute" -> its layer
   std::map<int, model::Topology> topos;      // per node count
-  std::map<std::string, double> group_ops;   // "tp cp pp dp nodes" -> one DP-group all-gather's ops
+  // "tp cp pp dp nodes" -> one DP-group all-gather's ops, as SimGrid's graph and as the
+  // analytic step's lean one build it (schedule/lean_lanes.cpp)
+  std::map<std::string, std::pair<double, double>> group_ops;
   std::vector<size_t> step;
-  std::vector<double> est_bytes(res.all.size(), 0.0);  // the estimate's memory, for the children
+  // The estimates' memory, for the children: stage 5 (SimGrid) and stage 4's lean graphs.
+  std::vector<double> est_bytes(res.all.size(), 0.0), lean_bytes(res.all.size(), 0.0);
   for (size_t i : alive)
     if (res.all[i].status.empty()) {
       auto& c = res.all[i];
@@ -363,16 +366,21 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
         scenario::Scenario cs = sc;
         cs.training.recompute = c.recompute;
         cs.parallel.zero_stage = c.zero_stage;
-        double go = 0;
+        std::pair<double, double> go{0, 0};
         if (c.dp * c.cp > 1 && (lp.probe_group_ops > 0 || c.zero_stage >= 3)) {
           const std::string gk = "tp" + str(c.tp) + " cp" + str(c.cp) + " pp" + str(c.pp) + " dp" + str(c.dp) +
                                  " n" + str(sc.platform.nodes);
           auto g = group_ops.find(gk);
-          if (g == group_ops.end())
-            g = group_ops.emplace(gk, static_cast<double>(schedule::dp_group_gather_ops(cs, t->second))).first;
+          if (g == group_ops.end()) {
+            scenario::Scenario lean = cs;
+            lean.simulation.lean_collectives = true;
+            g = group_ops.emplace(gk, std::pair{static_cast<double>(schedule::dp_group_gather_ops(cs, t->second)),
+                                                static_cast<double>(schedule::dp_group_gather_ops(lean, t->second))})
+                    .first;
+          }
           go = g->second;
         }
-        const LayerProbe mesh = scaled_to_mesh(lp, cs, go);
+        const LayerProbe mesh = scaled_to_mesh(lp, cs, go.first);
         const bool every_replica = builds_every_replica(cs, t->second, mesh);
         const double ops = estimate_graph_ops(cs, mesh, every_replica);
         // Stage 4 (analytic) and 5 (SimGrid) want the step time alone (step_time_bytes).
@@ -387,6 +395,8 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
           continue;
         }
         est_bytes[i] = bytes;
+        lean_bytes[i] = every_replica ? bytes
+                                      : step_time_bytes(estimate_graph_ops(cs, scaled_to_mesh(lp, cs, go.second), false));
       }
       step.push_back(i);
     }
@@ -434,7 +444,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
          ++k) {
       runs.push_back(stage4_scenario(step[k]));
       batch.push_back(step[k]);
-      batch_bytes.push_back(est_bytes[step[k]]);
+      batch_bytes.push_back(lean_bytes[step[k]]);
     }
     const std::vector<StepOutcome> st = bounded_steps(runs, opt, batch_bytes, &workers, batch);
     res.step_runs += static_cast<int>(runs.size());

@@ -38,7 +38,10 @@ engine::ReplayOptions replay_options(const scenario::Scenario& sc) {
 
 /// Builds and replays `sc` in this process (which then holds SimGrid's one engine); returns
 /// the step time. For child processes.
-double step_time(const scenario::Scenario& sc) {
+double step_time(const scenario::Scenario& in) {
+  // The analytic step time alone: a lean graph (schedule/lean_lanes.cpp) gives the same.
+  scenario::Scenario sc = in;
+  sc.simulation.lean_collectives = sc.simulation.engine == scenario::EngineKind::Analytic;
   const model::Topology topo(sc.platform, sc.perturb);
   const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
   const schedule::Plan p = schedule::plan(sc, topo, *cost);

@@ -323,6 +323,11 @@ struct SimulationSpec {
   /// Internal, never read from a file: the most ops the build may add (0 = no limit; see
   /// schedule::OpLimitExceeded). `cpsim plan` bounds each child's graph by its memory share.
   uint64_t max_ops = 0;
+  /// Internal, never read from a file: the graph is replayed by the analytic engine for its
+  /// step time alone (app's step_time), so a lockstep collective's transfers between two GPUs
+  /// of replicas that are not built can go, but for those that set its pace
+  /// (schedule/lean_lanes.cpp).
+  bool lean_collectives = false;
   /// Internal: what a copied replica's op counts for against max_ops (it is not stored; see
   /// schedule::TaskGraph::set_op_limit).
   double copied_op_weight = 1;

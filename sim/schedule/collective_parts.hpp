@@ -1,9 +1,12 @@
 #pragma once
 /// Internal to the collective builders (collectives.cpp, nccl_algos.cpp): route facts of one
 /// transfer, NCCL's per-hop latency, and the lanes a multi-channel collective runs on.
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "schedule/collectives.hpp"
+#include "schedule/nccl_tuner.hpp"
 
 namespace cpsim::schedule::detail {
 
@@ -40,6 +43,7 @@ std::vector<Lane> ring_lanes(const model::Topology& topo, const std::vector<int>
 struct Fence {
   std::vector<OpId> begin;                ///< per group index: the rank may start
   std::vector<std::vector<OpId>> sends, recvs;  ///< per group index: its transfers
+  bool sharers_set = false;  ///< lean_lanes set each transfer's sharers (close_fence leaves them)
 };
 Fence open_fence(TaskGraph& g, const CollectiveRequest& req, const OpLabel& label);
 /// Adds a fenced transfer between group indices (after both ranks' begin and `after`).
@@ -50,6 +54,48 @@ OpId fenced_transfer(TaskGraph& g, Fence& f, const CollectiveRequest& req, int f
 /// all of them when pipelined).
 std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& f,
                               const CollectiveRequest& req, const OpLabel& label);
+
+/// What a pipelined ring lane's transfer costs: NCCL's base latency, the algorithm's steps,
+/// the protocol (index) and its efficiency.
+struct LaneCost {
+  double base_latency_s = 0;
+  int steps = 0;
+  int protocol = 0;
+  double efficiency = 1;
+};
+/// A lean build's collective facts by group (TaskGraph::collective_memo): its shape, its
+/// lanes (by lanes x channels) and the kinds of a single lane's hops (equal latency,
+/// bandwidth and class). Only lean builds keep them: the same groups gather every layer's
+/// weights, where a full build's groups are as many as its collectives' ranks differ.
+struct CollectiveMemo {
+  std::unordered_map<std::string, GroupShape> shapes;
+  std::unordered_map<std::string, std::vector<Lane>> lanes;
+  std::unordered_map<std::string, std::vector<uint32_t>> hops;
+};
+/// The memo of a lean build (created on first use), or nullptr.
+CollectiveMemo* memo_of(TaskGraph& g);
+std::string ranks_key(const std::vector<int>& ranks);
+
+/// True where a lean build (TaskGraph::has_phantoms) may leave out some of this group's
+/// transfers: some member is a phantom rank.
+bool lean_group(const TaskGraph& g, const CollectiveRequest& req);
+/// A collective that builds every member's ops: its phantom members are kept from now on
+/// (Phantoms::kKept). Throws LeanRefused if one was left out of an earlier one.
+void keep_phantoms(TaskGraph& g, const CollectiveRequest& req);
+/// A pipelined single-lane ring (every member's transfers after the join, each at its own
+/// hop's pace): the group indices whose launch and transfers are built. Phantoms that are
+/// alike (the same history, dependency, and send and receive hops) time the same, so one of
+/// them stands for the others: the join waits for the same latest launch, and a built GPU's
+/// transfers are all built. Throws LeanRefused where no phantom alike was built so far.
+std::vector<char> lean_ring_members(TaskGraph& g, const model::Topology& topo, const CollectiveRequest& req,
+                                    const Lane& lane);
+/// The pipelined lanes of a multi-rail ring collective whose group has phantom members
+/// (lean_group): each lane is still one Pipeline, of the transfers that touch a built GPU and
+/// of those that set its pace (the latest launch, the longest serialisation), each with the
+/// sharers close_fence would have given it among all of them. The phantom members' fence ops
+/// stay and end when every lane has. lean_lanes.cpp.
+void lean_lanes(TaskGraph& g, const model::Topology& topo, Fence& f, const CollectiveRequest& req,
+                const std::vector<Lane>& lanes, const OpLabel& label, OpId join, const LaneCost& cost);
 
 /// Tree / NVLS / NVLS-Tree all-reduce, built pipelined (every transfer streams once all ranks
 /// joined) with the tuner's latency as software latency. nccl_algos.cpp.

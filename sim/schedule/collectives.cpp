@@ -130,6 +130,7 @@ std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& 
   std::vector<std::pair<OpId, std::vector<uint32_t>>> routes;
   for (const auto& sends : f.sends)
     for (OpId t : sends) {
+      if (f.sharers_set) break;
       const Op& op = g.op(t);
       routes.emplace_back(t, topo.route(op.rank, op.peer));
       for (uint32_t l : routes.back().second) ++load[{op.label.step, l}];
@@ -184,17 +185,6 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
   // NCCL's host-side launch on every member (platform runtime:), an "overhead" op on the
   // member's send stream that the collective's first step waits for.
   CollectiveRequest req = in;
-  if (const double launch = topo.spec().runtime.nccl_launch_s; launch > 0 && req.ranks.size() > 1) {
-    req.deps.resize(req.ranks.size(), kNoOp);
-    OpLabel l = req.label;
-    l.name = g.intern("nccl_launch");
-    l.category = g.intern("overhead");
-    for (size_t i = 0; i < req.ranks.size(); ++i) {
-      const OpId o = g.add_compute(req.ranks[i], req.send_stream, launch, l);
-      g.add_edge(req.deps[i], o);
-      req.deps[i] = o;
-    }
-  }
   const int n = static_cast<int>(req.ranks.size());
   if (n == 0) throw std::invalid_argument("collective: empty rank group");
   if (!req.deps.empty() && static_cast<int>(req.deps.size()) != n)
@@ -218,7 +208,16 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
   }
 
   const auto& nc = topo.spec().nccl;
-  const GroupShape shape = group_shape(topo, req.ranks);
+  detail::CollectiveMemo* memo = detail::memo_of(g);
+  const std::string group = memo ? detail::ranks_key(req.ranks) : std::string();
+  GroupShape shape;
+  if (!memo) {
+    shape = group_shape(topo, req.ranks);
+  } else {
+    auto it = memo->shapes.find(group);
+    if (it == memo->shapes.end()) it = memo->shapes.emplace(group, group_shape(topo, req.ranks)).first;
+    shape = it->second;
+  }
   // All-to-all is NCCL p2p (no tuner algorithm): its protocol as for a ring of the same size.
   const bool p2p_op = req.op == CollOp::AllToAll;
   if (p2p_op && req.algorithm != Algorithm::Auto && req.algorithm != Algorithm::Ring)
@@ -233,6 +232,46 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
   res.channels = choice.channels;
   res.predicted_s = choice.predicted_s;
   const double eff = nc.protocol_efficiency[p];
+
+  // A lean build (TaskGraph::has_phantoms) leaves out the phantom members of a pipelined
+  // single-lane ring that others alike stand for (lean_ring_members); the multi-rail one drops
+  // transfers only (lean_lanes); any other keeps every member.
+  const bool ring = choice.algorithm != Algorithm::Tree && choice.algorithm != Algorithm::NVLS &&
+                    choice.algorithm != Algorithm::NVLSTree && req.op != CollOp::Broadcast &&
+                    req.op != CollOp::Reduce && req.op != CollOp::AllToAll;
+  const int steps = req.op == CollOp::AllReduce ? 2 * (n - 1) : n - 1;
+  std::vector<detail::Lane> lane_set;
+  if (ring) {
+    const int lanes = shape.nodes > 1 ? shape.rails : 1, channels = std::max(1, choice.channels);
+    if (!memo) {
+      lane_set = detail::ring_lanes(topo, req.ranks, lanes, channels);
+    } else {
+      const std::string key = group + std::to_string(lanes) + "/" + std::to_string(channels);
+      auto it = memo->lanes.find(key);
+      if (it == memo->lanes.end()) it = memo->lanes.emplace(key, detail::ring_lanes(topo, req.ranks, lanes, channels)).first;
+      lane_set = it->second;
+    }
+  }
+  std::vector<char> built(static_cast<size_t>(n), 1);
+  if (ring && lane_set.size() == 1 && g.pipelined_collectives())
+    built = detail::lean_ring_members(g, topo, req, lane_set[0]);
+  else if (!(ring && g.pipelined_collectives()))
+    detail::keep_phantoms(g, req);  // (multi-rail pipelined lanes: lean_lanes)
+
+  // NCCL's host-side launch on every member (platform runtime:), an "overhead" op on the
+  // member's send stream that the collective's first step waits for.
+  if (const double launch = topo.spec().runtime.nccl_launch_s; launch > 0) {
+    req.deps.resize(req.ranks.size(), kNoOp);
+    OpLabel l = req.label;
+    l.name = g.intern("nccl_launch");
+    l.category = g.intern("overhead");
+    for (size_t i = 0; i < req.ranks.size(); ++i) {
+      if (!built[i]) continue;
+      const OpId o = g.add_compute(req.ranks[i], req.send_stream, launch, l);
+      g.add_edge(req.deps[i], o);
+      req.deps[i] = o;
+    }
+  }
 
   OpLabel label = req.label;
   if (label.name == 0) label.name = g.intern(coll_op_name(req.op));
@@ -304,11 +343,7 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
   }
 
   // Ring all-gather / reduce-scatter / all-reduce: one ring per lane (rail), each with its
-  // channels' share of the data.
-  const int steps = req.op == CollOp::AllReduce ? 2 * (n - 1) : n - 1;
-  const int lanes = shape.nodes > 1 ? shape.rails : 1;
-  const std::vector<detail::Lane> lane_set =
-      detail::ring_lanes(topo, req.ranks, lanes, std::max(1, choice.channels));
+  // channels' share of the data (lane_set, above).
   if (lane_set.size() > 1) {
     // Several rails: the lanes' transfers run concurrently inside fenced streams.
     detail::Fence fence = detail::open_fence(g, req, label);
@@ -318,6 +353,12 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
       sl.name = g.intern("collective_join");
       join = g.add_compute(req.ranks[0], req.send_stream, 0.0, sl);
       for (OpId b : fence.begin) g.add_edge(b, join);
+      if (detail::lean_group(g, req)) {
+        detail::lean_lanes(g, topo, fence, req, lane_set, label, join,
+                           {nc.base_latency_s[p], steps, p, eff});
+        res.done = detail::close_fence(g, topo, fence, req, label);
+        return res;
+      }
     }
     for (const auto& lane : lane_set) {
       const double step_bytes = req.bytes * lane.share / n;
@@ -363,9 +404,11 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
     OpLabel sl = label;
     sl.name = g.intern("collective_join");
     const OpId join = g.add_compute(req.ranks[0], req.send_stream, 0.0, sl);
-    for (int i = 0; i < n; ++i) g.add_edge(dep(i), join);
+    for (int i = 0; i < n; ++i)
+      if (built[static_cast<size_t>(i)]) g.add_edge(dep(i), join);
     for (int k = 0; k < n; ++k) {
       const int from = lane.order[k], to = lane.order[(k + 1) % n];
+      if (!built[static_cast<size_t>(from)] && !built[static_cast<size_t>(to)]) continue;
       const Hop h = make_hop(topo, req.ranks[from], req.ranks[to]);
       const double extra = nc.base_latency_s[p] + steps * hop_latency_s(nc, h.cls, p) +
                            (steps - 1) * h.latency_s;

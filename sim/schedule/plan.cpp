@@ -1,5 +1,7 @@
 #include "schedule/plan.hpp"
 
+#include <optional>
+
 #include "schedule/attention.hpp"
 
 namespace cpsim::schedule {
@@ -20,11 +22,19 @@ scenario::Scenario priced_scenario(const scenario::Scenario& sc) {
 Plan plan(const scenario::Scenario& sc, const model::Topology& topo, const model::CostModel& cost) {
   Plan p;
   p.scenario = priced_scenario(sc);
-  Pricer pricer(cost);
-  p.info = build_scenario(p.scenario, topo, pricer, p.graph);
+  std::optional<Pricer> pricer(std::in_place, cost);
+  try {
+    p.info = build_scenario(p.scenario, topo, *pricer, p.graph);
+  } catch (const LeanRefused&) {
+    // A replica that must be built after all (its traffic crosses shared spines): again, whole.
+    p.scenario.simulation.lean_collectives = false;
+    p.graph = TaskGraph();
+    pricer.emplace(cost);
+    p.info = build_scenario(p.scenario, topo, *pricer, p.graph);
+  }
   p.graph.finalize();
-  p.pricing = pricer.sources();
-  p.extrapolated_ops = pricer.extrapolated();
+  p.pricing = pricer->sources();
+  p.extrapolated_ops = pricer->extrapolated();
   return p;
 }
 

@@ -223,6 +223,16 @@ size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& 
   req.label.name = g.intern("zero3_allgather_params");
   for (int d = 0; d < sc.parallel.dp; ++d)
     for (int c = 0; c < sc.parallel.cp; ++c) req.ranks.push_back(mesh.rank_of({0, c, 0, d}));
+  if (sc.simulation.lean_collectives && sc.parallel.dp > 1) {  // as a lean build of replica 0
+    std::vector<int32_t> twin(static_cast<size_t>(mesh.size()), -1);
+    for (int r = 0; r < mesh.size(); ++r) {
+      auto co = mesh.coord_of(r);
+      if (co[Mesh::kDp] == 0) continue;
+      co[Mesh::kDp] = 0;
+      twin[static_cast<size_t>(r)] = mesh.rank_of(co);
+    }
+    g.set_phantom_ranks(twin);
+  }
   add_collective(g, topo, req);
   return g.size();
 }
@@ -253,12 +263,14 @@ void StageBuilder::gather_params(int layer, int mb, int pass) {
           req.ranks.push_back(r);
           // Replica-local lookahead; other replicas' members are gated by their own streams.
           OpId dep = kNoOp;
-          for (size_t i = 0; i < ranks_.size(); ++i)
+          for (size_t i = 0; i < ranks_.size() && d == dp_i_; ++i)
             if (ranks_[i] == r && i < prev_entry_.size()) dep = prev_entry_[i];
           req.deps.push_back(dep);
         }
       const auto res = add_collective(g_, topo_, req);
-      for (size_t k = 0; k < req.ranks.size(); ++k) done[req.ranks[k]] = res.done[k];
+      // (a phantom GPU's replica is never built: nothing reads its end)
+      for (size_t k = 0; k < req.ranks.size(); ++k)
+        if (!g_.phantom(req.ranks[k])) done[req.ranks[k]] = res.done[k];
     }
     for (int c = 0; c < cp_; ++c) param_ready_[index(c, t)] = done.at(ranks_[index(c, t)]);
   }

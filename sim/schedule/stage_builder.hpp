@@ -30,7 +30,8 @@ double zero3_gather_bytes(const scenario::Scenario& sc, int layer);
 /// Ops of one all-gather of layer 0's weights (zero3_gather_bytes) over the DP x CP group of TP
 /// index 0 in the first stage, as `sc`'s mesh builds it, in a graph of its own: how `cpsim
 /// plan` scales the DP collectives of its one-replica layer probe, which span CP only, to the
-/// mesh's (ZeRO-3 gathers, gradient reduce-scatters and parameter gathers span DP x CP).
+/// mesh's (ZeRO-3 gathers, gradient reduce-scatters and parameter gathers span DP x CP). With
+/// sc.simulation.lean_collectives, as a lean build of replica 0 has it (lean_lanes.cpp).
 size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& topo);
 
 /// Builds layers for one pipeline-stage replica: the TP x CP grid of GPUs with fixed (pp, dp).

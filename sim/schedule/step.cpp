@@ -507,6 +507,16 @@ BuildInfo build_step(const StepCtx& x) {
   MoeA2aMap a2a;
   GradsReady grads(p.dp, std::vector<Ops>(cl.layers));
   ReplicaPlan rp = plan_replicas(x);
+  if (sc.simulation.lean_collectives && rp.symmetric) {
+    std::vector<int32_t> twin(static_cast<size_t>(x.mesh.size()), -1);
+    for (int r = 0; r < x.mesh.size(); ++r) {
+      auto co = x.mesh.coord_of(r);
+      if (rp.built[co[Mesh::kDp]]) continue;
+      co[Mesh::kDp] = rp.rep;
+      twin[static_cast<size_t>(r)] = x.mesh.rank_of(co);
+    }
+    x.g.set_phantom_ranks(twin);
+  }
   // The first built replica is built; the others are copies of its ops when that is exact
   // (why_not_copy): the same graph, op for op, without pricing and partitioning them again.
   ReplicaTemplate tmpl;
@@ -528,6 +538,8 @@ BuildInfo build_step(const StepCtx& x) {
     const int layers = pipe.run();
     info.full_layers_built += layers;
     check_spines(x, rp);  // decided once the first replica exists
+    if (!rp.symmetric && x.g.has_phantoms())
+      throw LeanRefused("lean build refused: " + rp.why_not);
     if (first) {
       tmpl.last = static_cast<OpId>(x.g.size());
       tmpl.edge_last = x.g.num_edges();

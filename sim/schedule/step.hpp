@@ -4,6 +4,7 @@
 /// and backward over micro-batches with recomputation, 1F1B pipelining and DP gradient
 /// reduction in buckets overlapped with the backward.
 #include <array>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -53,8 +54,17 @@ struct BuildInfo {
 /// (simulation.collectives, auto: above 512 GPUs in the mesh) or as their algorithm's steps.
 bool pipelined_collectives(const scenario::Scenario& sc);
 
+/// A lean build (SimulationSpec::lean_collectives) found, once its first replica existed, that
+/// every replica must be built after all: the collectives built so far left out transfers of
+/// replicas that are now built. schedule::plan builds the graph again, not lean.
+class LeanRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Builds the scenario's scope (attention-layer, layer or step) into `g` (not finalized), with
-/// the fleet noise `sc` asks for as g.noise().
+/// the fleet noise `sc` asks for as g.noise(). Lean (sc.simulation.lean_collectives) where one
+/// replica stands for others: their GPUs are TaskGraph phantom ranks. Throws LeanRefused.
 BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& topo,
                          Pricer& pricer, TaskGraph& g);
 

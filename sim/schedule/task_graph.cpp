@@ -147,6 +147,13 @@ bool TaskGraph::add_pipeline(OpId first, OpId last) {
   return true;
 }
 
+void TaskGraph::set_phantom_ranks(const std::vector<int32_t>& twin) {
+  phantoms_ = Phantoms();
+  for (int32_t t : twin) phantoms_.state.push_back(t >= 0 ? Phantoms::kUnseen : Phantoms::kReal);
+  phantoms_.twin = twin;
+  phantoms_.history.assign(twin.size(), 0);
+}
+
 uint32_t TaskGraph::pipeline_of(OpId id) const {
   auto it = std::upper_bound(pipelines_.begin(), pipelines_.end(), id,
                              [](OpId v, const Pipeline& p) { return v < p.first; });
@@ -295,6 +302,8 @@ void TaskGraph::finalize() {
                            describe(stuck));
   }
   finalized_ = true;
+  std::unordered_map<std::string, LeanLanes>().swap(phantoms_.lanes);
+  memo_.reset();
 }
 
 std::pair<const OpId*, const OpId*> TaskGraph::preds(OpId id) const {

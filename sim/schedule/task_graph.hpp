@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -102,6 +103,32 @@ struct Op {
   double max_rate_Bps = 0;    ///< transfer: cap of the software path (0 = none)
   double extra_latency_s = 0; ///< transfer: software latency added before data moves
   OpLabel label;
+};
+
+namespace detail {
+struct CollectiveMemo;  // collective_parts.hpp
+}
+
+/// A lockstep collective's lanes as a lean build keeps them (schedule/lean_lanes.cpp): per
+/// lane, the ring positions whose transfers are built and their sharers.
+struct LeanLanes {
+  std::vector<std::vector<uint32_t>> kept;
+  std::vector<std::vector<float>> sharers;
+};
+
+/// A lean build's phantom GPUs (TaskGraph::set_phantom_ranks) and what the collectives built so
+/// far did with each (schedule/lean_lanes.cpp).
+struct Phantoms {
+  enum State : uint8_t { kReal, kUnseen, kKept, kDropped };
+  /// Per GPU. kKept: every op it had in the full graph was built; kDropped: some were left out,
+  /// as another phantom of the same history stands for it.
+  std::vector<uint8_t> state;
+  /// Per GPU: the built GPU it stands in for (its twin in the representative replica), or -1.
+  std::vector<int32_t> twin;
+  /// Per GPU: phantoms of equal history had the same ops at the same times so far (0: none).
+  std::vector<uint32_t> history;
+  uint32_t histories = 0;  ///< history ids handed out
+  std::unordered_map<std::string, LeanLanes> lanes;  ///< multi-rail lanes worked out, by collective
 };
 
 /// The graph grew past the op limit its builder was given (TaskGraph::set_op_limit): it would
@@ -243,6 +270,23 @@ class TaskGraph {
   void set_pipelined_collectives(bool on) { pipelined_collectives_ = on; }
   bool pipelined_collectives() const { return pipelined_collectives_; }
 
+  /// Build hint for a graph whose step time alone the analytic engine replays
+  /// (SimulationSpec::lean_collectives): phantom GPUs are those of data-parallel replicas
+  /// that are not built (replica symmetry). They take part only in the DP collectives, and a
+  /// pipelined ring lane moves in lockstep at its slowest member's pace, so its transfers
+  /// between two of them are left out but for those that set that pace (lean_lanes.cpp).
+  /// `twin[r]` >= 0 marks phantom GPU r and names the built GPU whose part it plays.
+  void set_phantom_ranks(const std::vector<int32_t>& twin);
+  bool has_phantoms() const { return !phantoms_.state.empty(); }
+  bool phantom(int rank) const {
+    return rank >= 0 && static_cast<size_t>(rank) < phantoms_.state.size() &&
+           phantoms_.state[static_cast<size_t>(rank)] != Phantoms::kReal;
+  }
+  Phantoms& phantoms() { return phantoms_; }
+  /// A lean build's collective facts by group (collective_parts.hpp): the same groups gather
+  /// every layer's weights; emptied by finalize().
+  std::shared_ptr<detail::CollectiveMemo>& collective_memo() { return memo_; }
+
   /// The fleet noise the replay applies to priced ops (engine::ReplayOptions may replace it).
   void set_noise(ComputeNoise n) { noise_ = std::move(n); }
   const ComputeNoise& noise() const { return noise_; }
@@ -303,6 +347,8 @@ class TaskGraph {
   }
   bool finalized_ = false;
   bool pipelined_collectives_ = false;
+  Phantoms phantoms_;
+  std::shared_ptr<detail::CollectiveMemo> memo_;
   ComputeNoise noise_;
 };
 
