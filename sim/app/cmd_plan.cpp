@@ -61,8 +61,9 @@ void register_plan(CLI::App& app, int& rc) {
   cmd->add_option("--memory-budget", args->memory_budget,
                   "per-GPU memory a layout may use, e.g. 70GB (default: the GPU's capacity)");
   cmd->add_option("--max-memory", args->max_memory,
-                  "this machine's memory for the simulations, e.g. 16GiB (default: half of it): the "
-                  "children running at once share it, and a layout whose graph needs more is not simulated");
+                  "this machine's memory for the simulations, e.g. 16GiB: the children running at once "
+                  "share it, and a layout whose graph needs more is not simulated (default: three quarters "
+                  "of it for those at once, half for one)");
   cmd->add_option("--verify", args->opt.verify, "best layouts re-simulated with SimGrid (default 3)")
       ->check(CLI::Range(0, 1000));
   cmd->add_option("--global-batch", args->opt.global_batch,

@@ -415,7 +415,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
     return s;
   };
   StepWorkers workers(stage4_scenario, opt.jobs,
-                      opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory());
+                      opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_plan_memory());
   const size_t round = static_cast<size_t>(2 * std::max(1, opt.jobs));
   for (size_t k = 0; k < step.size();) {
     if (static_cast<int>(k) >= opt.budget) {

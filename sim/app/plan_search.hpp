@@ -16,7 +16,8 @@
 ///      app/layer_probe.hpp step_lower_bound), at most `budget` of them; once
 ///      that bound is no better than the best simulated step, the rest cannot win ("bounded");
 ///   5. the best `verify` re-simulated with SimGrid (contention), which ranks them.
-/// The children running at once share `max_memory_bytes`: a stage 4 child holds stage 4's
+/// The children running at once share `max_memory_bytes` (default: app::default_plan_memory(),
+/// one child at most app::default_max_memory()): a stage 4 child holds stage 4's
 /// estimate of its graph (one layer's ops x layers x micro-batches x replicas built) and its
 /// error, a stage 5 child an equal share and probes itself first (app/work_limit.hpp); they
 /// start while what they hold fits, largest first. One stopped at what it holds runs again
@@ -70,8 +71,9 @@ struct Options {
   /// 4 x pp per DP replica (1 without PP), and throughput decides.
   int global_batch = 0;
   double memory_budget_bytes = 0;  ///< 0 = the GPU's capacity
-  /// This machine's memory for the simulations (0 = app::default_max_memory()): the children
-  /// running at once share it; one over its share runs alone, one over all of it is "too_big".
+  /// This machine's memory for the simulations: the children running at once share it; one
+  /// over its share runs alone, one over all of it is "too_big". 0: app::default_plan_memory()
+  /// for the children at once, app::default_max_memory() for one.
   double max_memory_bytes = 0;
 };
 

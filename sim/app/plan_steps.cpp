@@ -48,6 +48,7 @@ std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& in
     if (workers) run_ids.push_back(ids.at(k));
   }
   const double limit = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory();
+  const double total = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_plan_memory();
   const int jobs = std::max(1, opt.jobs);
   // The estimate may be high by up to kEstimateMargin: a run estimated a little over the limit
   // still tries with all of it, stopped by its op limit if it is really over.
@@ -58,7 +59,7 @@ std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& in
       hold[k] = std::min(est_bytes[k] * kEstimateMargin, limit);
     }
   std::vector<StepOutcome> out =
-      workers ? workers->run(run_ids, hold, est) : run_bounded_steps(runs, jobs, hold, limit, est);
+      workers ? workers->run(run_ids, hold, est) : run_bounded_steps(runs, jobs, hold, total, est);
   std::vector<scenario::Scenario> alone;
   std::vector<double> alone_est;
   std::vector<size_t> alone_at, alone_ids;

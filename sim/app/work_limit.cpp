@@ -66,6 +66,11 @@ std::string count(double n) {
 
 }  // namespace
 
+double default_plan_memory() {
+  if (const char* env = std::getenv("CPSIM_MAX_MEMORY"); env != nullptr && *env != '\0') return default_max_memory();
+  return 1.5 * default_max_memory();
+}
+
 double default_max_memory() {
   // A site (or the argv fuzzer) can lower the default for every subcommand at once.
   if (const char* env = std::getenv("CPSIM_MAX_MEMORY"); env != nullptr && *env != '\0') {
