@@ -102,7 +102,9 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     const double dur = op.rank == op.peer
                            ? std::max(0.0, op.extra_latency_s)
                            : detail::transfer_time_s(op, routes.get(op.rank, op.peer));
-    if (const uint32_t p = opt.pipelines ? g.pipeline_of(id) : UINT32_MAX; p != UINT32_MAX) {
+    // Only unordered transfers form pipelines (TaskGraph::add_pipeline): the others skip the
+    // binary search over every pipeline.
+    if (const uint32_t p = opt.pipelines && op.unordered ? g.pipeline_of(id) : UINT32_MAX; p != UINT32_MAX) {
       const detail::RouteInfo& ri = routes.get(op.rank, op.peer);
       const double lat = op.extra_latency_s + ri.latency_s;
       Joining& j = joining[p];
