@@ -99,17 +99,16 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
       }
       return;
     }
-    const double dur = op.rank == op.peer
-                           ? std::max(0.0, op.extra_latency_s)
-                           : detail::transfer_time_s(op, routes.get(op.rank, op.peer));
+    const schedule::LoneTransfer lt = op.rank == op.peer
+                                          ? schedule::LoneTransfer{0, std::max(0.0, op.extra_latency_s)}
+                                          : detail::lone_transfer(op, routes.get(op.rank, op.peer));
+    const double dur = lt.duration_s;
     // Only unordered transfers form pipelines (TaskGraph::add_pipeline): the others skip the
     // binary search over every pipeline.
     if (const uint32_t p = opt.pipelines && op.unordered ? g.pipeline_of(id) : UINT32_MAX; p != UINT32_MAX) {
-      const detail::RouteInfo& ri = routes.get(op.rank, op.peer);
-      const double lat = op.extra_latency_s + ri.latency_s;
       Joining& j = joining[p];
-      j.launch_s = std::max(j.launch_s, t + lat);
-      j.ser_s = std::max(j.ser_s, dur - lat);
+      j.launch_s = std::max(j.launch_s, t + lt.latency_s);
+      j.ser_s = std::max(j.ser_s, lt.serialisation_s());
       const schedule::Pipeline& pl = g.pipelines()[p];
       if (++j.arrived == pl.count) {
         const double end = j.launch_s + j.ser_s;

@@ -14,6 +14,7 @@
 
 #include "model/topology.hpp"
 #include "schedule/huge_pages.hpp"
+#include "schedule/lone_transfer.hpp"
 #include "schedule/task_graph.hpp"
 #include "schedule/trace.hpp"
 
@@ -115,12 +116,9 @@ inline double transfer_rate_Bps(const schedule::Op& op, const RouteInfo& ri) {
   return bw;
 }
 
-/// Contention-free duration of a transfer: software latency, wire latency, serialisation.
-inline double transfer_time_s(const schedule::Op& op, const RouteInfo& ri) {
-  // The fair share of the busiest link (route bw / sharers), under the software path's cap.
-  const double bw = std::min(transfer_rate_Bps(op, ri), ri.bw_Bps / std::max<double>(1.0, op.sharers));
-  const double ser = op.bytes > 0 ? op.bytes / bw : 0.0;  // bw is inf for a GPU to itself
-  return op.extra_latency_s + ri.latency_s + ser;
+/// Contention-free timing of a transfer: software latency, wire latency, serialisation.
+inline schedule::LoneTransfer lone_transfer(const schedule::Op& op, const RouteInfo& ri) {
+  return schedule::lone_transfer(op.extra_latency_s, ri.latency_s, ri.bw_Bps, op.max_rate_Bps, op.sharers, op.bytes);
 }
 
 }  // namespace cpsim::engine::detail

@@ -1,6 +1,7 @@
 #pragma once
 /// Internal to the collective builders (collectives.cpp, nccl_algos.cpp): route facts of one
 /// transfer, NCCL's per-hop latency, and the lanes a multi-channel collective runs on.
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,9 +19,20 @@ struct Hop {
   double bw_Bps = 0;
 };
 Hop make_hop(const model::Topology& topo, int src, int dst);
+/// The same for a route already known (topo.route(src, dst)).
+Hop hop_on_route(const model::Topology& topo, int src, int dst, const std::vector<uint32_t>& route);
 
 /// NCCL's per-hop latency for the path class (NVLink / PCIe / network), protocol index p.
 double hop_latency_s(const scenario::NcclSpec& nc, model::LinkClass c, int p);
+
+/// A pipelined ring transfer's software latency: as its `steps` algorithm steps would pay it,
+/// base + steps x (NCCL hop + wire latency), less the wire latency the engine adds once.
+double pipelined_latency_s(const scenario::NcclSpec& nc, const Hop& h, int p, int steps);
+
+/// A fenced transfer's Op::sharers on `route`: its bottleneck bandwidth over the worst fair
+/// share min over links of bw / transfers_on(link) (>= 1).
+float fair_sharers(const model::Topology& topo, const std::vector<uint32_t>& route,
+                   const std::function<uint32_t(uint32_t)>& transfers_on);
 
 /// A lane: channels whose transfers take the same links, merged into one set of transfers
 /// (max-min sharing gives a merged flow the same rate as its channels together). On one node
@@ -55,10 +67,9 @@ OpId fenced_transfer(TaskGraph& g, Fence& f, const CollectiveRequest& req, int f
 std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& f,
                               const CollectiveRequest& req, const OpLabel& label);
 
-/// What a pipelined ring lane's transfer costs: NCCL's base latency, the algorithm's steps,
-/// the protocol (index) and its efficiency.
+/// What a pipelined ring lane's transfer costs: the algorithm's steps, the protocol (index)
+/// and its efficiency.
 struct LaneCost {
-  double base_latency_s = 0;
   int steps = 0;
   int protocol = 0;
   double efficiency = 1;

@@ -8,6 +8,7 @@
 #include "schedule/collectives.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -21,18 +22,39 @@ namespace cpsim::schedule {
 namespace detail {
 
 Hop make_hop(const model::Topology& topo, int src, int dst) {
+  return hop_on_route(topo, src, dst, topo.route(src, dst));
+}
+
+Hop hop_on_route(const model::Topology& topo, int src, int dst, const std::vector<uint32_t>& route) {
   Hop h;
   h.src = src;
   h.dst = dst;
   h.latency_s = 0;
   h.bw_Bps = std::numeric_limits<double>::infinity();
-  for (uint32_t l : topo.route(src, dst)) {
+  for (uint32_t l : route) {
     const auto& link = topo.links()[l];
     h.latency_s += link.latency_s;
     h.bw_Bps = std::min(h.bw_Bps, link.bw_Bps);
     h.cls = std::max(h.cls, link.cls);
   }
   return h;
+}
+
+double pipelined_latency_s(const scenario::NcclSpec& nc, const Hop& h, int p, int steps) {
+  return nc.base_latency_s[p] + steps * hop_latency_s(nc, h.cls, p) + (steps - 1) * h.latency_s;
+}
+
+float fair_sharers(const model::Topology& topo, const std::vector<uint32_t>& route,
+                   const std::function<uint32_t(uint32_t)>& transfers_on) {
+  // Each link splits its bandwidth over the transfers on it; the transfer runs at the worst
+  // such share, which need not be on its narrowest link (the fat spine links are not).
+  double alone = std::numeric_limits<double>::infinity(), fair = alone;
+  for (uint32_t l : route) {
+    const double bw = topo.links()[l].bw_Bps;
+    alone = std::min(alone, bw);
+    fair = std::min(fair, bw / transfers_on(l));
+  }
+  return route.empty() ? 1.0f : static_cast<float>(std::max(1.0, alone / fair));
 }
 
 double hop_latency_s(const scenario::NcclSpec& nc, model::LinkClass c, int p) {
@@ -136,15 +158,8 @@ std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& 
       for (uint32_t l : routes.back().second) ++load[{op.label.step, l}];
     }
   for (const auto& [t, route] : routes) {
-    // Each link splits its bandwidth over the transfers on it; the transfer runs at the worst
-    // such share, which need not be on its narrowest link (the fat spine links are not).
-    double alone = std::numeric_limits<double>::infinity(), fair = alone;
-    for (uint32_t l : route) {
-      const double bw = topo.links()[l].bw_Bps;
-      alone = std::min(alone, bw);
-      fair = std::min(fair, bw / load[{g.op(t).label.step, l}]);
-    }
-    g.op_mut(t).sharers = route.empty() ? 1.0f : static_cast<float>(std::max(1.0, alone / fair));
+    const int32_t step = g.op(t).label.step;
+    g.op_mut(t).sharers = fair_sharers(topo, route, [&](uint32_t l) { return load[{step, l}]; });
   }
   OpLabel l = label;
   l.name = g.intern("collective_end");
@@ -354,8 +369,7 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
       join = g.add_compute(req.ranks[0], req.send_stream, 0.0, sl);
       for (OpId b : fence.begin) g.add_edge(b, join);
       if (detail::lean_group(g, req)) {
-        detail::lean_lanes(g, topo, fence, req, lane_set, label, join,
-                           {nc.base_latency_s[p], steps, p, eff});
+        detail::lean_lanes(g, topo, fence, req, lane_set, label, join, {steps, p, eff});
         res.done = detail::close_fence(g, topo, fence, req, label);
         return res;
       }
@@ -370,8 +384,7 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
         const auto first = static_cast<OpId>(g.size());
         for (int k = 0; k < n; ++k) {
           const Hop& h = hops[k];
-          const double extra = nc.base_latency_s[p] + steps * hop_latency_s(nc, h.cls, p) +
-                               (steps - 1) * h.latency_s;
+          const double extra = detail::pipelined_latency_s(nc, h, p, steps);
           detail::fenced_transfer(g, fence, req, lane.order[k], lane.order[(k + 1) % n],
                                   step_bytes * steps / eff, label, extra, join);
         }
@@ -410,8 +423,7 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
       const int from = lane.order[k], to = lane.order[(k + 1) % n];
       if (!built[static_cast<size_t>(from)] && !built[static_cast<size_t>(to)]) continue;
       const Hop h = make_hop(topo, req.ranks[from], req.ranks[to]);
-      const double extra = nc.base_latency_s[p] + steps * hop_latency_s(nc, h.cls, p) +
-                           (steps - 1) * h.latency_s;
+      const double extra = detail::pipelined_latency_s(nc, h, p, steps);
       const OpId t = add(h, 0, step_bytes * steps, extra);
       g.add_edge(join, t);
       res.done[to] = t;

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <array>
 #include <tuple>
-#include <limits>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -23,6 +22,7 @@
 #include <unordered_map>
 
 #include "schedule/collective_parts.hpp"
+#include "schedule/lone_transfer.hpp"
 #include "schedule/step.hpp"
 
 namespace cpsim::schedule::detail {
@@ -130,7 +130,6 @@ std::string lanes_key(const CollectiveRequest& req, const std::vector<Lane>& lan
   std::string k;
   auto put = [&k](const auto& v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
   put(req.bytes);
-  put(c.base_latency_s);
   put(c.steps);
   put(c.protocol);
   put(c.efficiency);
@@ -141,36 +140,19 @@ std::string lanes_key(const CollectiveRequest& req, const std::vector<Lane>& lan
   return k;
 }
 
-/// One lane member's facts as the builder and the analytic engine compute them.
+/// One lane member as close_fence prices it and the analytic engine times it.
 struct MemberCost {
   float sharers = 1;
-  double extra_s = 0, launch_s = 0, ser_s = 0;
+  LoneTransfer time;
 };
 
-MemberCost member_cost(const model::Topology& topo, const std::vector<uint32_t>& route,
-                       const std::unordered_map<uint32_t, uint32_t>& load, double wire_bytes,
-                       const LaneCost& c) {
-  const auto& nc = topo.spec().nccl;
+MemberCost member_cost(const model::Topology& topo, int src, int dst, const std::vector<uint32_t>& route,
+                       const std::unordered_map<uint32_t, uint32_t>& load, double wire_bytes, const LaneCost& c) {
+  const Hop h = hop_on_route(topo, src, dst, route);
   MemberCost m;
-  // close_fence's sharers and make_hop's facts, in the same order of operations.
-  double alone = std::numeric_limits<double>::infinity(), fair = alone;
-  Hop h;
-  h.latency_s = 0;
-  for (uint32_t l : route) {
-    const auto& link = topo.links()[l];
-    alone = std::min(alone, link.bw_Bps);
-    fair = std::min(fair, link.bw_Bps / load.at(l));
-    h.latency_s += link.latency_s;
-    h.cls = std::max(h.cls, link.cls);
-  }
-  m.sharers = route.empty() ? 1.0f : static_cast<float>(std::max(1.0, alone / fair));
-  m.extra_s = c.base_latency_s + c.steps * hop_latency_s(nc, h.cls, c.protocol) + (c.steps - 1) * h.latency_s;
-  // engine/replay_common.hpp transfer_time_s and the analytic engine's pipeline join.
-  const double bw = std::min(alone, alone / std::max<double>(1.0, m.sharers));
-  const double ser = wire_bytes > 0 ? wire_bytes / bw : 0.0;
-  const double dur = m.extra_s + h.latency_s + ser;
-  m.launch_s = m.extra_s + h.latency_s;
-  m.ser_s = dur - m.launch_s;
+  m.sharers = fair_sharers(topo, route, [&load](uint32_t l) { return load.at(l); });
+  m.time = lone_transfer(pipelined_latency_s(topo.spec().nccl, h, c.protocol, c.steps), h.latency_s, h.bw_Bps, 0,
+                         m.sharers, wire_bytes);
   return m;
 }
 
@@ -194,9 +176,10 @@ LeanLanes work_out(const TaskGraph& g, const model::Topology& topo, const Collec
     std::vector<MemberCost> m;
     int latest = 0, longest = 0;
     for (int k = 0; k < n; ++k) {
-      m.push_back(member_cost(topo, routes[l][static_cast<size_t>(k)], load, wire, c));
-      if (m.back().launch_s > m[static_cast<size_t>(latest)].launch_s) latest = k;
-      if (m.back().ser_s > m[static_cast<size_t>(longest)].ser_s) longest = k;
+      m.push_back(member_cost(topo, req.ranks[lanes[l].order[k]], req.ranks[lanes[l].order[(k + 1) % n]],
+                              routes[l][static_cast<size_t>(k)], load, wire, c));
+      if (m.back().time.latency_s > m[static_cast<size_t>(latest)].time.latency_s) latest = k;
+      if (m.back().time.serialisation_s() > m[static_cast<size_t>(longest)].time.serialisation_s()) longest = k;
     }
     std::vector<char> keep(static_cast<size_t>(n), 0);
     for (int k = 0; k < n; ++k)
@@ -240,8 +223,7 @@ void lean_lanes(TaskGraph& g, const model::Topology& topo, Fence& f, const Colle
         continue;
       }
       const Hop h = make_hop(topo, req.ranks[from], req.ranks[to]);
-      const double extra = c.base_latency_s + c.steps * hop_latency_s(nc, h.cls, c.protocol) +
-                           (c.steps - 1) * h.latency_s;
+      const double extra = pipelined_latency_s(nc, h, c.protocol, c.steps);
       const OpId t = fenced_transfer(g, f, req, from, to, step_bytes * c.steps / c.efficiency, label, extra, join);
       g.op_mut(t).sharers = ll.sharers[l][j];
       ++j;
