@@ -101,6 +101,16 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
     const bool mesh_group = sc.parallel.dp * sc.parallel.cp > 1 && (dp_ops > 0 || sc.parallel.zero_stage >= 3);
     r = scaled_to_mesh(r, sc, mesh_group ? static_cast<double>(schedule::dp_group_gather_ops(sc, topo)) : 0);
     r.uses_spines = schedule::uses_spines(g, topo, 0);
+    r.mirrored_ops = r.ops;
+    scenario::Scenario lean = one;
+    lean.simulation.lean_collectives = true;
+    if (schedule::tp_mirror(lean, topo).empty()) {
+      const auto mirrored = schedule::plan(lean, topo, *cost);
+      double n = 0;
+      for (const schedule::Op& op : mirrored.graph.ops()) n += op.label.layer >= 0 && op.label.scheme != dp;
+      r.mirrored_ops = n / layers;
+      r.tp_mirrored = true;
+    }
     if (!sc.perturb.any() && sc.model.moe.experts == 0 && sc.training.doc_distribution.empty()) {
       const TpWaits w = tp_waits(g, topo, one.parallel.tp_comm_overlap);
       size_t worst = 0;
@@ -136,6 +146,14 @@ double step_lower_bound(const LayerProbe& lp, const scenario::Scenario& sc) {
   const int m = sc.training.micro_batches;
   const double bubble = p.pp > 1 ? (p.pp - 1.0) / (std::max(1, p.virtual_stages) * m) : 0.0;
   return lp.compute_s * sc.model.layers / p.pp * m * (1 + bubble) + lp.head_s * m;
+}
+
+LayerProbe lean_probe(LayerProbe lp, const scenario::Scenario& sc) {
+  if (!lp.tp_mirrored) return lp;
+  lp.ops = lp.mirrored_ops;
+  lp.shared_ops /= sc.parallel.tp;
+  lp.shared_step_ops /= sc.parallel.tp;
+  return lp;
 }
 
 bool builds_every_replica(const scenario::Scenario& sc, const model::Topology& topo, const LayerProbe& lp) {

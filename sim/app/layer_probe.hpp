@@ -32,6 +32,10 @@ struct LayerProbe {
   /// Ops per layer and micro-batch of one replica (all its GPUs), its DP collectives aside: a
   /// step's graph has at least layers x micro-batches x this many per replica it builds.
   double ops = 0;
+  /// The same in a lean build that mirrors TP ranks (schedule/replicas.hpp tp_mirror: TP index
+  /// 0 built, the others only in the TP collectives); `ops` where nothing is mirrored.
+  double mirrored_ops = 0;
+  bool tp_mirrored = false;
   /// DP collectives (scheme "dp"), which span DP x CP and are built once for the whole mesh
   /// however many replicas are built; the probe (dp 1) builds them over CP only. Per layer, once
   /// a step (gradient reduce-scatters, parameter all-gathers), at the probe's size; and one
@@ -59,6 +63,10 @@ double step_lower_bound(const LayerProbe& lp, const scenario::Scenario& sc);
 /// its DP degree and ZeRO stage, which the probe need not share (`cpsim plan` probes each
 /// TP x CP x scheme x recomputation once). `group_ops`: dp_group_gather_ops(sc, topo).
 LayerProbe scaled_to_mesh(LayerProbe lp, const scenario::Scenario& sc, double group_ops);
+
+/// `lp` scaled to a lean build's graph (the analytic step time alone, app's step_time): its
+/// ops per layer with TP ranks mirrored, and its DP collectives those of TP index 0 only.
+LayerProbe lean_probe(LayerProbe lp, const scenario::Scenario& sc);
 
 /// Whether `sc`'s build simulates every DP replica (replica symmetry refused), as far as the
 /// probe can tell (schedule/replicas.hpp; a replica that fills no whole leaf group is checked

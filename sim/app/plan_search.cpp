@@ -398,8 +398,9 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
           continue;
         }
         est_bytes[i] = bytes;
-        lean_bytes[i] = every_replica ? bytes
-                                      : step_time_bytes(estimate_graph_ops(cs, scaled_to_mesh(lp, cs, go.second), false));
+        // (a lean build mirrors TP ranks whether or not it builds every replica)
+        lean_bytes[i] = step_time_bytes(estimate_graph_ops(
+            cs, lean_probe(scaled_to_mesh(lp, cs, every_replica ? go.first : go.second), cs), every_replica));
       }
       step.push_back(i);
     }

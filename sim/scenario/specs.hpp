@@ -328,6 +328,9 @@ struct SimulationSpec {
   /// of replicas that are not built can go, but for those that set its pace
   /// (schedule/lean_lanes.cpp).
   bool lean_collectives = false;
+  /// Internal: with lean_collectives, build TP index 0 of each TP group alone where the others
+  /// time the same (schedule/replicas.hpp tp_mirror); off in the tests that hold the two equal.
+  bool mirror_tp = true;
   /// Internal: what a copied replica's op counts for against max_ops (it is not stored; see
   /// schedule::TaskGraph::set_op_limit).
   double copied_op_weight = 1;

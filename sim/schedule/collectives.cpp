@@ -83,7 +83,6 @@ std::vector<Lane> ring_lanes(const model::Topology& topo, const std::vector<int>
     return out;
   }
   // Members per node, nodes in order of first appearance, members sorted by local index.
-  const auto& s = topo.spec();
   std::vector<int> node_ids;
   std::map<int, std::vector<int>> members;
   for (int i = 0; i < n; ++i) {
@@ -91,19 +90,18 @@ std::vector<Lane> ring_lanes(const model::Topology& topo, const std::vector<int>
     if (!members.count(node)) node_ids.push_back(node);
     members[node].push_back(i);
   }
-  const int nics = std::max(1, s.nics_per_node);
   for (auto& [node, m] : members)
     std::sort(m.begin(), m.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
   for (int l = 0; l < lanes; ++l) {
     for (size_t k = 0; k < node_ids.size(); ++k) {
       const auto& m = members[node_ids[k]];
       const int sz = static_cast<int>(m.size());
-      int start = l % sz;  // the member on rail l, if the node has one
-      for (int j = 0; j < sz; ++j)
-        if ((ranks[m[j]] % s.gpus_per_node) % nics == l % nics) {
-          start = j;
-          break;
-        }
+      // Lane l leaves from the node's l-th member (by local index), each on its own rail. A
+      // match on rail number l instead gave two lanes the same start wherever the members'
+      // rails are not 0, 1, 2, ...: at tp 4, TP index 1's DP group (rails 1 and 5) ran both
+      // lanes through rail 1's NIC, 68 % slower than TP index 0's; the Llama-3 8B on 4 nodes
+      // (tp 2, CP 16: rails 0, 2, 4, 6) reduced its gradients over 3 NICs of 4 (step -1.1 %).
+      const int start = l % sz;
       for (int j = 0; j < sz; ++j) {
         // Even nodes: rail l's member first, forwards. Odd nodes: backwards, ending there, so
         // the crossing into them leaves and enters on the rail before l.

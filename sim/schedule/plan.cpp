@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "schedule/attention.hpp"
+#include "schedule/replicas.hpp"
 
 namespace cpsim::schedule {
 
@@ -23,14 +24,30 @@ Plan plan(const scenario::Scenario& sc, const model::Topology& topo, const model
   Plan p;
   p.scenario = priced_scenario(sc);
   std::optional<Pricer> pricer(std::in_place, cost);
-  try {
-    p.info = build_scenario(p.scenario, topo, *pricer, p.graph);
-  } catch (const LeanRefused&) {
-    // A replica that must be built after all (its traffic crosses shared spines): again, whole.
-    p.scenario.simulation.lean_collectives = false;
+  auto build = [&] {
     p.graph = TaskGraph();
     pricer.emplace(cost);
     p.info = build_scenario(p.scenario, topo, *pricer, p.graph);
+  };
+  try {
+    build();
+  } catch (const LeanRefused&) {
+    // Phantoms must be built after all: a TP phantom left out of one TP collective joins one
+    // that builds every member (again without mirroring TP ranks), or a replica's traffic
+    // crosses shared spines (again, whole).
+    bool built = false;
+    if (tp_mirror(p.scenario, topo).empty()) {
+      p.scenario.simulation.mirror_tp = false;
+      try {
+        build();
+        built = true;
+      } catch (const LeanRefused&) {
+      }
+    }
+    if (!built) {
+      p.scenario.simulation.lean_collectives = false;
+      build();
+    }
   }
   p.graph.finalize();
   p.pricing = pricer->sources();

@@ -53,6 +53,21 @@ std::vector<char> perturbed_replicas(const scenario::Scenario& sc, const model::
   return touched;
 }
 
+std::string tp_mirror(const scenario::Scenario& sc, const model::Topology& topo) {
+  const auto& p = sc.parallel;
+  const auto& spec = topo.spec();
+  if (!sc.simulation.lean_collectives || !sc.simulation.mirror_tp) return "not a lean build";
+  if (p.tp == 1) return "no tensor parallelism";
+  if (sc.perturb.any()) return "perturbations";
+  if (sc.model.moe.experts > 0 || p.ep > 1) return "MoE (its all-to-alls and expert shards span TP indices)";
+  if (p.sequence_parallel && p.tp_comm_overlap) return "TP communication overlap";
+  if (p.order.empty() || p.order.front() != "tp") return "tp is not the innermost mesh dimension";
+  if (spec.intra != scenario::IntraFabric::NVSwitch) return "not an NVSwitch node";
+  if (spec.gpus_per_node % p.tp != 0) return "a TP group spans nodes";
+  if (spec.nodes > 1 && spec.nics_per_node != spec.gpus_per_node) return "GPUs share NICs";
+  return "";
+}
+
 /// True if any transfer from op `first` on, other than a DP collective's, crosses a spine
 /// (leaf <-> spine) link: the only links that GPUs of different replicas can share besides
 /// those of the DP collectives. The DP collectives are left out: every replica's members take

@@ -23,6 +23,16 @@ std::string replica_symmetry(const scenario::Scenario& sc, const model::Topology
 std::vector<char> perturbed_replicas(const scenario::Scenario& sc, const model::Topology& topo,
                                      const Mesh& mesh);
 
+/// Empty when a lean build (SimulationSpec::lean_collectives) may build each TP group's first
+/// rank alone, the others phantom GPUs that only take part in the TP collectives (their twin's
+/// dependencies, their own TP streams); otherwise why not. The TP ranks of a group run the same
+/// ops on the same shapes at the same times when nothing perturbs one of them, no op spans TP
+/// indices but the TP collectives (no MoE, no chunked TP overlap), and every route of TP index t
+/// is rank 0's moved t GPUs over within the node: TP is the innermost mesh dimension, a node
+/// holds whole TP groups behind one NVSwitch, and each GPU has its own NIC (its rail). Then the
+/// analytic engine times each of them as rank 0, and ranks 1..tp-1 need not be built.
+std::string tp_mirror(const scenario::Scenario& sc, const model::Topology& topo);
+
 /// True if any transfer from op `first` on, other than a DP collective's (scheme "dp"), crosses
 /// a spine (leaf <-> spine) link.
 bool uses_spines(const TaskGraph& g, const model::Topology& topo, OpId first);

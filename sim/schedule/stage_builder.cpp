@@ -22,7 +22,10 @@ StageBuilder::StageBuilder(const scenario::Scenario& sc, const model::Topology& 
   tp_ = sc.parallel.tp;
   cp_ = sc.parallel.cp;
   for (int c = 0; c < cp_; ++c)
-    for (int t = 0; t < tp_; ++t) ranks_.push_back(mesh.rank_of({t, c, pp_i, dp_i}));
+    for (int t = 0; t < tp_; ++t) {
+      ranks_.push_back(mesh.rank_of({t, c, pp_i, dp_i}));
+      mirrored_.push_back(g.phantom(ranks_.back()));
+    }
   tokens_ = static_cast<double>(sc.training.seq_len / cp_) * sc.training.micro_batch;
   sp_ = sc.parallel.sequence_parallel && tp_ > 1;
   overlap_ = sp_ && sc.parallel.tp_comm_overlap;  // the scenario refuses it without SP
@@ -93,7 +96,8 @@ StageBuilder::Ops StageBuilder::gemm_all(const char* name, double m, double n, d
                                          int layer, Phase ph, const Ops& deps) {
   Ops out(ranks_.size());
   const model::Cost c = gemm_cost(name, m, n, k);
-  for (size_t i = 0; i < ranks_.size(); ++i) out[i] = gemm_op(i, name, c, mult, 1.0, mb, layer, ph, deps[i]);
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    out[i] = mirrored_[i] ? out[twin(i)] : gemm_op(i, name, c, mult, 1.0, mb, layer, ph, deps[i]);
   return out;
 }
 
@@ -129,6 +133,10 @@ StageBuilder::Ops StageBuilder::memory_all(const char* name, double bytes, int m
   Ops out(ranks_.size());
   const model::Cost c = pricer_.cost().memory_bound(bytes);
   for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (mirrored_[i]) {
+      out[i] = out[twin(i)];
+      continue;
+    }
     out[i] = g_.add_priced(ranks_[i], stream::kCompute, pricer_.time(c, "memory"),
                             label(name, mb, layer, ph, "memory"));
     g_.add_edge(deps[i], out[i]);
@@ -153,7 +161,8 @@ StageBuilder::Ops StageBuilder::tp_coll(CollOp op, const char* name, int mb, int
       req.deps.push_back(deps[index(c, t)]);
     }
     const auto res = add_collective(g_, topo_, req);
-    for (int t = 0; t < tp_; ++t) out[index(c, t)] = res.done[t];
+    // (a mirrored rank's part may have been left out: lean_ring_members)
+    for (int t = 0; t < tp_; ++t) out[index(c, t)] = res.done[mirrored_[index(c, t)] ? 0 : t];
   }
   return out;
 }
@@ -176,6 +185,10 @@ StageBuilder::Ops StageBuilder::sequence_mixing(int layer, int mb, bool backward
   if (full && !backward && !recompute_) full_layers_built++;
   Ops out(ranks_.size());
   for (int t = 0; t < tp_; ++t) {
+    if (mirrored_[index(0, t)]) {
+      for (int c = 0; c < cp_; ++c) out[index(c, t)] = out[index(c, 0)];
+      continue;
+    }
     AttentionCtx ctx{g_, topo_, pricer_, sc_, {}, layer, mb, {}, docs_};
     if (full) ctx.docs = layer_documents(m_, docs_, layer);
     Ops entry;
@@ -247,6 +260,10 @@ void StageBuilder::gather_params(int layer, int mb, int pass) {
   const double gathered = zero3_gather_bytes(sc_, layer);
   param_ready_.assign(ranks_.size(), kNoOp);
   for (int t = 0; t < tp_; ++t) {
+    if (mirrored_[index(0, t)]) {
+      for (int c = 0; c < cp_; ++c) param_ready_[index(c, t)] = param_ready_[index(c, 0)];
+      continue;
+    }
     auto& done = gathers_[{layer, mb, pass, t}];
     if (done.empty()) {
       CollectiveRequest req;

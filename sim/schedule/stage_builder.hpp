@@ -94,6 +94,10 @@ class StageBuilder {
   Ops param_ready_;
   Ops prev_entry_;
   std::vector<int> ranks_;
+  /// Per grid index: a TP rank mirrored by TP index 0 of its CP index (replicas.hpp tp_mirror),
+  /// whose ops are not built: its Ops entries are its twin's.
+  std::vector<char> mirrored_;
+  size_t twin(size_t i) const { return i - i % static_cast<size_t>(tp_); }
   int tp_ = 1, cp_ = 1;
   double tokens_ = 0;
   double norm_bytes_ = 0;        ///< bytes one norm reads and writes in the current layer pass

@@ -152,6 +152,8 @@ struct ReplicaPlan {
   std::string why_not;
   bool symmetric = false;
   bool spines_checked = true;
+  /// Only TP index 0 of each TP group is built (tp_mirror): the others are its phantoms.
+  bool tp_mirrored = false;
   std::vector<char> perturbed, built;
   int rep = 0;
   /// The replica whose ops stand for replica d.
@@ -289,6 +291,10 @@ class ReplicaPipeline {
                          x_.sc.training.micro_batch * x_.sc.model.hidden * model::kBf16Bytes /
                          (p.sequence_parallel ? p.tp : 1);
     for (size_t i = 0; i < grid_; ++i) {
+      if (x_.g.phantom(src[i])) {  // a mirrored TP rank: its twin's (TP index 0, built first)
+        out[i] = out[i - i % static_cast<size_t>(p.tp)];
+        continue;
+      }
       OpLabel l;
       l.name = x_.g.intern(backward ? "pp_grad_p2p" : "pp_act_p2p");
       l.category = x_.g.intern("p2p");
@@ -384,7 +390,8 @@ void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsRea
         const auto co = x.mesh.coord_of(rank);
         return grads[rp.source(co[3])][l][static_cast<size_t>(co[1] * p.tp + co[0])];
       });
-  for (int t = 0; t < p.tp; ++t) {
+  // Mirrored TP indices (tp_mirror) reduce as index 0 does, over their own GPUs and rails.
+  for (int t = 0; t < (rp.tp_mirrored ? 1 : p.tp); ++t) {
     std::vector<int> members;
     for (int d = 0; d < p.dp; ++d)
       for (int c = 0; c < p.cp; ++c) members.push_back(x.mesh.rank_of({t, c, s, d}));
@@ -507,12 +514,21 @@ BuildInfo build_step(const StepCtx& x) {
   MoeA2aMap a2a;
   GradsReady grads(p.dp, std::vector<Ops>(cl.layers));
   ReplicaPlan rp = plan_replicas(x);
-  if (sc.simulation.lean_collectives && rp.symmetric) {
+  // Lean: the GPUs of replicas not built, and of TP indices other than 0 (tp_mirror), are
+  // phantoms that take part in the collectives only.
+  const bool dp_lean = sc.simulation.lean_collectives && rp.symmetric;
+  rp.tp_mirrored = tp_mirror(sc, x.topo).empty();
+  if (dp_lean || rp.tp_mirrored) {
     std::vector<int32_t> twin(static_cast<size_t>(x.mesh.size()), -1);
     for (int r = 0; r < x.mesh.size(); ++r) {
       auto co = x.mesh.coord_of(r);
-      if (rp.built[co[Mesh::kDp]]) continue;
-      co[Mesh::kDp] = rp.rep;
+      if (!rp.built[co[Mesh::kDp]]) {
+        co[Mesh::kDp] = rp.rep;
+      } else if (rp.tp_mirrored && co[Mesh::kTp] != 0) {
+        co[Mesh::kTp] = 0;
+      } else {
+        continue;
+      }
       twin[static_cast<size_t>(r)] = x.mesh.rank_of(co);
     }
     x.g.set_phantom_ranks(twin);
@@ -538,7 +554,7 @@ BuildInfo build_step(const StepCtx& x) {
     const int layers = pipe.run();
     info.full_layers_built += layers;
     check_spines(x, rp);  // decided once the first replica exists
-    if (!rp.symmetric && x.g.has_phantoms())
+    if (dp_lean && !rp.symmetric)
       throw LeanRefused("lean build refused: " + rp.why_not);
     if (first) {
       tmpl.last = static_cast<OpId>(x.g.size());
