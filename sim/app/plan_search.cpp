@@ -495,8 +495,13 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
     res.all[ok[k]].simgrid_wall_s = sg[k].wall_s;
     if (sg[k].wall_s >= 0) res.all[ok[k]].simgrid_start_s = sg[k].start_s - t_start;
     if (sg[k].step_s > 0) res.all[ok[k]].simgrid_s = sg[k].step_s;
-    else if (sg[k].over_memory) res.all[ok[k]].why = "SimGrid not run: its graph would need about " +
-                                                     fmt("%.3g GB", sg[k].estimate_bytes / 1e9);
+    else if (sg[k].over_memory)
+      // (a lean analytic graph may fit where SimGrid's full one does not: schedule/lean_lanes.cpp,
+      // replicas.hpp tp_mirror; its child then stops at its op limit and says so)
+      res.all[ok[k]].why = "SimGrid not run: " +
+                           (sg[k].error.empty() ? fmt("its graph would need about %.3g GB", sg[k].estimate_bytes / 1e9)
+                                                : "stopped: " + first_line(sg[k].error)) +
+                           " (--max-memory)";
   }
   std::stable_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(nv), by_tps);
   res.ranked = ok;
@@ -511,8 +516,9 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
                 fmt(" vs %.0f for the best, verified", best);
         continue;
       }
+      const std::string unverified = c.why.rfind("SimGrid not run", 0) == 0 ? "; " + c.why : "";
       c.why = fmt("slower: %.0f tokens/s", c.tokens_per_s()) + fmt(" vs %.0f", best) +
-              (k < nv ? " (SimGrid)" : c.simgrid_s > 0 ? "" : " (analytic)");
+              (c.simgrid_s > 0 ? " (SimGrid)" : " (analytic)") + unverified;
     }
   }
   return res;
