@@ -292,8 +292,7 @@ class ReplicaPipeline {
                          (p.sequence_parallel ? p.tp : 1);
     for (size_t i = 0; i < grid_; ++i) {
       if (x_.g.phantom(src[i])) {  // a mirrored TP rank: its twin's (TP index 0, built first)
-        out[i] = out[i - i % static_cast<size_t>(p.tp)];
-        continue;
+        out[i] = out[i - i % static_cast<size_t>(p.tp)]; continue;
       }
       OpLabel l;
       l.name = x_.g.intern(backward ? "pp_grad_p2p" : "pp_act_p2p");
@@ -514,8 +513,7 @@ BuildInfo build_step(const StepCtx& x) {
   MoeA2aMap a2a;
   GradsReady grads(p.dp, std::vector<Ops>(cl.layers));
   ReplicaPlan rp = plan_replicas(x);
-  // Lean: the GPUs of replicas not built, and of TP indices other than 0 (tp_mirror), are
-  // phantoms that take part in the collectives only.
+  // Lean: GPUs of replicas not built and of TP indices > 0 (tp_mirror) join collectives only.
   const bool dp_lean = sc.simulation.lean_collectives && rp.symmetric;
   rp.tp_mirrored = tp_mirror(sc, x.topo).empty();
   if (dp_lean || rp.tp_mirrored) {

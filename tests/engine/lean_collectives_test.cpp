@@ -38,14 +38,8 @@ Outcome analytic(scenario::Scenario sc, bool lean) {
 
 /// small_dp_job's model on `nodes` DGX nodes with pipelined collectives (as above 512 GPUs).
 scenario::Scenario job(int nodes, int tp, int cp, int dp, int zero) {
-  auto sc = test::small_dp_job(scenario::Symmetry::Auto);
-  sc.platform = test::dgx_h100(nodes);
-  sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
-  sc.parallel.tp = tp;
-  sc.parallel.cp = cp;
-  sc.parallel.dp = dp;
+  auto sc = test::pipelined_job(nodes, tp, cp, dp);
   sc.parallel.zero_stage = zero;
-  sc.simulation.collectives = scenario::CollectiveModel::Pipelined;
   return sc;
 }
 

@@ -67,4 +67,17 @@ inline scenario::Scenario small_dp_job(scenario::Symmetry sym) {
   return sc;
 }
 
+/// small_dp_job's model on `nodes` DGX H100 nodes with pipelined collectives (as above 512
+/// GPUs): the lean-build tests (lean_collectives_test, tp_mirror_test).
+inline scenario::Scenario pipelined_job(int nodes, int tp, int cp, int dp) {
+  auto sc = small_dp_job(scenario::Symmetry::Auto);
+  sc.platform = dgx_h100(nodes);
+  sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
+  sc.parallel.tp = tp;
+  sc.parallel.cp = cp;
+  sc.parallel.dp = dp;
+  sc.simulation.collectives = scenario::CollectiveModel::Pipelined;
+  return sc;
+}
+
 }  // namespace cpsim::test

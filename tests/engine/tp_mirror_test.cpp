@@ -36,20 +36,14 @@ Outcome analytic(scenario::Scenario sc, bool lean, bool mirror) {
 }
 
 scenario::Scenario job(int nodes, int tp, int cp, int pp, int dp) {
-  auto sc = test::small_dp_job(scenario::Symmetry::Auto);
-  sc.platform = test::dgx_h100(nodes);
-  sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
+  auto sc = test::pipelined_job(nodes, tp, cp, dp);
   sc.platform.compute_interference = 0.2;
   sc.platform.runtime.kernel_launch_s = 3e-6;
   sc.platform.runtime.host_op_s = 10e-6;
   sc.platform.runtime.ops_per_attention = 8;
   sc.platform.runtime.ring_step_sync_s = 5e-6;
   sc.platform.runtime.nccl_launch_s = 5e-6;
-  sc.parallel.tp = tp;
-  sc.parallel.cp = cp;
   sc.parallel.pp = pp;
-  sc.parallel.dp = dp;
-  sc.simulation.collectives = scenario::CollectiveModel::Pipelined;
   return sc;
 }
 
