@@ -337,9 +337,13 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   const double limit = opt.max_memory_bytes > 0 ? opt.max_memory_bytes : default_max_memory();
   std::map<std::string, LayerProbe> probes;  // "tp cp scheme recompute" -> its layer
   std::map<int, model::Topology> topos;      // per node count
-  // "tp cp pp dp nodes" -> one DP-group all-gather's ops, as SimGrid's graph and as the
-  // analytic step's lean one build it (schedule/lean_lanes.cpp)
-  std::map<std::string, std::pair<double, double>> group_ops;
+  // "tp cp pp dp nodes" -> one DP-group all-gather's ops, as a graph of every replica, as
+  // SimGrid's graph of one replica (the others' GPUs bystanders) and as the analytic step's lean
+  // one build it (schedule/lean_lanes.cpp)
+  struct GroupOps {
+    double every = 0, symmetric = 0, lean = 0;
+  };
+  std::map<std::string, GroupOps> group_ops;
   std::vector<size_t> step;
   // The estimates' memory, for the children: stage 5 (SimGrid) and stage 4's lean graphs.
   std::vector<double> est_bytes(res.all.size(), 0.0), lean_bytes(res.all.size(), 0.0);
@@ -369,7 +373,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
         scenario::Scenario cs = sc;
         cs.training.recompute = c.recompute;
         cs.parallel.zero_stage = c.zero_stage;
-        std::pair<double, double> go{0, 0};
+        GroupOps go;
         if (c.dp * c.cp > 1 && (lp.probe_group_ops > 0 || c.zero_stage >= 3)) {
           const std::string gk = "tp" + str(c.tp) + " cp" + str(c.cp) + " pp" + str(c.pp) + " dp" + str(c.dp) +
                                  " n" + str(sc.platform.nodes);
@@ -377,15 +381,17 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
           if (g == group_ops.end()) {
             scenario::Scenario lean = cs;
             lean.simulation.lean_collectives = true;
-            g = group_ops.emplace(gk, std::pair{static_cast<double>(schedule::dp_group_gather_ops(cs, t->second)),
-                                                static_cast<double>(schedule::dp_group_gather_ops(lean, t->second))})
-                    .first;
+            auto n = [&](const scenario::Scenario& s, bool sym) {
+              return static_cast<double>(schedule::dp_group_gather_ops(s, t->second, sym));
+            };
+            g = group_ops.emplace(gk, GroupOps{n(cs, false), n(cs, true), n(lean, true)}).first;
           }
           go = g->second;
         }
-        const LayerProbe mesh = scaled_to_mesh(lp, cs, go.first);
+        const LayerProbe mesh = scaled_to_mesh(lp, cs, go.every);
         const bool every_replica = builds_every_replica(cs, t->second, mesh);
-        const double ops = estimate_graph_ops(cs, mesh, every_replica);
+        const double ops =
+            estimate_graph_ops(cs, every_replica ? mesh : scaled_to_mesh(lp, cs, go.symmetric), every_replica);
         // Stage 4 (analytic) and 5 (SimGrid) want the step time alone (step_time_bytes).
         const double bytes = step_time_bytes(ops);
         if (bytes > kEstimateMargin * limit) {
@@ -400,7 +406,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
         est_bytes[i] = bytes;
         // (a lean build mirrors TP ranks whether or not it builds every replica)
         lean_bytes[i] = step_time_bytes(estimate_graph_ops(
-            cs, lean_probe(scaled_to_mesh(lp, cs, every_replica ? go.first : go.second), cs), every_replica));
+            cs, lean_probe(scaled_to_mesh(lp, cs, every_replica ? go.every : go.lean), cs), every_replica));
       }
       step.push_back(i);
     }

@@ -90,7 +90,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     if (opt.keep_times) tr.start_s[id] = t;
     if (op.kind == OpKind::Compute) {
       const double d = detail::compute_time_s(op, id, noise);
-      if (interfere && d > 0) {
+      if (interfere && d > 0 && op.noisy) {  // (runtime overheads: host-side, not slowed)
         const double r = inflight[op.rank] ? slow_rate : 1.0;
         running[op.rank].push_back({id, d, t, r});
         events.push({t + d / r, id, version[id]});

@@ -11,6 +11,8 @@
 //  - compute: a kernel timer, not an Exec. Compute streams do not slow each other, so no
 //    sharing model is needed; interference runs a GPU's kernels at 1/(1 + i) of their speed
 //    while a transfer of that GPU is in flight, by moving their timers when that changes.
+//    The runtime's overheads (Op::noisy false: launches, framework ops, event waits) are host
+//    work or latencies, not SM work: a plain timer, never slowed.
 //    (Execs cost a CPU-model solve and, in 3.32, a scan of every activity in flight when each
 //    one ends: std::list::remove on the issuing actor's list, here maestro's.)
 //  - transfer: a host-to-host Comm. The software latency (extra_latency_s) and the route's wire
@@ -211,6 +213,13 @@ struct Replay {
         return;
       }
       const double now = sg4::Engine::get_clock();
+      if (!op.noisy) {  // a runtime overhead: host-side or a latency, interference does not slow it
+        simgrid::kernel::timer::Timer::set(now + d, [this, id] {
+          complete(id);
+          drain();
+        });
+        return;
+      }
       kernels[op.rank].push_back({id, d, now, arm(id, now + d / speed(op.rank))});
       return;
     }

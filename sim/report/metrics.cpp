@@ -151,9 +151,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
   std::vector<char> used_name(g.num_strings(), 0), used_category(g.num_strings(), 0);
   bool used_kind[3] = {false, false, false};
   const uint32_t overhead = g.interned("overhead"), attention = g.interned("attention");
-  for (OpId id = 0; id < g.size(); ++id) {
-    const auto& op = g.op(id);
-    const double s = tr.start_s[id], e = tr.end_s[id];
+  auto tally = [&](const schedule::Op& op, double s, double e) {
     if (op.kind == OpKind::Compute) {
       const int layer = op.label.layer;
       const int kind = layer < 0 || layer >= sc.model.layers ? 0
@@ -166,6 +164,11 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     by_name[op.label.name] += e - s;
     used_category[op.label.category] = 1;
     used_name[op.label.name] = 1;
+  };
+  for (OpId id = 0; id < g.size(); ++id) {
+    const auto& op = g.op(id);
+    const double s = tr.start_s[id], e = tr.end_s[id];
+    tally(op, s, e);
     // Fixed software overheads (platform runtime: host launches, NCCL launches) are not GPU
     // compute: they stay in time_by_category ("overhead") but not in the compute intervals, so a
     // mirrored replica's rank, whose only ops are its DP collectives and their launches, is
@@ -185,14 +188,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
       }
     }
   }
-  std::map<std::string, double> by_cat, by_op, by_kind;
-  for (uint32_t k = 0; k < g.num_strings(); ++k) {
-    if (used_name[k]) by_op[g.str(k)] = by_name[k];
-    if (used_category[k]) by_cat[g.str(k).empty() ? "other" : g.str(k)] += by_category[k];
-  }
-  const char* kinds[3] = {"other", "full-attention", "linear-attention"};
-  for (int k = 0; k < 3; ++k)
-    if (used_kind[k]) by_kind[kinds[k]] = by_kind_sum[k];
+  std::vector<char> computes(static_cast<size_t>(nr), 0);
   int active = 0;
   double attn_max = 0, attn_sum = 0, cp_bytes = 0;
   for (int k = 0; k < nr; ++k) {
@@ -209,6 +205,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     m.cp_exposed_s = measure_minus(p, c);
     // Ranks that only mirror a simulated replica in DP collectives have no compute.
     if (c.empty()) continue;
+    computes[static_cast<size_t>(k)] = 1;
     active++;
     r.compute_s += m.compute_s;
     r.exposed_comm_s += m.exposed_comm_s;
@@ -223,6 +220,32 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     const auto& op = g.op(id);
     if (op.kind == OpKind::Transfer && is_cp_stream(op.stream)) cp_bytes += op.bytes;
   }
+  // Per GPU means are over the GPUs that compute, so they count those GPUs' ops only (a
+  // transfer: its sender's). A replica not built (replica symmetry) joins the DP collectives
+  // without computing, and its ops (its share of them, its NCCL launches) had made the means
+  // grow with the replicas left out (405B, dp 8: "collective" 3.55 s per GPU for 0.28 s of DP
+  // communication); a full replay computes on every GPU and keeps every op.
+  if (active < nr) {
+    std::fill(by_name.begin(), by_name.end(), 0.0);
+    std::fill(by_category.begin(), by_category.end(), 0.0);
+    std::fill(std::begin(by_kind_sum), std::end(by_kind_sum), 0.0);
+    std::fill(used_name.begin(), used_name.end(), 0);
+    std::fill(used_category.begin(), used_category.end(), 0);
+    std::fill(std::begin(used_kind), std::end(used_kind), false);
+    for (OpId id = 0; id < g.size(); ++id) {
+      const auto& op = g.op(id);
+      if (computes[static_cast<size_t>(op.rank)]) tally(op, tr.start_s[id], tr.end_s[id]);
+    }
+  }
+  std::map<std::string, double> by_cat, by_op, by_kind;
+  for (uint32_t k = 0; k < g.num_strings(); ++k) {
+    if (used_name[k]) by_op[g.str(k)] = by_name[k];
+    if (used_category[k]) by_cat[g.str(k).empty() ? "other" : g.str(k)] += by_category[k];
+  }
+  const char* kinds[3] = {"other", "full-attention", "linear-attention"};
+  for (int k = 0; k < 3; ++k)
+    if (used_kind[k]) by_kind[kinds[k]] = by_kind_sum[k];
+
   r.gpus = active;
   if (active > 0) {
     r.compute_s /= active;

@@ -331,6 +331,10 @@ struct SimulationSpec {
   /// Internal: with lean_collectives, build TP index 0 of each TP group alone where the others
   /// time the same (schedule/replicas.hpp tp_mirror); off in the tests that hold the two equal.
   bool mirror_tp = true;
+  /// Internal: a full graph with replica symmetry marks the GPUs of the replicas it does not
+  /// build as bystanders (TaskGraph::set_bystanders: their NCCL launches as one op per pipelined
+  /// ring); off in the test that holds the two equal.
+  bool bystanders = true;
   /// Internal: what a copied replica's op counts for against max_ops (it is not stored; see
   /// schedule::TaskGraph::set_op_limit).
   double copied_op_weight = 1;

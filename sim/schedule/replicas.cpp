@@ -87,4 +87,11 @@ bool uses_spines(const TaskGraph& g, const model::Topology& topo, OpId first) {
   return false;
 }
 
+std::vector<uint8_t> bystanders(const Mesh& mesh, const std::vector<char>& built) {
+  std::vector<uint8_t> by(static_cast<size_t>(mesh.size()), 0);
+  for (int r = 0; r < mesh.size(); ++r)
+    by[static_cast<size_t>(r)] = !built[static_cast<size_t>(mesh.coord_of(r)[Mesh::kDp])];
+  return by;
+}
+
 }  // namespace cpsim::schedule

@@ -37,4 +37,7 @@ std::string tp_mirror(const scenario::Scenario& sc, const model::Topology& topo)
 /// a spine (leaf <-> spine) link.
 bool uses_spines(const TaskGraph& g, const model::Topology& topo, OpId first);
 
+/// The GPUs of the DP replicas not built (`built[d]` == 0), for TaskGraph::set_bystanders.
+std::vector<uint8_t> bystanders(const Mesh& mesh, const std::vector<char>& built);
+
 }  // namespace cpsim::schedule

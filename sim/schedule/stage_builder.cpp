@@ -7,6 +7,7 @@
 #include "model/moe.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
+#include "schedule/replicas.hpp"
 #include "schedule/tp_overlap.hpp"
 
 namespace cpsim::schedule {
@@ -224,7 +225,7 @@ double zero3_gather_bytes(const scenario::Scenario& sc, int layer) {
   return sc.training.fp8 ? bytes / 2 : bytes;  // FP8 param gather: 1 B
 }
 
-size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& topo) {
+size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& topo, bool symmetric) {
   const Mesh mesh(sc.parallel);
   TaskGraph g;
   g.set_pipelined_collectives(pipelined_collectives(sc));
@@ -245,6 +246,10 @@ size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& 
       twin[static_cast<size_t>(r)] = mesh.rank_of(co);
     }
     g.set_phantom_ranks(twin);
+  } else if (symmetric && sc.parallel.dp > 1 && sc.simulation.bystanders) {  // as a full build of replica 0
+    std::vector<char> built(static_cast<size_t>(sc.parallel.dp), 0);
+    built[0] = 1;
+    g.set_bystanders(bystanders(mesh, built));
   }
   add_collective(g, topo, req);
   return g.size();

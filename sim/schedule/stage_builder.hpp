@@ -31,8 +31,9 @@ double zero3_gather_bytes(const scenario::Scenario& sc, int layer);
 /// index 0 in the first stage, as `sc`'s mesh builds it, in a graph of its own: how `cpsim
 /// plan` scales the DP collectives of its one-replica layer probe, which span CP only, to the
 /// mesh's (ZeRO-3 gathers, gradient reduce-scatters and parameter gathers span DP x CP). With
-/// sc.simulation.lean_collectives, as a lean build of replica 0 has it (lean_lanes.cpp).
-size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& topo);
+/// sc.simulation.lean_collectives, as a lean build of replica 0 has it (lean_lanes.cpp);
+/// otherwise `symmetric`: as a full build of replica 0 alone, the others' GPUs bystanders.
+size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& topo, bool symmetric = false);
 
 /// Builds layers for one pipeline-stage replica: the TP x CP grid of GPUs with fixed (pp, dp).
 class StageBuilder {

@@ -184,7 +184,9 @@ void check_spines(const StepCtx& x, ReplicaPlan& r) {
   r.spines_checked = true;
   r.symmetric = !uses_spines(x.g, x.topo, 0);
   r.why_not = r.symmetric ? "" : "refused: the replica's traffic crosses spine links other replicas share";
-  if (!r.symmetric) std::fill(r.built.begin(), r.built.end(), 1);
+  if (r.symmetric) return;
+  std::fill(r.built.begin(), r.built.end(), 1);
+  x.g.clear_bystanders();
 }
 
 std::string describe_symmetry(const ReplicaPlan& r, int dp) {
@@ -530,6 +532,8 @@ BuildInfo build_step(const StepCtx& x) {
       twin[static_cast<size_t>(r)] = x.mesh.rank_of(co);
     }
     x.g.set_phantom_ranks(twin);
+  } else if (rp.symmetric && sc.simulation.bystanders) {  // replicas not built (collectives.cpp)
+    x.g.set_bystanders(bystanders(x.mesh, rp.built));
   }
   // The first built replica is built; the others are copies of its ops when that is exact
   // (why_not_copy): the same graph, op for op, without pricing and partitioning them again.

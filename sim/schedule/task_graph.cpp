@@ -43,7 +43,31 @@ OpId TaskGraph::add(const Op& op) {
     throw OpLimitExceeded("the task graph passed " + std::to_string(op_limit_) + " ops while being built");
   ops_.push_back(op);
   num_ranks_ = std::max({num_ranks_, op.rank + 1, op.peer + 1});
-  return static_cast<OpId>(size_++);
+  const auto id = static_cast<OpId>(size_++);
+  if (!bystander_.empty() && !op.unordered) {
+    note_tail(op.rank, op.stream, id);
+    if (op.kind == OpKind::Transfer) note_tail(op.peer, op.peer_stream, id);
+  }
+  return id;
+}
+
+void TaskGraph::set_bystanders(std::vector<uint8_t> mask) {
+  if (finalized_ || size_ > 0) throw std::logic_error("TaskGraph::set_bystanders: set before the first op");
+  bystander_ = std::move(mask);
+  tails_.assign(bystander_.size() * kTailStreams, kNoOp);
+}
+
+void TaskGraph::note_tail(int rank, uint16_t stream, OpId id) {
+  if (!bystander(rank)) return;
+  if (stream >= kTailStreams)
+    throw std::logic_error("TaskGraph: bystander GPU " + std::to_string(rank) + " on stream " +
+                           std::to_string(stream) + ", past the streams it remembers");
+  tails_[static_cast<size_t>(rank) * kTailStreams + stream] = id;
+}
+
+OpId TaskGraph::bystander_tail(int rank, uint16_t stream) const {
+  if (!bystander(rank) || stream >= kTailStreams) return kNoOp;
+  return tails_[static_cast<size_t>(rank) * kTailStreams + stream];
 }
 
 size_t TaskGraph::stored_index(OpId id) const {
@@ -115,6 +139,9 @@ OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_l
   for (OpId i = first; i < last; ++i) {
     const Op o = op(i);
     num_ranks_ = std::max({num_ranks_, o.rank + rank_offset + 1, o.peer >= 0 ? o.peer + rank_offset + 1 : 0});
+    if (!bystander_.empty() && (bystander(o.rank + rank_offset) || (o.peer >= 0 && bystander(o.peer + rank_offset))))
+      throw std::logic_error("TaskGraph::copy_ops: a copy lands on bystander GPU " +
+                             std::to_string(o.rank + rank_offset) + " (its stream tails would be stale)");
   }
   for (size_t e = edge_first; e < edge_last; ++e) {
     const OpId a = edge_from_[e], b = edge_to_[e];
@@ -164,9 +191,10 @@ uint32_t TaskGraph::pipeline_of(OpId id) const {
 
 OpId TaskGraph::add_transfer(int src, uint16_t src_stream, int dst, uint16_t dst_stream,
                              double bytes, const OpLabel& label, double max_rate_Bps,
-                             double extra_latency_s) {
+                             double extra_latency_s, bool unordered) {
   Op op;
   op.kind = OpKind::Transfer;
+  op.unordered = unordered;
   op.rank = src;
   op.stream = src_stream;
   op.peer = dst;
@@ -232,6 +260,7 @@ void TaskGraph::finalize() {
   // The CSR arrays hold every edge now; the build-time lists would be 8 bytes per edge more.
   edge_from_.clear();
   edge_to_.clear();
+  tails_ = {};  // (builders only)
 
   // Queues in deterministic order of first appearance, found by rank and then stream, each
   // sized before it fills. Before: a std::map of (rank, stream) looked up once per op and

@@ -86,8 +86,10 @@ struct Op {
   /// margin, tp_overlap.hpp), so the engines add no generic interference while it runs.
   bool interference_priced = false;
   /// Compute: priced by the cost model (schedule::Pricer), so the replay multiplies duration_s
-  /// (the nominal time) by the graph's ComputeNoise for this op. Fences, launches and framework
-  /// overheads are not.
+  /// (the nominal time) by the graph's ComputeNoise for this op, and compute interference slows
+  /// it while its GPU has a transfer in flight. Fences, launches and framework overheads are
+  /// not: host work or latencies (NCCL's and the kernels' launches, the framework's ops, a ring
+  /// step's event wait) that SM contention does not lengthen.
   bool noisy = false;
   /// Unordered transfers only: the route's lone bottleneck bandwidth over this transfer's fair
   /// share of the collective's concurrent load, min over its links of bw / transfers (>= 1).
@@ -166,7 +168,8 @@ class TaskGraph {
   /// applies the rank's factor and the op's jitter (noise()).
   OpId add_priced(int rank, uint16_t stream, double nominal_s, const OpLabel& label, double flops = 0);
   OpId add_transfer(int src, uint16_t src_stream, int dst, uint16_t dst_stream, double bytes,
-                    const OpLabel& label, double max_rate_Bps = 0, double extra_latency_s = 0);
+                    const OpLabel& label, double max_rate_Bps = 0, double extra_latency_s = 0,
+                    bool unordered = false);
   /// `before` must finish before `after` starts. Ignores kNoOp on either side.
   void add_edge(OpId before, OpId after);
   /// Appends a copy of ops [first, last) on ranks shifted by `rank_offset`, and of the edges
@@ -283,6 +286,26 @@ class TaskGraph {
            phantoms_.state[static_cast<size_t>(rank)] != Phantoms::kReal;
   }
   Phantoms& phantoms() { return phantoms_; }
+
+  /// Bystander GPUs (`mask[r]` != 0): those of data-parallel replicas a full graph does not
+  /// build (replica symmetry, replicas.hpp). They run only the collectives they join, and the
+  /// graph remembers the last op queued on each of their streams, so that a collective whose
+  /// transfers all wait for its join launches NCCL on its bystander members as one op
+  /// (collectives.cpp). Ops copied onto a bystander (copy_ops) throw std::logic_error.
+  void set_bystanders(std::vector<uint8_t> mask);
+  /// Every GPU is built after all (a refused symmetry): launches already folded stand, as the
+  /// ops their collectives queued behind them wait for their joins.
+  void clear_bystanders() {
+    bystander_ = {};
+    tails_ = {};
+  }
+  bool has_bystanders() const { return !bystander_.empty(); }
+  bool bystander(int rank) const {
+    return rank >= 0 && static_cast<size_t>(rank) < bystander_.size() && bystander_[static_cast<size_t>(rank)] != 0;
+  }
+  /// The last op queued on bystander `rank`'s `stream` so far (stream order: unordered ops are
+  /// not queued), or kNoOp.
+  OpId bystander_tail(int rank, uint16_t stream) const;
   /// A lean build's collective facts by group (collective_parts.hpp): the same groups gather
   /// every layer's weights; emptied by finalize().
   std::shared_ptr<detail::CollectiveMemo>& collective_memo() { return memo_; }
@@ -348,6 +371,11 @@ class TaskGraph {
   bool finalized_ = false;
   bool pipelined_collectives_ = false;
   Phantoms phantoms_;
+  /// Bystanders and their streams' last queued ops (rank x kTailStreams), until finalize().
+  static constexpr uint16_t kTailStreams = 32;
+  std::vector<uint8_t> bystander_;
+  std::vector<OpId> tails_;
+  void note_tail(int rank, uint16_t stream, OpId id);
   std::shared_ptr<detail::CollectiveMemo> memo_;
   ComputeNoise noise_;
 };

@@ -167,9 +167,11 @@ TEST(Engines, TransferWaitsForBothQueuesAndItsPredecessors) {
 TEST(Engines, InterferenceSlowsComputeWhileItsGpuTransfers) {
   Topology topo(cpsim::test::dgx_h100());
   TaskGraph g;
-  OpId c = g.add_compute(0, stream::kCompute, 1e-3, label(g, "gemm"));
+  OpId c = g.add_priced(0, stream::kCompute, 1e-3, label(g, "gemm"));
   OpId t = g.add_transfer(0, stream::kCpSend, 1, stream::kCpRecv, 100e6, label(g, "kv"));
-  OpId other = g.add_compute(2, stream::kCompute, 1e-3, label(g, "far"));
+  OpId other = g.add_priced(2, stream::kCompute, 1e-3, label(g, "far"));
+  // A runtime overhead (not priced: a launch, a framework op) is host work: never slowed.
+  OpId launch = g.add_compute(0, stream::kHost, 1e-3, label(g, "host_launch"));
   g.finalize();
   ReplayOptions opt;
   opt.interference = 0.25;
@@ -182,6 +184,8 @@ TEST(Engines, InterferenceSlowsComputeWhileItsGpuTransfers) {
   EXPECT_NEAR(s.end_s[c], expected, 1e-9);
   EXPECT_NEAR(a.end_s[t], tt, 1e-15);
   EXPECT_NEAR(s.end_s[other], 1e-3, 1e-12);
+  EXPECT_NEAR(a.end_s[launch], 1e-3, 1e-15);
+  EXPECT_NEAR(s.end_s[launch], 1e-3, 1e-12);
 }
 
 TEST(Engines, WithoutTimesOnlyTheMakespanComesBackTheSame) {

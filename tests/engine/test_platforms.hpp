@@ -80,4 +80,17 @@ inline scenario::Scenario pipelined_job(int nodes, int tp, int cp, int dp) {
   return sc;
 }
 
+/// pipelined_job with compute interference and every runtime overhead (kernel launches,
+/// framework ops, ring-step event waits, NCCL launches): what the exact shortcuts must keep.
+inline scenario::Scenario overhead_job(int nodes, int tp, int cp, int dp) {
+  auto sc = pipelined_job(nodes, tp, cp, dp);
+  sc.platform.compute_interference = 0.2;
+  sc.platform.runtime.kernel_launch_s = 3e-6;
+  sc.platform.runtime.host_op_s = 10e-6;
+  sc.platform.runtime.ops_per_attention = 8;
+  sc.platform.runtime.ring_step_sync_s = 5e-6;
+  sc.platform.runtime.nccl_launch_s = 5e-6;
+  return sc;
+}
+
 }  // namespace cpsim::test

@@ -36,13 +36,7 @@ Outcome analytic(scenario::Scenario sc, bool lean, bool mirror) {
 }
 
 scenario::Scenario job(int nodes, int tp, int cp, int pp, int dp) {
-  auto sc = test::pipelined_job(nodes, tp, cp, dp);
-  sc.platform.compute_interference = 0.2;
-  sc.platform.runtime.kernel_launch_s = 3e-6;
-  sc.platform.runtime.host_op_s = 10e-6;
-  sc.platform.runtime.ops_per_attention = 8;
-  sc.platform.runtime.ring_step_sync_s = 5e-6;
-  sc.platform.runtime.nccl_launch_s = 5e-6;
+  auto sc = test::overhead_job(nodes, tp, cp, dp);
   sc.parallel.pp = pp;
   return sc;
 }
