@@ -64,7 +64,7 @@ void register_plan(CLI::App& app, int& rc) {
                   "this machine's memory for the simulations, e.g. 16GiB: the children running at once "
                   "share it, and a layout whose graph needs more is not simulated (default: three quarters "
                   "of it for those at once, half for one)");
-  cmd->add_option("--verify", args->opt.verify, "best layouts re-simulated with SimGrid (default 3)")
+  cmd->add_option("--verify", args->opt.verify, "best layouts re-simulated with SimGrid, of those whose graph it can hold (default 3)")
       ->check(CLI::Range(0, 1000));
   cmd->add_option("--global-batch", args->opt.global_batch,
                   "sequences per step held fixed (default: free, 4 x pp micro-batches per replica)")

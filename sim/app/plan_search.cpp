@@ -477,10 +477,10 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
 
   lap(res.stage_wall_s[2]);
 
-  // Stage 5: SimGrid for the best few.
-  const size_t nv = std::min(ok.size(), static_cast<size_t>(std::max(0, opt.verify)));
+  // Stage 5: SimGrid for the best few whose graph it can hold (verifiable).
+  const std::vector<size_t> verified = verifiable(ok, est_bytes, limit, opt.verify, res.all);  // into ok
   runs.clear();
-  for (size_t k = 0; k < nv; ++k) {
+  for (size_t k : verified) {
     scenario::Scenario s = loaded[scenario_of[ok[k]]];
     s.training.recompute = res.all[ok[k]].recompute;
     s.parallel.zero_stage = res.all[ok[k]].zero_stage;
@@ -492,24 +492,25 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   // footprint, and the largest (405B, tp 2 cp 16 pp 8) found itself over its equal share and ran
   // again alone after the others: 61 s for three children of 16, 17 and 44 s.
   std::vector<double> verify_est;
-  for (size_t k = 0; k < nv; ++k) verify_est.push_back(est_bytes[ok[k]]);
+  for (size_t k : verified) verify_est.push_back(est_bytes[ok[k]]);
   const std::vector<StepOutcome> sg = bounded_steps(runs, opt, verify_est);
   res.simgrid_runs = static_cast<int>(runs.size());
   lap(res.stage_wall_s[3]);
   // A layout SimGrid cannot hold or finish keeps its analytic time, and says why.
-  for (size_t k = 0; k < nv; ++k) {
-    res.all[ok[k]].simgrid_wall_s = sg[k].wall_s;
-    if (sg[k].wall_s >= 0) res.all[ok[k]].simgrid_start_s = sg[k].start_s - t_start;
-    if (sg[k].step_s > 0) res.all[ok[k]].simgrid_s = sg[k].step_s;
-    else if (sg[k].over_memory)
-      // (a lean analytic graph may fit where SimGrid's full one does not: schedule/lean_lanes.cpp,
-      // replicas.hpp tp_mirror; its child then stops at its op limit and says so)
-      res.all[ok[k]].why = "SimGrid not run: " +
-                           (sg[k].error.empty() ? fmt("its graph would need about %.3g GB", sg[k].estimate_bytes / 1e9)
-                                                : "stopped: " + first_line(sg[k].error)) +
-                           " (--max-memory)";
+  for (size_t v = 0; v < verified.size(); ++v) {
+    auto& c = res.all[ok[verified[v]]];
+    c.simgrid_wall_s = sg[v].wall_s;
+    if (sg[v].wall_s >= 0) c.simgrid_start_s = sg[v].start_s - t_start;
+    if (sg[v].step_s > 0) c.simgrid_s = sg[v].step_s;
+    else if (sg[v].over_memory)
+      c.why = "SimGrid not run: " +
+              (sg[v].error.empty() ? fmt("its graph would need about %.3g GB", sg[v].estimate_bytes / 1e9)
+                                   : "stopped: " + first_line(sg[v].error)) +
+              " (--max-memory)";
   }
-  std::stable_sort(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(nv), by_tps);
+  // The verified first, by their SimGrid times; then the others in analytic order.
+  const auto first_unverified = std::stable_partition(ok.begin(), ok.end(), [&](size_t i) { return res.all[i].simgrid_s > 0; });
+  std::stable_sort(ok.begin(), first_unverified, by_tps);
   res.ranked = ok;
   if (!ok.empty()) {
     const double best = res.all[ok.front()].tokens_per_s();
@@ -517,12 +518,12 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
       auto& c = res.all[ok[k]];
       // The verified lead the table: an unverified layout's analytic figure may beat the best's
       // SimGrid one (the 405B with --budget 4 --verify 1: 1,573,025 analytic vs 1,568,485).
+      const std::string unverified = c.why.rfind("SimGrid not run", 0) == 0 ? "; " + c.why : "";
       if (c.tokens_per_s() > best) {
-        c.why = fmt("not verified with SimGrid (--verify): %.0f tokens/s analytic", c.tokens_per_s()) +
-                fmt(" vs %.0f for the best, verified", best);
+        c.why = fmt("not verified with SimGrid: %.0f tokens/s analytic", c.tokens_per_s()) +
+                fmt(" vs %.0f for the best, verified", best) + (unverified.empty() ? " (--verify)" : unverified);
         continue;
       }
-      const std::string unverified = c.why.rfind("SimGrid not run", 0) == 0 ? "; " + c.why : "";
       c.why = fmt("slower: %.0f tokens/s", c.tokens_per_s()) + fmt(" vs %.0f", best) +
               (c.simgrid_s > 0 ? " (SimGrid)" : " (analytic)") + unverified;
     }

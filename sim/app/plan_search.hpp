@@ -15,7 +15,8 @@
 ///      stream's priced kernels and the waits TP collectives force on them, plus the LM head:
 ///      app/layer_probe.hpp step_lower_bound), at most `budget` of them; once
 ///      that bound is no better than the best simulated step, the rest cannot win ("bounded");
-///   5. the best `verify` re-simulated with SimGrid (contention), which ranks them.
+///   5. the best `verify` whose SimGrid graph fits --max-memory re-simulated with SimGrid
+///      (contention), which ranks them: the verified first, then the others by analytic time.
 /// The children running at once share `max_memory_bytes` (default: app::default_plan_memory(),
 /// one child at most app::default_max_memory()): a stage 4 child holds stage 4's
 /// estimate of its graph (one layer's ops x layers x micro-batches x replicas built) and its

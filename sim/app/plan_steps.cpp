@@ -80,6 +80,22 @@ std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& in
 }
 
 
+std::vector<size_t> verifiable(const std::vector<size_t>& ranked, const std::vector<double>& est_bytes,
+                               double limit, int verify, std::vector<Candidate>& all) {
+  std::vector<size_t> picked;
+  for (size_t k = 0; k < ranked.size() && picked.size() < static_cast<size_t>(std::max(0, verify)); ++k) {
+    const double est = est_bytes[ranked[k]];
+    if (est * kEstimateMargin > limit) {
+      all[ranked[k]].why = fmt("SimGrid not run: its graph would need about %.3g GB", est / 1e9) +
+                           fmt(" with the estimate's margin, over the %.3g GB", limit / 1e9) +
+                           " of --max-memory";
+      continue;
+    }
+    picked.push_back(k);
+  }
+  return picked;
+}
+
 /// A step's outcome on its candidate: "too_big" or "failed" with why, or true when it ran.
 bool record(const StepOutcome& o, const Options& opt, Candidate& c) {
   if (o.over_memory) {

@@ -30,6 +30,16 @@ std::vector<StepOutcome> bounded_steps(const std::vector<scenario::Scenario>& in
                                        const std::vector<double>& in_est = {}, StepWorkers* workers = nullptr,
                                        const std::vector<size_t>& ids = {});
 
+/// Stage 5's picks: positions in `ranked` (best first) of the first `verify` layouts whose
+/// SimGrid graph, estimated at est_bytes[i] (0: unknown, tried), fits `limit` with the
+/// estimate's margin. A lean analytic graph may fit where SimGrid's full one does not
+/// (schedule/lean_lanes.cpp, replicas.hpp tp_mirror): such a layout says why and the next best
+/// is verified in its place (the 405B on 16,384 GPUs: the three best, ZeRO-3 at pp 4, need
+/// 69.8 M ops in full; their children stopped at the 66.3 M of --max-memory, after 58 s of
+/// building, and nothing was verified).
+std::vector<size_t> verifiable(const std::vector<size_t>& ranked, const std::vector<double>& est_bytes,
+                               double limit, int verify, std::vector<Candidate>& all);
+
 /// A step's outcome on its candidate: "too_big" or "failed" with why, or true when it ran.
 bool record(const StepOutcome& o, const Options& opt, Candidate& c);
 
