@@ -1,4 +1,4 @@
-// The SimGrid engine: the only code that includes SimGrid.
+// The SimGrid engine (with simgrid_platform.cpp, the only code that includes SimGrid).
 //
 // Platform: one host per GPU in a custom NetZone whose routes come from model::Topology on the
 // fly. (A FullZone with explicit routes allocates a hosts x hosts table at seal time whatever
@@ -50,68 +50,26 @@
 #include <map>
 #include <unordered_map>
 #include <simgrid/kernel/Timer.hpp>
-#include <simgrid/kernel/routing/NetPoint.hpp>
-#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 
 #include "engine/replay.hpp"
 #include "engine/replay_common.hpp"
+#include "engine/simgrid_platform.hpp"
 
 namespace cpsim::engine {
 
 namespace sg4 = simgrid::s4u;
-namespace kr = simgrid::kernel::routing;
 using schedule::OpId;
 using schedule::OpKind;
 
 namespace {
 
-/// Hosts only anchor comms (compute does not run on them); any speed will do.
-constexpr double kHostSpeed = 1e12;
-
-/// Routes computed from the Topology when SimGrid asks for them (once per comm).
-class TopologyZone final : public kr::NetZoneImpl {
- public:
-  explicit TopologyZone(const model::Topology& topo) : NetZoneImpl("cpsim"), topo_(topo) {}
-
-  /// Per vertex (host netpoint id): its GPU and the cap link its flows cross first (or null);
-  /// for a pipeline host, -1 and null.
-  std::vector<int> gpu_of_vertex;
-  std::vector<sg4::Link*> cap_of_vertex;
-  /// Per vertex: the pipeline slot it is the source host of, or -1; per slot: the Topology
-  /// links of the pipeline that holds it (set before its Comm starts, which asks the route).
-  std::vector<int> slot_of_vertex;
-  std::vector<std::vector<uint32_t>> slot_links;
-  /// Per slot: a FATPIPE link standing for the pipeline's private links (their tightest
-  /// bandwidth per member), and whether its route crosses it now.
-  std::vector<sg4::Link*> slot_cap;
-  std::vector<char> slot_capped;
-  /// Per Topology link.
-  std::vector<sg4::Link*> links;
-
- protected:
-  void get_local_route(const kr::NetPoint* src, const kr::NetPoint* dst, kr::Route* into,
-                       double* /*latency: zero, see the top of the file*/) override {
-    if (const int slot = slot_of_vertex.at(src->id()); slot >= 0) {
-      if (slot_capped[slot]) into->link_list_.push_back(slot_cap[slot]->get_impl());
-      for (uint32_t l : slot_links[slot]) into->link_list_.push_back(links[l]->get_impl());
-      return;
-    }
-    const int s = gpu_of_vertex.at(src->id()), d = gpu_of_vertex.at(dst->id());
-    if (sg4::Link* cap = cap_of_vertex[src->id()]) into->link_list_.push_back(cap->get_impl());
-    for (uint32_t l : topo_.route(s, d)) into->link_list_.push_back(links[l]->get_impl());
-  }
-
- private:
-  const model::Topology& topo_;
-};
-
 /// The replay state; SimGrid callbacks reach it through a pointer.
 struct Replay {
   const schedule::TaskGraph& g;
   const model::Topology& topo;
-  TopologyZone& zone;
+  detail::TopologyZone& zone;
   const ReplayOptions& opt;
   Trace& tr;
   const schedule::ComputeNoise& noise;  ///< opt.noise or the graph's
@@ -516,64 +474,12 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   const int gpus = topo.gpus();
 
   // --- platform ---
-  auto* zone = new TopologyZone(topo);  // the root zone; the Engine owns and frees it
-  Replay rp{.g = g, .topo = topo, .zone = *zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
+  detail::SimgridPlatform pf = detail::build_platform(g, topo, opt.pipelines);
+  Replay rp{.g = g, .topo = topo, .zone = *pf.zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
+            .hosts = std::move(pf.hosts), .capped_hosts = std::move(pf.capped_hosts),
             .routes = detail::RouteCache(topo)};
-  rp.hosts.resize(gpus);
-  for (int gpu = 0; gpu < gpus; ++gpu) {
-    rp.hosts[gpu] = zone->create_host("gpu" + std::to_string(gpu), std::vector<double>{kHostSpeed});
-    zone->gpu_of_vertex.push_back(gpu);
-    zone->cap_of_vertex.push_back(nullptr);
-    zone->slot_of_vertex.push_back(-1);
-  }
-  for (const auto& l : topo.links())
-    zone->links.push_back(zone->create_link(l.name, std::vector<double>{l.bw_Bps})
-                              ->set_latency(0)
-                              ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
-                              ->seal());
-  // One cap link per (GPU, cap), not one per cap: a link shared by every capped flow of the
-  // platform would join them all into one max-min component, so that each transfer start/end
-  // re-solved every capped flow (selective update works per connected component).
-  for (const auto& op : g.ops()) {
-    if (op.kind != OpKind::Transfer || !(op.max_rate_Bps > 0) || op.rank == op.peer) continue;
-    auto& host = rp.capped_hosts[{op.rank, op.max_rate_Bps}];
-    if (host == nullptr) {
-      const std::string name =
-          "gpu" + std::to_string(op.rank) + ".cap" + std::to_string(rp.capped_hosts.size());
-      sg4::Link* cap = zone->create_link(name, std::vector<double>{op.max_rate_Bps})
-                           ->set_latency(0)
-                           ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
-                           ->seal();
-      host = zone->create_host(name, std::vector<double>{kHostSpeed});
-      zone->gpu_of_vertex.push_back(op.rank);
-      zone->cap_of_vertex.push_back(cap);
-      zone->slot_of_vertex.push_back(-1);
-    }
-  }
-  // Pipeline host pairs: as many as pipelines can run at once, at most one per GPU (a GPU is
-  // in a few collectives at a time, each of a few pipelines per GPU it spans).
-  if (opt.pipelines) {
-    const size_t slots = std::min(g.pipelines().size(), static_cast<size_t>(gpus) + 64);
-    zone->slot_links.resize(slots);
-    zone->slot_capped.assign(slots, 0);
-    for (size_t k = 0; k < slots; ++k) {
-      std::pair<sg4::Host*, sg4::Host*> pair;
-      for (int end = 0; end < 2; ++end) {
-        const std::string name = "pipe" + std::to_string(k) + (end == 0 ? ".src" : ".dst");
-        (end == 0 ? pair.first : pair.second) = zone->create_host(name, std::vector<double>{kHostSpeed});
-        zone->gpu_of_vertex.push_back(-1);
-        zone->cap_of_vertex.push_back(nullptr);
-        zone->slot_of_vertex.push_back(end == 0 ? static_cast<int>(k) : -1);
-      }
-      rp.pipe_hosts.push_back(pair);
-      zone->slot_cap.push_back(zone->create_link("pipe" + std::to_string(k) + ".cap", std::vector<double>{1.0})
-                                   ->set_latency(0)
-                                   ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
-                                   ->seal());
-      rp.free_slots.push_back(static_cast<int>(slots - 1 - k));
-    }
-  }
-  zone->seal();
+  rp.pipe_hosts = std::move(pf.pipe_hosts);
+  for (size_t k = rp.pipe_hosts.size(); k > 0; --k) rp.free_slots.push_back(static_cast<int>(k - 1));
 
   // --- replay ---
   rp.waits = detail::initial_waits(g);

@@ -1,5 +1,7 @@
 #include "schedule/replicas.hpp"
 
+#include <algorithm>
+
 namespace cpsim::schedule {
 
 const char* const kCheckSpines = "check spines";
@@ -92,6 +94,48 @@ std::vector<uint8_t> bystanders(const Mesh& mesh, const std::vector<char>& built
   for (int r = 0; r < mesh.size(); ++r)
     by[static_cast<size_t>(r)] = !built[static_cast<size_t>(mesh.coord_of(r)[Mesh::kDp])];
   return by;
+}
+
+ReplicaPlan plan_replicas(const scenario::Scenario& sc, const model::Topology& topo, const Mesh& mesh) {
+  const int dp = sc.parallel.dp;
+  ReplicaPlan r;
+  r.why_not = replica_symmetry(sc, topo, mesh);
+  r.symmetric = r.why_not.empty() || r.why_not == kCheckSpines;
+  r.perturbed = r.symmetric ? perturbed_replicas(sc, topo, mesh) : std::vector<char>(dp, 1);
+  while (r.symmetric && r.rep < dp && r.perturbed[r.rep]) ++r.rep;
+  if (r.symmetric && r.rep == dp) {
+    r.symmetric = false;
+    r.why_not = "refused: perturbations touch every replica";
+  }
+  r.built.assign(dp, 1);
+  if (r.symmetric)
+    for (int d = 0; d < dp; ++d) r.built[d] = d == r.rep || r.perturbed[d];
+  r.spines_checked = r.why_not != kCheckSpines;
+  return r;
+}
+
+void check_spines(TaskGraph& g, const model::Topology& topo, ReplicaPlan& r) {
+  if (r.spines_checked) return;
+  r.spines_checked = true;
+  r.symmetric = !uses_spines(g, topo, 0);
+  r.why_not = r.symmetric ? "" : "refused: the replica's traffic crosses spine links other replicas share";
+  if (r.symmetric) return;
+  std::fill(r.built.begin(), r.built.end(), 1);
+  g.clear_bystanders();
+}
+
+std::string describe_symmetry(const ReplicaPlan& r, int dp) {
+  const int n_built = static_cast<int>(std::count(r.built.begin(), r.built.end(), 1));
+  std::string touched;
+  for (int d = 0; d < dp; ++d)
+    if (r.symmetric && r.perturbed[d]) touched += (touched.empty() ? "" : ", ") + std::to_string(d);
+  if (!r.symmetric) return r.why_not;
+  if (touched.empty())
+    return "used: one data-parallel replica simulated; the other " + std::to_string(dp - 1) +
+           " take part only in the DP collectives";
+  return "used: " + std::to_string(n_built) + " data-parallel replicas simulated (perturbed: " +
+         touched + "; replica " + std::to_string(r.rep) + " stands for the other " +
+         std::to_string(dp - n_built) + ", which take part only in the DP collectives)";
 }
 
 }  // namespace cpsim::schedule

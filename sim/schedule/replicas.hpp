@@ -1,6 +1,7 @@
 #pragma once
 /// Data-parallel replica symmetry: when one simulated replica may stand for the others (they
-/// differ in nothing but the DP collectives), and which replicas perturbations touch.
+/// differ in nothing but the DP collectives), which replicas perturbations touch, and so which
+/// replicas a step builds (ReplicaPlan) and which GPUs only join their collectives.
 #include <string>
 #include <vector>
 
@@ -36,6 +37,28 @@ std::string tp_mirror(const scenario::Scenario& sc, const model::Topology& topo)
 /// True if any transfer from op `first` on, other than a DP collective's (scheme "dp"), crosses
 /// a spine (leaf <-> spine) link.
 bool uses_spines(const TaskGraph& g, const model::Topology& topo, OpId first);
+
+/// Which data-parallel replicas are built: all, or the representative `rep` (the first
+/// unperturbed replica) and the perturbed ones; the others take part only in the DP
+/// collectives, gated by their twin in `rep`.
+struct ReplicaPlan {
+  std::string why_not;
+  bool symmetric = false;
+  bool spines_checked = true;
+  /// Only TP index 0 of each TP group is built (tp_mirror): the others are its phantoms.
+  bool tp_mirrored = false;
+  std::vector<char> perturbed, built;
+  int rep = 0;
+  /// The replica whose ops stand for replica d.
+  int source(int d) const { return built[d] ? d : rep; }
+};
+
+ReplicaPlan plan_replicas(const scenario::Scenario& sc, const model::Topology& topo, const Mesh& mesh);
+/// Once the first replica exists: whether its traffic crosses spines other replicas share
+/// (if so every replica is built from then on, and `g` has no bystanders).
+void check_spines(TaskGraph& g, const model::Topology& topo, ReplicaPlan& r);
+/// BuildInfo::symmetry: what was built and why.
+std::string describe_symmetry(const ReplicaPlan& r, int dp);
 
 /// The GPUs of the DP replicas not built (`built[d]` == 0), for TaskGraph::set_bystanders.
 std::vector<uint8_t> bystanders(const Mesh& mesh, const std::vector<char>& built);

@@ -145,64 +145,6 @@ ChunkLayout chunk_layout(const scenario::Scenario& sc) {
   return cl;
 }
 
-/// Which data-parallel replicas are built: all, or the representative `rep` (the first
-/// unperturbed replica) and the perturbed ones; the others take part only in the DP
-/// collectives, gated by their twin in `rep`.
-struct ReplicaPlan {
-  std::string why_not;
-  bool symmetric = false;
-  bool spines_checked = true;
-  /// Only TP index 0 of each TP group is built (tp_mirror): the others are its phantoms.
-  bool tp_mirrored = false;
-  std::vector<char> perturbed, built;
-  int rep = 0;
-  /// The replica whose ops stand for replica d.
-  int source(int d) const { return built[d] ? d : rep; }
-};
-
-ReplicaPlan plan_replicas(const StepCtx& x) {
-  const int dp = x.sc.parallel.dp;
-  ReplicaPlan r;
-  r.why_not = replica_symmetry(x.sc, x.topo, x.mesh);
-  r.symmetric = r.why_not.empty() || r.why_not == kCheckSpines;
-  r.perturbed = r.symmetric ? perturbed_replicas(x.sc, x.topo, x.mesh) : std::vector<char>(dp, 1);
-  while (r.symmetric && r.rep < dp && r.perturbed[r.rep]) ++r.rep;
-  if (r.symmetric && r.rep == dp) {
-    r.symmetric = false;
-    r.why_not = "refused: perturbations touch every replica";
-  }
-  r.built.assign(dp, 1);
-  if (r.symmetric)
-    for (int d = 0; d < dp; ++d) r.built[d] = d == r.rep || r.perturbed[d];
-  r.spines_checked = r.why_not != kCheckSpines;
-  return r;
-}
-
-/// Once the first replica exists: whether its traffic crosses spines other replicas share.
-void check_spines(const StepCtx& x, ReplicaPlan& r) {
-  if (r.spines_checked) return;
-  r.spines_checked = true;
-  r.symmetric = !uses_spines(x.g, x.topo, 0);
-  r.why_not = r.symmetric ? "" : "refused: the replica's traffic crosses spine links other replicas share";
-  if (r.symmetric) return;
-  std::fill(r.built.begin(), r.built.end(), 1);
-  x.g.clear_bystanders();
-}
-
-std::string describe_symmetry(const ReplicaPlan& r, int dp) {
-  const int n_built = static_cast<int>(std::count(r.built.begin(), r.built.end(), 1));
-  std::string touched;
-  for (int d = 0; d < dp; ++d)
-    if (r.symmetric && r.perturbed[d]) touched += (touched.empty() ? "" : ", ") + std::to_string(d);
-  if (!r.symmetric) return r.why_not;
-  if (touched.empty())
-    return "used: one data-parallel replica simulated; the other " + std::to_string(dp - 1) +
-           " take part only in the DP collectives";
-  return "used: " + std::to_string(n_built) + " data-parallel replicas simulated (perturbed: " +
-         touched + "; replica " + std::to_string(r.rep) + " stands for the other " +
-         std::to_string(dp - n_built) + ", which take part only in the DP collectives)";
-}
-
 /// One data-parallel replica's pipeline: every stage's actions in Megatron's 1F1B order, built
 /// in an order where every input already exists (a topological walk of the pipeline), so each
 /// stage's streams receive ops in its own schedule order.
@@ -514,7 +456,7 @@ BuildInfo build_step(const StepCtx& x) {
   GatherMap gathers;
   MoeA2aMap a2a;
   GradsReady grads(p.dp, std::vector<Ops>(cl.layers));
-  ReplicaPlan rp = plan_replicas(x);
+  ReplicaPlan rp = plan_replicas(sc, x.topo, x.mesh);
   // Lean: GPUs of replicas not built and of TP indices > 0 (tp_mirror) join collectives only.
   const bool dp_lean = sc.simulation.lean_collectives && rp.symmetric;
   rp.tp_mirrored = tp_mirror(sc, x.topo).empty();
@@ -555,7 +497,7 @@ BuildInfo build_step(const StepCtx& x) {
     ReplicaPipeline pipe(x, cl, d, gathers, a2a, grads[d]);
     const int layers = pipe.run();
     info.full_layers_built += layers;
-    check_spines(x, rp);  // decided once the first replica exists
+    check_spines(x.g, x.topo, rp);  // decided once the first replica exists
     if (dp_lean && !rp.symmetric)
       throw LeanRefused("lean build refused: " + rp.why_not);
     if (first) {

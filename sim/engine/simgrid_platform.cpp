@@ -1,0 +1,89 @@
+// The SimGrid platform: simgrid_platform.hpp (and simgrid.cpp, why it is built this way).
+#include "engine/simgrid_platform.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace cpsim::engine::detail {
+
+namespace sg4 = simgrid::s4u;
+namespace kr = simgrid::kernel::routing;
+using schedule::OpKind;
+
+/// Hosts only anchor comms (compute does not run on them); any speed will do.
+constexpr double kHostSpeed = 1e12;
+
+void TopologyZone::get_local_route(const kr::NetPoint* src, const kr::NetPoint* dst, kr::Route* into,
+                                   double* /*latency: zero, see the top of simgrid.cpp*/) {
+  if (const int slot = slot_of_vertex.at(src->id()); slot >= 0) {
+    if (slot_capped[slot]) into->link_list_.push_back(slot_cap[slot]->get_impl());
+    for (uint32_t l : slot_links[slot]) into->link_list_.push_back(links[l]->get_impl());
+    return;
+  }
+  const int s = gpu_of_vertex.at(src->id()), d = gpu_of_vertex.at(dst->id());
+  if (sg4::Link* cap = cap_of_vertex[src->id()]) into->link_list_.push_back(cap->get_impl());
+  for (uint32_t l : topo_.route(s, d)) into->link_list_.push_back(links[l]->get_impl());
+}
+
+SimgridPlatform build_platform(const schedule::TaskGraph& g, const model::Topology& topo, bool pipelines) {
+  SimgridPlatform pf;
+  auto* zone = pf.zone = new TopologyZone(topo);  // the root zone; the Engine owns and frees it
+  const int gpus = topo.gpus();
+  pf.hosts.resize(gpus);
+  for (int gpu = 0; gpu < gpus; ++gpu) {
+    pf.hosts[gpu] = zone->create_host("gpu" + std::to_string(gpu), std::vector<double>{kHostSpeed});
+    zone->gpu_of_vertex.push_back(gpu);
+    zone->cap_of_vertex.push_back(nullptr);
+    zone->slot_of_vertex.push_back(-1);
+  }
+  for (const auto& l : topo.links())
+    zone->links.push_back(zone->create_link(l.name, std::vector<double>{l.bw_Bps})
+                              ->set_latency(0)
+                              ->set_sharing_policy(sg4::Link::SharingPolicy::SHARED)
+                              ->seal());
+  // One cap link per (GPU, cap), not one per cap: a link shared by every capped flow of the
+  // platform would join them all into one max-min component, so that each transfer start/end
+  // re-solved every capped flow (selective update works per connected component).
+  for (const auto& op : g.ops()) {
+    if (op.kind != OpKind::Transfer || !(op.max_rate_Bps > 0) || op.rank == op.peer) continue;
+    auto& host = pf.capped_hosts[{op.rank, op.max_rate_Bps}];
+    if (host == nullptr) {
+      const std::string name =
+          "gpu" + std::to_string(op.rank) + ".cap" + std::to_string(pf.capped_hosts.size());
+      sg4::Link* cap = zone->create_link(name, std::vector<double>{op.max_rate_Bps})
+                           ->set_latency(0)
+                           ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                           ->seal();
+      host = zone->create_host(name, std::vector<double>{kHostSpeed});
+      zone->gpu_of_vertex.push_back(op.rank);
+      zone->cap_of_vertex.push_back(cap);
+      zone->slot_of_vertex.push_back(-1);
+    }
+  }
+  // Pipeline host pairs: as many as pipelines can run at once, at most one per GPU (a GPU is
+  // in a few collectives at a time, each of a few pipelines per GPU it spans).
+  if (pipelines) {
+    const size_t slots = std::min(g.pipelines().size(), static_cast<size_t>(gpus) + 64);
+    zone->slot_links.resize(slots);
+    zone->slot_capped.assign(slots, 0);
+    for (size_t k = 0; k < slots; ++k) {
+      std::pair<sg4::Host*, sg4::Host*> pair;
+      for (int end = 0; end < 2; ++end) {
+        const std::string name = "pipe" + std::to_string(k) + (end == 0 ? ".src" : ".dst");
+        (end == 0 ? pair.first : pair.second) = zone->create_host(name, std::vector<double>{kHostSpeed});
+        zone->gpu_of_vertex.push_back(-1);
+        zone->cap_of_vertex.push_back(nullptr);
+        zone->slot_of_vertex.push_back(end == 0 ? static_cast<int>(k) : -1);
+      }
+      pf.pipe_hosts.push_back(pair);
+      zone->slot_cap.push_back(zone->create_link("pipe" + std::to_string(k) + ".cap", std::vector<double>{1.0})
+                                   ->set_latency(0)
+                                   ->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE)
+                                   ->seal());
+    }
+  }
+  zone->seal();
+  return pf;
+}
+
+}  // namespace cpsim::engine::detail
