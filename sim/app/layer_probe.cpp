@@ -36,21 +36,20 @@ TpWaits tp_waits(const schedule::TaskGraph& g, const model::Topology& topo, bool
   const uint32_t tp = g.interned("tp"), sp = g.interned("tp-sp");
   if (overlapped || (tp == UINT32_MAX && sp == UINT32_MAX)) return w;
   const schedule::Trace tr = engine::replay(g, topo, scenario::EngineKind::Analytic, {});
-  for (const auto& q : g.queues()) {
-    if (q.stream != schedule::stream::kCompute) continue;
-    for (size_t k = 1; k < q.ops.size(); ++k) {
-      const schedule::OpId b = q.ops[k];
-      const schedule::Op op = g.op(b);
-      if (!computes(op)) continue;
-      double fed = -1;
-      for (auto [p, e] = g.preds(b); p != e; ++p) {
-        const uint32_t scheme = g.op(*p).label.scheme;
-        if (scheme == tp || scheme == sp) fed = std::max(fed, tr.end_s[*p]);
-      }
-      const double prev_end = tr.end_s[q.ops[k - 1]];
-      if (fed > prev_end)
-        (op.label.layer < 0 ? w.head : w.layer)[static_cast<size_t>(q.rank)] += std::min(fed, tr.start_s[b]) - prev_end;
-    }
+  // Each compute op after the first on its rank's compute stream, in stream order.
+  for (schedule::OpId b = 0; b < g.size(); ++b) {
+    const schedule::Op op = g.op(b);
+    if (op.unordered || op.stream != schedule::stream::kCompute || !computes(op)) continue;
+    const schedule::OpId before = g.queue_prev(b, 0);
+    if (before == schedule::kNoOp) continue;
+    double fed = -1;
+    g.for_each_pred(b, [&](schedule::OpId p) {
+      const uint32_t scheme = g.op(p).label.scheme;
+      if (scheme == tp || scheme == sp) fed = std::max(fed, tr.end_s[p]);
+    });
+    const double prev_end = tr.end_s[before];
+    if (fed > prev_end)
+      (op.label.layer < 0 ? w.head : w.layer)[static_cast<size_t>(op.rank)] += std::min(fed, tr.start_s[b]) - prev_end;
   }
   return w;
 }

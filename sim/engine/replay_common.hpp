@@ -34,25 +34,14 @@ inline void check_replayable(const schedule::TaskGraph& g, const model::Topology
 inline std::vector<uint32_t> initial_waits(const schedule::TaskGraph& g) {
   std::vector<uint32_t> w;
   schedule::assign_huge<uint32_t>(w, g.size(), 0);
-  for (schedule::OpId id = 0; id < g.size(); ++id) {
-    auto [b, e] = g.preds(id);
-    w[id] = static_cast<uint32_t>(e - b);
-    if (g.queue_of()[id].pos > 0) w[id]++;
-    if (g.peer_queue_of()[id].queue != UINT32_MAX && g.peer_queue_of()[id].pos > 0) w[id]++;
-  }
+  for (schedule::OpId id = 0; id < g.size(); ++id) w[id] = g.waits_on(id);
   return w;
 }
 
 /// Calls f(succ) for every op that waits on id (explicit successors, next op in each queue).
 template <class F>
 void for_each_successor(const schedule::TaskGraph& g, schedule::OpId id, F&& f) {
-  auto [b, e] = g.succs(id);
-  for (auto* s = b; s != e; ++s) f(*s);
-  for (const auto* qs : {&g.queue_of()[id], &g.peer_queue_of()[id]}) {
-    if (qs->queue == UINT32_MAX) continue;
-    const auto& q = g.queues()[qs->queue].ops;
-    if (qs->pos + 1 < q.size()) f(q[qs->pos + 1]);
-  }
+  g.for_each_successor(id, f);
 }
 
 /// Compute time of op `id` on an idle GPU: its nominal time, times the fleet noise if the cost

@@ -28,13 +28,9 @@ OpId releaser(const TaskGraph& g, const schedule::Trace& tr, OpId id) {
       best = p;
     }
   };
-  auto [b, e] = g.preds(id);
-  for (const OpId* it = b; it != e; ++it) consider(*it);
-  for (const auto* slots : {&g.queue_of(), &g.peer_queue_of()}) {
-    const auto& qs = (*slots)[id];
-    if (qs.queue == UINT32_MAX || qs.pos == 0) continue;
-    consider(g.queues()[qs.queue].ops[qs.pos - 1]);
-  }
+  g.for_each_pred(id, consider);
+  for (int side = 0; side < 2; ++side)
+    if (const OpId p = g.queue_prev(id, side); p != schedule::kNoOp) consider(p);
   return best;
 }
 

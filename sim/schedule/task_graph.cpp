@@ -1,6 +1,7 @@
 #include "schedule/task_graph.hpp"
 
 #include <algorithm>
+#include <array>
 // Boost.Graph's graphviz writer trips GCC's -Wmaybe-uninitialized inside Boost at -O2.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -133,8 +134,33 @@ OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_l
   if (last <= first) return base;
   if (over_limit(ops_.size(), size_ - ops_.size() + (last - first)))
     throw OpLimitExceeded("the task graph passed " + std::to_string(op_limit_) + " ops while being built");
+  if (edge_last > edge_from_.size() || edge_first > edge_last)
+    throw std::logic_error("TaskGraph::copy_ops: edges past those added");
+  // The copy reads its original's edges (finalize): [edge_first, edge_last) must be every edge
+  // added so far between ops of the range, and none may be added there later (add_edge).
+  const std::array<size_t, 4> range{first, last, edge_first, edge_last};
+  if (range != last_copied_range_) {  // (once copied, no edge can join the range: add_edge)
+    for (size_t e = 0; e < edge_from_.size(); ++e) {
+      const OpId a = edge_from_[e], b = edge_to_[e];
+      const bool in = a >= first && a < last && b >= first && b < last;
+      if (in != (e >= edge_first && e < edge_last))
+        throw std::logic_error(in ? "TaskGraph::copy_ops: an edge inside the copied range is not among those copied"
+                                  : "TaskGraph::copy_ops: an edge leaves the copied range");
+    }
+    last_copied_range_ = range;
+  }
+  size_t internal = edge_last - edge_first;
+  // Copies inside the range bring their own copied edges; one straddling its end is not a copy.
+  for (const CopyRange& c : copies_) {
+    const bool inside = c.base >= first && c.base + c.count <= last;
+    const bool apart = c.base + c.count <= first || c.base >= last;
+    if (!inside && !apart) throw std::logic_error("TaskGraph::copy_ops: the range cuts an earlier copy");
+    if (inside) internal += c.internal_edges;
+  }
   const size_t copied = copies_.empty() ? 0 : copies_.back().copied_before + copies_.back().count;
-  copies_.push_back({base, last - first, first, rank_offset, copied});
+  copies_.push_back({base, last - first, first, rank_offset, copied, internal});
+  if (std::find(copied_sources_.begin(), copied_sources_.end(), std::pair{first, last}) == copied_sources_.end())
+    copied_sources_.emplace_back(first, last);
   size_ += last - first;
   for (OpId i = first; i < last; ++i) {
     const Op o = op(i);
@@ -142,12 +168,6 @@ OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_l
     if (!bystander_.empty() && (bystander(o.rank + rank_offset) || (o.peer >= 0 && bystander(o.peer + rank_offset))))
       throw std::logic_error("TaskGraph::copy_ops: a copy lands on bystander GPU " +
                              std::to_string(o.rank + rank_offset) + " (its stream tails would be stale)");
-  }
-  for (size_t e = edge_first; e < edge_last; ++e) {
-    const OpId a = edge_from_[e], b = edge_to_[e];
-    if (a < first || a >= last || b < first || b >= last)
-      throw std::logic_error("TaskGraph::copy_ops: an edge leaves the copied range");
-    add_edge(a - first + base, b - first + base);
   }
   // The copied range's pipelines, in order (they end before the copies begin).
   auto it = std::lower_bound(pipelines_.begin(), pipelines_.end(), first,
@@ -209,6 +229,9 @@ OpId TaskGraph::add_transfer(int src, uint16_t src_stream, int dst, uint16_t dst
 void TaskGraph::add_edge(OpId before, OpId after) {
   if (before == kNoOp || after == kNoOp || before == after) return;
   if (finalized_) throw std::logic_error("TaskGraph::add_edge after finalize");
+  for (const auto& [a, b] : copied_sources_)
+    if (before >= a && before < b && after >= a && after < b)
+      throw std::logic_error("TaskGraph::add_edge: inside a range already copied (its copies would miss it)");
   edge_from_.push_back(before);
   edge_to_.push_back(after);
 }
@@ -239,109 +262,6 @@ int32_t TaskGraph::add_shape(const KernelShape& s) {
   return static_cast<int32_t>(shapes_.size() - 1);
 }
 
-namespace {
-template <class Edges>
-void build_csr(size_t n, const Edges& key, const Edges& val, std::vector<uint32_t>& off,
-               std::vector<OpId>& out) {
-  assign_huge<uint32_t>(off, n + 1, 0);
-  for (OpId k : key) off[k + 1]++;
-  for (size_t i = 0; i < n; ++i) off[i + 1] += off[i];
-  assign_huge<OpId>(out, val.size(), 0);
-  std::vector<uint32_t> cur(off.begin(), off.end() - 1);
-  for (size_t e = 0; e < key.size(); ++e) out[cur[key[e]]++] = val[e];
-}
-}  // namespace
-
-void TaskGraph::finalize() {
-  if (finalized_) return;
-  const size_t n = size_;
-  build_csr(n, edge_to_, edge_from_, pred_off_, pred_);
-  build_csr(n, edge_from_, edge_to_, succ_off_, succ_);
-  // The CSR arrays hold every edge now; the build-time lists would be 8 bytes per edge more.
-  edge_from_.clear();
-  edge_to_.clear();
-  tails_ = {};  // (builders only)
-
-  // Queues in deterministic order of first appearance, found by rank and then stream, each
-  // sized before it fills. Before: a std::map of (rank, stream) looked up once per op and
-  // twice per transfer, and 36 K queues grown by doubling (copied as they grew, up to half of
-  // each unused); a 405B plan step (tp 4 cp 16 pp 4 USP, 27 M ops, in a warm process) took
-  // 9.17 s of user time, now 8.75 s (means of four).
-  std::vector<std::vector<uint32_t>> qidx(static_cast<size_t>(num_ranks_));  // [rank][stream]
-  std::vector<uint32_t> count;
-  auto queue_index = [&](int rank, uint16_t s) -> uint32_t {
-    auto& by_stream = qidx[static_cast<size_t>(rank)];
-    if (by_stream.size() <= s) by_stream.resize(static_cast<size_t>(s) + 1, UINT32_MAX);
-    if (by_stream[s] == UINT32_MAX) {
-      by_stream[s] = static_cast<uint32_t>(queues_.size());
-      queues_.push_back({rank, s, {}});
-      count.push_back(0);
-    }
-    ++count[by_stream[s]];
-    return by_stream[s];
-  };
-  assign_huge<QueueSlot>(queue_of_, n, {});
-  assign_huge<QueueSlot>(peer_queue_of_, n, {});
-  for (OpId id = 0; id < n; ++id) {
-    const Op o = op(id);
-    if (o.unordered) continue;
-    queue_of_[id].queue = queue_index(o.rank, o.stream);
-    if (o.kind == OpKind::Transfer) peer_queue_of_[id].queue = queue_index(o.peer, o.peer_stream);
-  }
-  for (size_t q = 0; q < queues_.size(); ++q) queues_[q].ops.reserve(count[q]);
-  for (OpId id = 0; id < n; ++id)
-    for (QueueSlot* qs : {&queue_of_[id], &peer_queue_of_[id]})
-      if (qs->queue != UINT32_MAX) {
-        auto& ops = queues_[qs->queue].ops;
-        qs->pos = static_cast<uint32_t>(ops.size());
-        ops.push_back(id);
-      }
-
-  // Acyclic over explicit edges plus stream order?
-  std::vector<uint32_t> indeg;
-  assign_huge<uint32_t>(indeg, n, 0);
-  auto for_each_succ = [&](OpId id, auto&& f) {
-    for (uint32_t e = succ_off_[id]; e < succ_off_[id + 1]; ++e) f(succ_[e]);
-    for (const QueueSlot* qs : {&queue_of_[id], &peer_queue_of_[id]}) {
-      if (qs->queue == UINT32_MAX) continue;
-      const auto& q = queues_[qs->queue].ops;
-      if (qs->pos + 1 < q.size()) f(q[qs->pos + 1]);
-    }
-  };
-  for (OpId id = 0; id < n; ++id) for_each_succ(id, [&](OpId s) { indeg[s]++; });
-  // Kahn's algorithm with a stack: only whether every op gets ready matters.
-  std::vector<OpId> ready;
-  for (OpId id = 0; id < n; ++id)
-    if (indeg[id] == 0) ready.push_back(id);
-  size_t visited = 0;
-  while (!ready.empty()) {
-    const OpId id = ready.back();
-    ready.pop_back();
-    ++visited;
-    for_each_succ(id, [&](OpId s) {
-      if (--indeg[s] == 0) ready.push_back(s);
-    });
-  }
-  if (visited != n) {
-    // Name one op on the cycle to make the builder bug findable.
-    OpId stuck = 0;
-    for (OpId id = 0; id < n; ++id)
-      if (indeg[id] > 0) { stuck = id; break; }
-    throw std::logic_error("TaskGraph has a cycle (or a stream deadlock) through op " +
-                           describe(stuck));
-  }
-  finalized_ = true;
-  std::unordered_map<std::string, LeanLanes>().swap(phantoms_.lanes);
-  memo_.reset();
-}
-
-std::pair<const OpId*, const OpId*> TaskGraph::preds(OpId id) const {
-  return {pred_.data() + pred_off_[id], pred_.data() + pred_off_[id + 1]};
-}
-std::pair<const OpId*, const OpId*> TaskGraph::succs(OpId id) const {
-  return {succ_.data() + succ_off_[id], succ_.data() + succ_off_[id + 1]};
-}
-
 std::string TaskGraph::describe(OpId id) const {
   const Op op = this->op(id);
   const OpLabel& l = op.label;
@@ -369,7 +289,7 @@ std::string TaskGraph::to_dot() const {
     for (size_t e = 0; e < edge_from_.size(); ++e) boost::add_edge(edge_from_[e], edge_to_[e], g);
   else  // finalize() keeps the edges in CSR form only
     for (OpId id = 0; id < size_; ++id)
-      for (auto [b, e] = succs(id); b != e; ++b) boost::add_edge(id, *b, g);
+      for_each_succ(id, [&](OpId s) { boost::add_edge(id, s, g); });
   std::ostringstream os;
   boost::write_graphviz(os, g, [&](std::ostream& out, const auto& v) {
     out << "[label=\"" << describe(static_cast<OpId>(v)) << "\"]";

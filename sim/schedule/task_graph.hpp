@@ -4,6 +4,8 @@
 /// run in insertion order, as kernels on a CUDA stream do. A transfer occupies its sender's
 /// stream and its receiver's stream and starts only when both have reached it and all its
 /// predecessors are done (NCCL send/recv semantics).
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -246,27 +248,42 @@ class TaskGraph {
   /// Ops held in memory (size() less the copies).
   size_t stored_ops() const { return ops_.size(); }
   int num_ranks() const { return num_ranks_; }
-  size_t num_edges() const { return finalized_ ? succ_.size() : edge_from_.size(); }
+  /// Edges, counting a copy's (copy_ops) after finalize; while building, the edges added so
+  /// far (the indices copy_ops takes: a copy's own edges are its original's, never added).
+  size_t num_edges() const { return finalized_ ? edges_total_ : edge_from_.size(); }
 
-  /// Explicit predecessors / successors (after finalize).
-  std::pair<const OpId*, const OpId*> preds(OpId id) const;
-  std::pair<const OpId*, const OpId*> succs(OpId id) const;
-
-  /// A (rank, stream) queue: the ops that occupy it, in order.
-  struct Queue {
-    int rank;
-    uint16_t stream;
-    std::vector<OpId> ops;
-  };
-  const std::vector<Queue>& queues() const { return queues_; }
-  /// For each op: its position in the sender-side queue and receiver-side queue.
-  /// `queue_of[op]` = {queue index, position}; transfers also have `peer_queue_of`.
-  struct QueueSlot {
-    uint32_t queue = UINT32_MAX;
-    uint32_t pos = 0;
-  };
-  const std::vector<QueueSlot>& queue_of() const { return queue_of_; }
-  const std::vector<QueueSlot>& peer_queue_of() const { return peer_queue_of_; }
+  /// Explicit predecessors / successors (after finalize), in the order their edges were added.
+  /// Copies for tests and cold paths; engines walk them with for_each_successor / waits_on.
+  std::vector<OpId> preds(OpId id) const;
+  std::vector<OpId> succs(OpId id) const;
+  template <class F>
+  void for_each_pred(OpId id, F&& f) const {
+    for_each_edge(1, id, f);
+  }
+  template <class F>
+  void for_each_succ(OpId id, F&& f) const {
+    for_each_edge(0, id, f);
+  }
+  /// Ops on one (rank, stream) run in id order: a transfer occupies its sender's queue (side
+  /// 0: rank, stream) and its receiver's (side 1: peer, peer_stream); unordered ops none. The
+  /// op after / before `id` on its side's queue, or kNoOp (after finalize).
+  OpId queue_next(OpId id, int side) const { return queue_link(id, side, 0); }
+  OpId queue_prev(OpId id, int side) const { return queue_link(id, side, 1); }
+  /// Calls f(succ) for every op that waits on `id`: explicit successors, then the next op on
+  /// each queue it occupies (with multiplicity, as an engine counts them down).
+  template <class F>
+  void for_each_successor(OpId id, F&& f) const {
+    for_each_edge(0, id, f);
+    for (int side = 0; side < 2; ++side)
+      if (const OpId s = queue_next(id, side); s != kNoOp) f(s);
+  }
+  /// How many ops `id` waits for: explicit predecessors plus the op before it on each queue.
+  uint32_t waits_on(OpId id) const {
+    uint32_t w = 0;
+    for_each_edge(1, id, [&](OpId) { ++w; });
+    for (int side = 0; side < 2; ++side) w += queue_prev(id, side) != kNoOp;
+    return w;
+  }
 
   /// Build hint read by add_collective: ring collectives as one pipelined transfer per rank
   /// instead of their algorithm steps (see scenario::CollectiveModel).
@@ -328,18 +345,95 @@ class TaskGraph {
     uint32_t count;
     OpId src;
     int32_t rank_offset;
-    size_t copied_before;  ///< copied ops before base
+    size_t copied_before;   ///< copied ops before base
+    size_t internal_edges;  ///< edges between ops of the copied range (for num_edges())
   };
   Op copied_op(OpId id) const;
   /// Index into ops_ of stored op `id`, or SIZE_MAX if it is a copy.
   size_t stored_index(OpId id) const;
+  bool before_copies(OpId id) const { return copies_.empty() || id < copies_.front().base; }
+  /// A copied op's way back to the stored op it copies: at[0] = id, at[j + 1] is the op at[j]
+  /// copies (hop[j] the copy range at[j] is in), at[depth] is stored, as ops_[stored].
+  static constexpr int kMaxCopyDepth = 8;
+  struct CopyChain {
+    int depth = 0;
+    size_t stored = 0;
+    OpId at[kMaxCopyDepth + 1] = {};
+    const CopyRange* hop[kMaxCopyDepth] = {};
+  };
+  CopyChain chain(OpId id) const;
+  /// Neighbour of `id` on its `side` queue, dir 0: next, 1: previous.
+  OpId queue_link(OpId id, int side, int dir) const {
+    if (before_copies(id)) {
+      const OpId t = qlink_[dir][side][id];
+      return t == kNotQueued ? kNoOp : t;
+    }
+    return copied_queue_link(id, side, dir);
+  }
+  OpId copied_queue_link(OpId id, int side, int dir) const;
+  /// Explicit edges of `id`, dir 0: successors, 1: predecessors. A copy's are its original's
+  /// that stay inside the copied range, shifted to the copy, then those added to it later.
+  template <class F>
+  void for_each_edge(int dir, OpId id, F&& f) const {
+    if (before_copies(id)) {
+      const auto& off = edge_off_[dir];
+      const OpId* to = edge_csr_[dir].data();
+      for (uint32_t e = off[id]; e < off[id + 1]; ++e) f(to[e]);
+      return;
+    }
+    const CopyChain ch = chain(id);
+    auto emit = [&](OpId t, int level) {
+      for (int j = level - 1; j >= 0; --j) {
+        const CopyRange& h = *ch.hop[j];
+        if (t < h.src || t - h.src >= h.count) return;
+        t = t - h.src + h.base;
+      }
+      f(t);
+    };
+    const auto& off = edge_off_[dir];
+    const OpId* to = edge_csr_[dir].data();
+    for (uint32_t e = off[ch.stored]; e < off[ch.stored + 1]; ++e) emit(to[e], ch.depth);
+    for (int j = ch.depth - 1; j >= 0; --j) {
+      if (!extra_flag(dir, ch.at[j])) continue;
+      const auto& ex = extra_[dir];
+      auto it = std::lower_bound(ex.begin(), ex.end(), std::pair<OpId, OpId>{ch.at[j], 0});
+      for (; it != ex.end() && it->first == ch.at[j]; ++it) emit(it->second, j);
+    }
+  }
+  bool extra_flag(int dir, OpId id) const { return (extra_bits_[dir][id >> 6] >> (id & 63)) & 1; }
+  /// Per copied range, the first and last op (offset, side) on each (rank, stream) queue.
+  struct QueueEnds {
+    int32_t rank;
+    uint16_t stream;
+    uint8_t first_side, last_side;
+    OpId first, last;  ///< offsets into the range
+  };
+  std::vector<QueueEnds> queue_ends(OpId first, OpId count) const;
 
   ChunkedVector<Op> ops_;
   std::vector<CopyRange> copies_;  ///< by base
   size_t size_ = 0;                ///< op ids: stored and copied
   ChunkedVector<OpId> edge_from_, edge_to_;  ///< until finalize(): then CSR only
-  std::vector<uint32_t> pred_off_, succ_off_;
-  std::vector<OpId> pred_, succ_;
+  /// After finalize, by stored index (ops_'s order): explicit edges in CSR form, [0] successors
+  /// and [1] predecessors, the other ends by op id; each op's neighbours on its queues,
+  /// qlink_[dir][side] (dir 0: next, 1: previous), kNoOp at a queue's end and kNotQueued where
+  /// it occupies no queue on that side. A copied op (copy_ops) has none of its own: it reads
+  /// its original's, shifted, so a copied replica costs no structure per op (issue 20).
+  std::vector<uint32_t> edge_off_[2];
+  std::vector<OpId> edge_csr_[2];
+  std::vector<OpId> qlink_[2][2];
+  static constexpr OpId kNotQueued = kNoOp - 1;
+  /// Copied ops: edges added to them after copying, (op, other end) sorted by op in the order
+  /// added, flagged per op id in extra_bits_; and their queue neighbours that are not their
+  /// originals' shifted (the first and last op a copy puts on each queue), by op << 2 | dir << 1
+  /// | side, absent for kNoOp.
+  std::vector<std::pair<OpId, OpId>> extra_[2];
+  std::vector<uint64_t> extra_bits_[2];
+  std::unordered_map<uint64_t, OpId> copy_links_;
+  size_t edges_total_ = 0;
+  /// Ranges already copied: an edge added inside one later would be missing from its copies.
+  std::vector<std::pair<OpId, OpId>> copied_sources_;
+  std::array<size_t, 4> last_copied_range_{};  ///< copy_ops' last checked range and edges
   std::vector<std::string> strings_{""};
   /// Looked up by string_view: intern() is called for every label of every op, and building a
   /// std::string per lookup (and hashing it) was ~7 % of a 405B plan child (perf).
@@ -358,8 +452,6 @@ class TaskGraph {
   RecentIntern recent_[64];
   std::vector<KernelShape> shapes_;
   std::vector<Pipeline> pipelines_;  ///< by first op
-  std::vector<Queue> queues_;
-  std::vector<QueueSlot> queue_of_, peer_queue_of_;
   int num_ranks_ = 0;
   size_t op_limit_ = 0;
   double copied_weight_ = 1.0;

@@ -125,7 +125,8 @@ bool happens_before(const schedule::TaskGraph& g, schedule::OpId from, schedule:
   while (!todo.empty()) {
     const schedule::OpId id = todo.back();
     todo.pop_back();
-    for (auto [p, end] = g.preds(id); p != end; ++p) {
+    const auto pv = g.preds(id);
+    for (auto p = pv.begin(), end = pv.end(); p != end; ++p) {
       if (*p == from) return true;
       if (!seen[*p]) {
         seen[*p] = 1;

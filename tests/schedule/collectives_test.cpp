@@ -85,7 +85,8 @@ TEST(Collectives, RingSendsToTheSuccessorAndForwardsWhatItReceived) {
     EXPECT_EQ(op.peer, (op.rank + 1) % 4);
     EXPECT_EQ(op.stream, stream::kCpSend);
     EXPECT_EQ(op.peer_stream, stream::kCpRecv);
-    auto [pb, pe] = g.preds(id);
+    const auto pv = g.preds(id);
+    const OpId *pb = pv.data(), *pe = pb + pv.size();
     if (op.label.step == 0) {
       EXPECT_EQ(pe - pb, 0);
     } else {
@@ -165,8 +166,7 @@ TEST(Collectives, DepsGateTheFirstSendAndReceiveOfEachRank) {
   for (OpId id = 4; id < g.size(); ++id) {
     const Op& op = g.op(id);
     if (op.label.step != 0) continue;
-    auto [pb, pe] = g.preds(id);
-    std::vector<OpId> preds(pb, pe);
+    const std::vector<OpId> preds = g.preds(id);
     EXPECT_EQ(preds, (std::vector<OpId>{deps[op.rank], deps[op.peer]}));
   }
 }
@@ -251,9 +251,7 @@ TEST(Collectives, P2pCarriesNcclCapAndLatency) {
   EXPECT_DOUBLE_EQ(g.op(t).extra_latency_s, 2.5e-6);
   EXPECT_DOUBLE_EQ(g.op(t).bytes, 1e6);
   g.finalize();
-  auto [pb, pe] = g.preds(t);
-  ASSERT_EQ(pe - pb, 1);
-  EXPECT_EQ(*pb, d);
+  ASSERT_EQ(g.preds(t), std::vector<OpId>{d});
 }
 
 TEST(Collectives, Names) {

@@ -384,7 +384,8 @@ TEST(LinearAttentionCp, RunsTheKernelsFlaCpRuns) {
   const auto& ops = g.g.ops();
   for (size_t id = 0; id < ops.size(); ++id) {
     if (g.g.str(ops[id].label.name) != "gdn_recurrence_fwd") continue;
-    const auto [b, e] = g.g.preds(static_cast<schedule::OpId>(id));
+    const auto pv = g.g.preds(static_cast<schedule::OpId>(id));
+    const schedule::OpId *b = pv.data(), *e = b + pv.size();
     bool after_pre = false, after_exchange = false;
     for (const auto* p = b; p != e; ++p) {
       const std::string n = g.g.str(ops[*p].label.name);
