@@ -5,7 +5,7 @@
 namespace cpsim::report {
 
 Intervals merged(Intervals v) {
-  std::sort(v.begin(), v.end());
+  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
   Intervals out;
   for (const auto& iv : v) {
     if (iv.second <= iv.first) continue;
@@ -18,6 +18,16 @@ Intervals merged(Intervals v) {
 }
 
 void add_interval(Intervals& v, double s, double e) {
+  // In time order (a stream's ops, mostly), an interval that starts inside the last one only
+  // extends it: the union, which is all merged() keeps, is the same. Empty ones it drops.
+  if (!(s < e)) {
+    if (!(e <= s)) v.push_back({s, e});  // (NaN: kept for merged() to see, as before)
+    return;
+  }
+  if (!v.empty() && s >= v.back().first && s <= v.back().second) {
+    if (e > v.back().second) v.back().second = e;
+    return;
+  }
   constexpr size_t kMergeFrom = 4096;
   if (v.size() >= kMergeFrom && v.size() == v.capacity()) {
     v = merged(std::move(v));

@@ -67,8 +67,8 @@ void link_loads(const TaskGraph& g, const model::Topology& topo, size_t top, Res
   std::vector<double> bytes(topo.links().size(), 0.0);
   double by_class[kClasses] = {};
   std::unordered_map<uint64_t, Route> routes;
-  for (const auto& op : g.ops()) {
-    if (op.kind != OpKind::Transfer || op.bytes <= 0 || op.rank == op.peer) continue;
+  g.for_each_op([&](OpId, const schedule::Op& op) {
+    if (op.kind != OpKind::Transfer || op.bytes <= 0 || op.rank == op.peer) return;
     const uint64_t key = (static_cast<uint64_t>(op.rank) << 32) | static_cast<uint32_t>(op.peer);
     auto it = routes.find(key);
     if (it == routes.end()) {
@@ -79,7 +79,7 @@ void link_loads(const TaskGraph& g, const model::Topology& topo, size_t top, Res
     }
     for (uint32_t l : it->second.links) bytes[l] += op.bytes;
     for (int c = 0; c < kClasses; ++c) by_class[c] += op.bytes * it->second.of_class[c];
-  }
+  });
   for (int c = 0; c < kClasses; ++c)
     if (by_class[c] > 0)
       r.bytes_per_link_class.emplace_back(model::link_class_name(static_cast<model::LinkClass>(c)),
@@ -161,8 +161,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     used_category[op.label.category] = 1;
     used_name[op.label.name] = 1;
   };
-  for (OpId id = 0; id < g.size(); ++id) {
-    const auto& op = g.op(id);
+  g.for_each_op([&](OpId id, const schedule::Op& op) {
     const double s = tr.start_s[id], e = tr.end_s[id];
     tally(op, s, e);
     // Fixed software overheads (platform runtime: host launches, NCCL launches) are not GPU
@@ -170,7 +169,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     // mirrored replica's rank, whose only ops are its DP collectives and their launches, is
     // still recognised below.
     if (op.kind == OpKind::Compute) {
-      if (op.label.category == overhead) continue;
+      if (op.label.category == overhead) return;
       add_interval(comp[op.rank], s, e);
       if (op.label.category == attention) add_interval(attn[op.rank], s, e);
     } else {
@@ -183,7 +182,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
         add_interval(cp[op.peer], s, e);
       }
     }
-  }
+  });
   std::vector<char> computes(static_cast<size_t>(nr), 0);
   int active = 0;
   double attn_max = 0, attn_sum = 0, cp_bytes = 0;
@@ -212,10 +211,9 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     attn_max = std::max(attn_max, m.attention_compute_s);
     attn_sum += m.attention_compute_s;
   }
-  for (OpId id = 0; id < g.size(); ++id) {
-    const auto& op = g.op(id);
+  g.for_each_op([&](OpId, const schedule::Op& op) {
     if (op.kind == OpKind::Transfer && is_cp_stream(op.stream)) cp_bytes += op.bytes;
-  }
+  });
   // Per GPU means are over the GPUs that compute, so they count those GPUs' ops only (a
   // transfer: its sender's). A replica not built (replica symmetry) joins the DP collectives
   // without computing, and its ops (its share of them, its NCCL launches) had made the means
@@ -228,10 +226,9 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     std::fill(used_name.begin(), used_name.end(), 0);
     std::fill(used_category.begin(), used_category.end(), 0);
     std::fill(std::begin(used_kind), std::end(used_kind), false);
-    for (OpId id = 0; id < g.size(); ++id) {
-      const auto& op = g.op(id);
+    g.for_each_op([&](OpId id, const schedule::Op& op) {
       if (computes[static_cast<size_t>(op.rank)]) tally(op, tr.start_s[id], tr.end_s[id]);
-    }
+    });
   }
   std::map<std::string, double> by_cat, by_op, by_kind;
   for (uint32_t k = 0; k < g.num_strings(); ++k) {
@@ -282,8 +279,9 @@ void charge_waits(const TaskGraph& g, const schedule::Trace& tr, Result& r) {
     if (tr.end_s[id] > tr.end_s[last]) last = id;
   std::vector<std::map<ReleaserKind, double>> by_releaser(static_cast<size_t>(nr));
   std::vector<std::vector<OpId>> compute_ops(static_cast<size_t>(nr));
-  for (OpId id = 0; id < g.size(); ++id)
-    if (g.op(id).kind == OpKind::Compute) compute_ops[g.op(id).rank].push_back(id);
+  g.for_each_op([&](OpId id, const schedule::Op& op) {
+    if (op.kind == OpKind::Compute) compute_ops[op.rank].push_back(id);
+  });
   auto charge = [&](int k, OpId rel, double wait) {
     const auto& rop = g.op(rel);
     int who = rop.rank;

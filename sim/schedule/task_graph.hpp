@@ -245,6 +245,27 @@ class TaskGraph {
     const TaskGraph* g_;
   };
   OpsView ops() const { return OpsView(this); }
+  /// Calls f(id, op) for every op in id order: op() without a search per copied op, and a
+  /// copied range read in its original's order (the report's passes over 24 M ops).
+  template <class F>
+  void for_each_op(F&& f) const {
+    OpId id = 0;
+    size_t s = 0;  // stored index of id
+    for (const CopyRange& c : copies_) {
+      for (; id < c.base; ++id, ++s) f(id, static_cast<const Op&>(ops_[s]));
+      const size_t first = stored_index(c.src);
+      const bool flat = first != SIZE_MAX && std::none_of(copies_.begin(), copies_.end(), [&](const CopyRange& o) {
+        return o.base >= c.src && o.base < c.src + c.count;
+      });
+      for (uint32_t k = 0; k < c.count; ++k, ++id) {
+        Op o = flat ? static_cast<const Op&>(ops_[first + k]) : op(c.src + k);
+        o.rank += c.rank_offset;
+        if (o.peer >= 0) o.peer += c.rank_offset;
+        f(id, static_cast<const Op&>(o));
+      }
+    }
+    for (; id < size_; ++id, ++s) f(id, static_cast<const Op&>(ops_[s]));
+  }
   /// Ops held in memory (size() less the copies).
   size_t stored_ops() const { return ops_.size(); }
   int num_ranks() const { return num_ranks_; }
@@ -273,15 +294,29 @@ class TaskGraph {
   /// each queue it occupies (with multiplicity, as an engine counts them down).
   template <class F>
   void for_each_successor(OpId id, F&& f) const {
-    for_each_edge(0, id, f);
+    if (before_copies(id)) {
+      for_each_edge(0, id, f);
+      for (int side = 0; side < 2; ++side)
+        if (const OpId s = qlink_[0][side][id]; s < kNotQueued) f(s);
+      return;
+    }
+    const CopyChain ch = chain(id);  // (once for the edges and both queues)
+    chain_edges(0, ch, f);
     for (int side = 0; side < 2; ++side)
-      if (const OpId s = queue_next(id, side); s != kNoOp) f(s);
+      if (const OpId s = chain_queue_link(ch, side, 0); s != kNoOp) f(s);
   }
   /// How many ops `id` waits for: explicit predecessors plus the op before it on each queue.
   uint32_t waits_on(OpId id) const {
     uint32_t w = 0;
-    for_each_edge(1, id, [&](OpId) { ++w; });
-    for (int side = 0; side < 2; ++side) w += queue_prev(id, side) != kNoOp;
+    auto count = [&](OpId) { ++w; };
+    if (before_copies(id)) {
+      for_each_edge(1, id, count);
+      for (int side = 0; side < 2; ++side) w += qlink_[1][side][id] < kNotQueued;
+      return w;
+    }
+    const CopyChain ch = chain(id);
+    chain_edges(1, ch, count);
+    for (int side = 0; side < 2; ++side) w += chain_queue_link(ch, side, 1) != kNoOp;
     return w;
   }
 
@@ -356,12 +391,36 @@ class TaskGraph {
   /// copies (hop[j] the copy range at[j] is in), at[depth] is stored, as ops_[stored].
   static constexpr int kMaxCopyDepth = 8;
   struct CopyChain {
-    int depth = 0;
-    size_t stored = 0;
-    OpId at[kMaxCopyDepth + 1] = {};
-    const CopyRange* hop[kMaxCopyDepth] = {};
+    int depth;
+    size_t stored;
+    OpId at[kMaxCopyDepth + 1];  // (left uninitialised past depth: built per op on hot paths)
+    const CopyRange* hop[kMaxCopyDepth];
   };
-  CopyChain chain(OpId id) const;
+  CopyChain chain(OpId id) const {
+    CopyChain ch;
+    ch.depth = 0;
+    ch.at[0] = id;
+    for (;;) {
+      const CopyRange* it = copies_.data() + copies_.size();
+      const CopyRange* lo = copies_.data();
+      while (it != lo && (it - 1)->base > id) --it;  // (a few copies: dp - 1 at most)
+      if (it == lo) {
+        ch.stored = id;
+        return ch;
+      }
+      --it;
+      if (id - it->base >= it->count) {
+        ch.stored = id - it->copied_before - it->count;
+        return ch;
+      }
+      if (ch.depth == kMaxCopyDepth) too_deep();
+      ch.hop[ch.depth] = it;
+      id = it->src + (id - it->base);
+      ch.at[++ch.depth] = id;
+    }
+  }
+  [[noreturn]] static void too_deep();
+  OpId chain_queue_link(const CopyChain& ch, int side, int dir) const;
   /// Neighbour of `id` on its `side` queue, dir 0: next, 1: previous.
   OpId queue_link(OpId id, int side, int dir) const {
     if (before_copies(id)) {
@@ -381,7 +440,10 @@ class TaskGraph {
       for (uint32_t e = off[id]; e < off[id + 1]; ++e) f(to[e]);
       return;
     }
-    const CopyChain ch = chain(id);
+    chain_edges(dir, chain(id), f);
+  }
+  template <class F>
+  void chain_edges(int dir, const CopyChain& ch, F&& f) const {
     auto emit = [&](OpId t, int level) {
       for (int j = level - 1; j >= 0; --j) {
         const CopyRange& h = *ch.hop[j];

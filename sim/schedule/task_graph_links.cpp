@@ -14,27 +14,8 @@
 
 namespace cpsim::schedule {
 
-TaskGraph::CopyChain TaskGraph::chain(OpId id) const {
-  CopyChain ch;
-  ch.at[0] = id;
-  for (;;) {
-    auto it = std::upper_bound(copies_.begin(), copies_.end(), id,
-                               [](OpId v, const CopyRange& c) { return v < c.base; });
-    if (it == copies_.begin()) {
-      ch.stored = id;
-      return ch;
-    }
-    --it;
-    if (id >= it->base + it->count) {
-      ch.stored = id - it->copied_before - it->count;
-      return ch;
-    }
-    if (ch.depth == kMaxCopyDepth)
-      throw std::logic_error("TaskGraph: copies of copies nested past " + std::to_string(kMaxCopyDepth));
-    ch.hop[ch.depth] = &*it;
-    id = it->src + (id - it->base);
-    ch.at[++ch.depth] = id;
-  }
+void TaskGraph::too_deep() {
+  throw std::logic_error("TaskGraph: copies of copies nested past " + std::to_string(kMaxCopyDepth));
 }
 
 namespace {
@@ -43,8 +24,9 @@ uint64_t link_key(OpId id, int side, int dir) {
 }
 }  // namespace
 
-OpId TaskGraph::copied_queue_link(OpId id, int side, int dir) const {
-  const CopyChain ch = chain(id);
+OpId TaskGraph::copied_queue_link(OpId id, int side, int dir) const { return chain_queue_link(chain(id), side, dir); }
+
+OpId TaskGraph::chain_queue_link(const CopyChain& ch, int side, int dir) const {
   OpId t = qlink_[dir][side][ch.stored];
   if (t == kNotQueued) return kNoOp;
   // From the stored original out to `id`: a neighbour inside the copied range is the copy's
