@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "report/rank_ops.hpp"
 #include "schedule/trace.hpp"
 #include "schedule/task_graph.hpp"
 
@@ -19,12 +20,14 @@ struct CommKind {
 /// "tp", "cp", "pp", "dp", "ep" or "other" for a transfer stream: CP per schedule::stream::is_cp,
 /// TP 3/4, DP 5/6, PP 7-10, EP 17/18.
 const char* comm_kind(uint16_t stream);
+/// Its index: cp 0, tp 1, dp 2, pp 3, ep 4, other 5.
+int comm_kind_index(uint16_t stream);
 
 /// Every kind that has transfers, plus tp, cp, pp and dp always (zero when absent). Means over
 /// the ranks that compute (ranks that only mirror a replica in DP collectives do not count), as
 /// the other per-rank means of Result. Kinds overlap in time, so their exposed times can add up
 /// to more than the total exposed communication.
 std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph& g,
-                                                      const schedule::Trace& tr);
+                                                      const schedule::Trace& tr, const RankOps& ranks);
 
 }  // namespace cpsim::report

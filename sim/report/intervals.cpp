@@ -28,7 +28,7 @@ void add_interval(Intervals& v, double s, double e) {
     if (e > v.back().second) v.back().second = e;
     return;
   }
-  constexpr size_t kMergeFrom = 4096;
+  constexpr size_t kMergeFrom = 512;
   if (v.size() >= kMergeFrom && v.size() == v.capacity()) {
     v = merged(std::move(v));
     v.reserve(std::max(kMergeFrom, 2 * v.size()));

@@ -2,6 +2,7 @@
 
 #include "report/comm_split.hpp"
 #include "report/intervals.hpp"
+#include "report/rank_ops.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -135,9 +136,8 @@ namespace {
 /// Per-rank compute, communication and idle time from the trace's intervals, their averages
 /// over the ranks that compute, time by category, op and layer kind, and the throughput figures.
 void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, const TaskGraph& g,
-                const schedule::Trace& tr, Result& r) {
+                const schedule::Trace& tr, const RankOps& ro, Result& r) {
   const int nr = g.num_ranks();
-  std::vector<Intervals> comp(nr), comm(nr), cp(nr), attn(nr);
   r.ranks.resize(nr);
   // Summed per interned name and category (a string map lookup per op was ~3 % of the 70B
   // full replay), in op order per key as before; keyed by string at the end.
@@ -146,7 +146,6 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
   // The keys the string maps had: a name or category any op used (its sum may be 0).
   std::vector<char> used_name(g.num_strings(), 0), used_category(g.num_strings(), 0);
   bool used_kind[3] = {false, false, false};
-  const uint32_t overhead = g.interned("overhead"), attention = g.interned("attention");
   auto tally = [&](const schedule::Op& op, double s, double e) {
     if (op.kind == OpKind::Compute) {
       const int layer = op.label.layer;
@@ -164,23 +163,9 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
   g.for_each_op([&](OpId id, const schedule::Op& op) {
     const double s = tr.start_s[id], e = tr.end_s[id];
     tally(op, s, e);
-    // Fixed software overheads (platform runtime: host launches, NCCL launches) are not GPU
-    // compute: they stay in time_by_category ("overhead") but not in the compute intervals, so a
-    // mirrored replica's rank, whose only ops are its DP collectives and their launches, is
-    // still recognised below.
-    if (op.kind == OpKind::Compute) {
-      if (op.label.category == overhead) return;
-      add_interval(comp[op.rank], s, e);
-      if (op.label.category == attention) add_interval(attn[op.rank], s, e);
-    } else {
-      add_interval(comm[op.rank], s, e);
-      add_interval(comm[op.peer], s, e);
+    if (op.kind == OpKind::Transfer) {
       r.ranks[op.rank].bytes_sent += op.bytes;
       r.ranks[op.peer].bytes_received += op.bytes;
-      if (is_cp_stream(op.stream)) {
-        add_interval(cp[op.rank], s, e);
-        add_interval(cp[op.peer], s, e);
-      }
     }
   });
   std::vector<char> computes(static_cast<size_t>(nr), 0);
@@ -189,8 +174,25 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
   for (int k = 0; k < nr; ++k) {
     auto& m = r.ranks[k];
     m.rank = k;
-    const Intervals c = merged(comp[k]), x = merged(comm[k]), p = merged(cp[k]),
-                    a = merged(attn[k]);
+    // Fixed software overheads (platform runtime: host launches, NCCL launches) are not GPU
+    // compute: they stay in time_by_category ("overhead") but not in the compute intervals, so a
+    // mirrored replica's rank, whose only ops are its DP collectives and their launches, is
+    // still recognised below.
+    Intervals comp, comm, cp, attn;
+    for (size_t i = ro.begin(k); i < ro.end(k); ++i) {
+      const OpId id = ro.ids()[i];
+      const uint8_t f = ro.flags()[i];
+      const double s = tr.start_s[id], e = tr.end_s[id];
+      if (f & RankOps::kTransfer) {
+        add_interval(comm, s, e);
+        if (f & RankOps::kCp) add_interval(cp, s, e);
+      } else if (!(f & RankOps::kOverhead)) {
+        add_interval(comp, s, e);
+        if (f & RankOps::kAttention) add_interval(attn, s, e);
+      }
+    }
+    const Intervals c = merged(std::move(comp)), x = merged(std::move(comm)), p = merged(std::move(cp)),
+                    a = merged(std::move(attn));
     m.compute_s = measure(c);
     m.comm_s = measure(x);
     m.exposed_comm_s = measure_minus(x, c);
@@ -266,7 +268,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
 
 /// Per rank: the waits before its compute ops, charged to what released them (wait_s,
 /// waited_on, top_releaser).
-void charge_waits(const TaskGraph& g, const schedule::Trace& tr, Result& r) {
+void charge_waits(const TaskGraph& g, const schedule::Trace& tr, const RankOps& ro, Result& r) {
   const int nr = g.num_ranks();
   // Every stretch of a rank's step when it computes nothing ends with the compute op
   // that starts next; that op waited on its releaser (the predecessor that finished last), and
@@ -278,10 +280,6 @@ void charge_waits(const TaskGraph& g, const schedule::Trace& tr, Result& r) {
   for (OpId id = 0; id < g.size(); ++id)
     if (tr.end_s[id] > tr.end_s[last]) last = id;
   std::vector<std::map<ReleaserKind, double>> by_releaser(static_cast<size_t>(nr));
-  std::vector<std::vector<OpId>> compute_ops(static_cast<size_t>(nr));
-  g.for_each_op([&](OpId id, const schedule::Op& op) {
-    if (op.kind == OpKind::Compute) compute_ops[op.rank].push_back(id);
-  });
   auto charge = [&](int k, OpId rel, double wait) {
     const auto& rop = g.op(rel);
     int who = rop.rank;
@@ -291,8 +289,11 @@ void charge_waits(const TaskGraph& g, const schedule::Trace& tr, Result& r) {
     by_releaser[k][{rop.label.name, rop.label.scheme, rop.label.phase, rop.rank,
                     rop.kind == OpKind::Transfer ? rop.peer : -1}] += wait;
   };
+  std::vector<OpId> ops;  // rank k's compute ops (RankOps: one rank at a time)
   for (int k = 0; k < nr; ++k) {
-    auto& ops = compute_ops[k];
+    ops.clear();
+    for (size_t i = ro.begin(k); i < ro.end(k); ++i)
+      if (!(ro.flags()[i] & RankOps::kTransfer)) ops.push_back(ro.ids()[i]);
     if (ops.empty()) continue;
     std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) {
       return tr.start_s[a] != tr.start_s[b] ? tr.start_s[a] < tr.start_s[b] : a < b;
@@ -375,11 +376,12 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
   r.pricing = plan.pricing;
   r.extrapolated_ops = plan.extrapolated_ops;
   r.memory = memory;
-  r.communication = communication_by_kind(g, tr);
+  const RankOps ranks(g);
+  r.communication = communication_by_kind(g, tr, ranks);
   r.model_flops = info.model_flops;
 
-  rank_times(sc, info, g, tr, r);
-  charge_waits(g, tr, r);
+  rank_times(sc, info, g, tr, ranks, r);
+  charge_waits(g, tr, ranks, r);
   critical_path(g, tr, r);
   link_loads(g, topo, top_links, r);
   return r;
