@@ -45,7 +45,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     schedule::assign_huge(tr.end_s, n, 0.0);
   }
 
-  std::vector<uint32_t> waits = detail::initial_waits(g);
+  detail::Waits waits(g);
   detail::RouteCache routes(topo);
   std::priority_queue<Event, std::vector<Event>, Later> events;
   std::vector<uint32_t> version(n, 0);
@@ -125,7 +125,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
   };
 
   for (OpId id = 0; id < n; ++id)
-    if (waits[id] == 0) start(id, 0.0);
+    if (waits.ready(id)) start(id, 0.0);
 
   size_t done = 0;
   while (!events.empty()) {
@@ -153,7 +153,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
       }
     }
     detail::for_each_successor(g, id, [&](OpId s) {
-      if (--waits[s] == 0) start(s, ev.t);
+      if (waits.release(s)) start(s, ev.t);
     });
   }
   if (done != n) throw std::logic_error("analytic replay: ops left unreplayed (graph deadlock)");

@@ -75,7 +75,7 @@ struct Replay {
   const schedule::ComputeNoise& noise;  ///< opt.noise or the graph's
   std::vector<sg4::Host*> hosts{};                              ///< per GPU
   std::map<std::pair<int, double>, sg4::Host*> capped_hosts{};  ///< (GPU, cap) -> shadow host
-  std::vector<uint32_t> waits{};
+  detail::Waits waits;
   std::unordered_map<OpId, sg4::ActivityPtr> running{};  ///< SimGrid comms in flight
   /// A transfer running as a timer (alone on its route since it started).
   struct Solo {
@@ -375,7 +375,7 @@ struct Replay {
       if (op.peer != op.rank) comm_delta(op.peer, -1);
     }
     detail::for_each_successor(g, id, [&](OpId s) {
-      if (--waits[s] == 0) start(s);
+      if (waits.release(s)) start(s);
     });
   }
 
@@ -477,12 +477,11 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   detail::SimgridPlatform pf = detail::build_platform(g, topo, opt.pipelines);
   Replay rp{.g = g, .topo = topo, .zone = *pf.zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
             .hosts = std::move(pf.hosts), .capped_hosts = std::move(pf.capped_hosts),
-            .routes = detail::RouteCache(topo)};
+            .waits = detail::Waits(g), .routes = detail::RouteCache(topo)};
   rp.pipe_hosts = std::move(pf.pipe_hosts);
   for (size_t k = rp.pipe_hosts.size(); k > 0; --k) rp.free_slots.push_back(static_cast<int>(k - 1));
 
   // --- replay ---
-  rp.waits = detail::initial_waits(g);
   rp.link_flows.assign(topo.links().size(), 0);
   rp.link_solo.assign(topo.links().size(), schedule::kNoOp);
   rp.link_pipe.assign(topo.links().size(), Replay::kNoPipe);
@@ -493,7 +492,7 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   sg4::Activity::on_completion_cb([self](const sg4::Activity& a) { self->on_activity_done(a); });
   sg4::Engine::on_time_advance_cb([self](double) { self->graveyard.clear(); });
   for (OpId id = 0; id < n; ++id)
-    if (rp.waits[id] == 0) rp.start(id);
+    if (rp.waits.ready(id)) rp.start(id);
   rp.drain();
   engine.run();
 
@@ -501,7 +500,7 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   rp.running.clear();
   if (rp.done != n) {
     OpId stuck = 0;
-    while (stuck < n && rp.waits[stuck] == 0) ++stuck;
+    while (stuck < n && rp.waits.ready(stuck)) ++stuck;
     throw std::runtime_error("simgrid replay: " + std::to_string(n - rp.done) +
                              " ops never ran, e.g. " +
                              (stuck < n ? g.describe(stuck) : std::string("?")));

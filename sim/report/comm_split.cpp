@@ -26,7 +26,7 @@ int comm_kind_index(uint16_t s) {
 const char* comm_kind(uint16_t s) { return kKindNames[comm_kind_index(s)]; }
 
 std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph& g,
-                                                      const schedule::Trace& tr, const RankOps& ro) {
+                                                      const schedule::Trace& tr, RankOps& ro) {
   const int nr = g.num_ranks();
   // tp, cp, pp and dp always; the others where a transfer has them. Bytes sent summed in op
   // order per rank.
@@ -45,10 +45,10 @@ std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph&
   // Rank by rank (RankOps): each kind's sums still run over the ranks in order.
   int active = 0;
   Intervals comp, by_kind[kKinds];
-  for (int r = 0; r < nr; ++r) {
+  ro.for_each_rank([&](int r, size_t first, size_t last) {
     comp.clear();
     for (auto& v : by_kind) v.clear();
-    for (size_t i = ro.begin(r); i < ro.end(r); ++i) {
+    for (size_t i = first; i < last; ++i) {
       const schedule::OpId id = ro.ids()[i];
       const uint8_t f = ro.flags()[i];
       // Host-side overheads are not GPU compute (and would make a mirrored replica's rank,
@@ -60,7 +60,7 @@ std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph&
     }
     const Intervals c = merged(std::move(comp));
     comp = Intervals();
-    if (c.empty()) continue;
+    if (c.empty()) return;
     active++;
     for (int k = 0; k < kKinds; ++k) {
       if (!present[k]) continue;
@@ -71,7 +71,7 @@ std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph&
       m.exposed_s += measure_minus(x, c);
       m.bytes += sent[k][static_cast<size_t>(r)];
     }
-  }
+  });
   for (auto& [k, m] : out)
     if (active > 0) {
       m.total_s /= active;

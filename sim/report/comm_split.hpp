@@ -28,6 +28,6 @@ int comm_kind_index(uint16_t stream);
 /// the other per-rank means of Result. Kinds overlap in time, so their exposed times can add up
 /// to more than the total exposed communication.
 std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph& g,
-                                                      const schedule::Trace& tr, const RankOps& ranks);
+                                                      const schedule::Trace& tr, RankOps& ranks);
 
 }  // namespace cpsim::report

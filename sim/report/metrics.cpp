@@ -136,7 +136,7 @@ namespace {
 /// Per-rank compute, communication and idle time from the trace's intervals, their averages
 /// over the ranks that compute, time by category, op and layer kind, and the throughput figures.
 void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, const TaskGraph& g,
-                const schedule::Trace& tr, const RankOps& ro, Result& r) {
+                const schedule::Trace& tr, RankOps& ro, Result& r) {
   const int nr = g.num_ranks();
   r.ranks.resize(nr);
   // Summed per interned name and category (a string map lookup per op was ~3 % of the 70B
@@ -171,7 +171,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
   std::vector<char> computes(static_cast<size_t>(nr), 0);
   int active = 0;
   double attn_max = 0, attn_sum = 0, cp_bytes = 0;
-  for (int k = 0; k < nr; ++k) {
+  ro.for_each_rank([&](int k, size_t first, size_t last) {
     auto& m = r.ranks[k];
     m.rank = k;
     // Fixed software overheads (platform runtime: host launches, NCCL launches) are not GPU
@@ -179,7 +179,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     // mirrored replica's rank, whose only ops are its DP collectives and their launches, is
     // still recognised below.
     Intervals comp, comm, cp, attn;
-    for (size_t i = ro.begin(k); i < ro.end(k); ++i) {
+    for (size_t i = first; i < last; ++i) {
       const OpId id = ro.ids()[i];
       const uint8_t f = ro.flags()[i];
       const double s = tr.start_s[id], e = tr.end_s[id];
@@ -201,7 +201,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     m.cp_comm_s = measure(p);
     m.cp_exposed_s = measure_minus(p, c);
     // Ranks that only mirror a simulated replica in DP collectives have no compute.
-    if (c.empty()) continue;
+    if (c.empty()) return;
     computes[static_cast<size_t>(k)] = 1;
     active++;
     r.compute_s += m.compute_s;
@@ -212,7 +212,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     r.attention.compute_s += m.attention_compute_s;
     attn_max = std::max(attn_max, m.attention_compute_s);
     attn_sum += m.attention_compute_s;
-  }
+  });
   g.for_each_op([&](OpId, const schedule::Op& op) {
     if (op.kind == OpKind::Transfer && is_cp_stream(op.stream)) cp_bytes += op.bytes;
   });
@@ -268,7 +268,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
 
 /// Per rank: the waits before its compute ops, charged to what released them (wait_s,
 /// waited_on, top_releaser).
-void charge_waits(const TaskGraph& g, const schedule::Trace& tr, const RankOps& ro, Result& r) {
+void charge_waits(const TaskGraph& g, const schedule::Trace& tr, RankOps& ro, Result& r) {
   const int nr = g.num_ranks();
   // Every stretch of a rank's step when it computes nothing ends with the compute op
   // that starts next; that op waited on its releaser (the predecessor that finished last), and
@@ -290,11 +290,11 @@ void charge_waits(const TaskGraph& g, const schedule::Trace& tr, const RankOps& 
                     rop.kind == OpKind::Transfer ? rop.peer : -1}] += wait;
   };
   std::vector<OpId> ops;  // rank k's compute ops (RankOps: one rank at a time)
-  for (int k = 0; k < nr; ++k) {
+  ro.for_each_rank([&](int k, size_t first, size_t end) {
     ops.clear();
-    for (size_t i = ro.begin(k); i < ro.end(k); ++i)
+    for (size_t i = first; i < end; ++i)
       if (!(ro.flags()[i] & RankOps::kTransfer)) ops.push_back(ro.ids()[i]);
-    if (ops.empty()) continue;
+    if (ops.empty()) return;
     std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) {
       return tr.start_s[a] != tr.start_s[b] ? tr.start_s[a] < tr.start_s[b] : a < b;
     });
@@ -307,7 +307,7 @@ void charge_waits(const TaskGraph& g, const schedule::Trace& tr, const RankOps& 
       busy_until = std::max(busy_until, tr.end_s[id]);
     }
     if (tr.makespan_s > busy_until) charge(k, last, tr.makespan_s - busy_until);
-  }
+  });
   for (int k = 0; k < nr; ++k) {
     const ReleaserKind* best = nullptr;
     double best_wait = 0;
@@ -376,7 +376,7 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
   r.pricing = plan.pricing;
   r.extrapolated_ops = plan.extrapolated_ops;
   r.memory = memory;
-  const RankOps ranks(g);
+  RankOps ranks(g);
   r.communication = communication_by_kind(g, tr, ranks);
   r.model_flops = info.model_flops;
 

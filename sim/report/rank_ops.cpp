@@ -6,33 +6,47 @@
 
 namespace cpsim::report {
 
-RankOps::RankOps(const schedule::TaskGraph& g) {
+RankOps::RankOps(const schedule::TaskGraph& g, size_t max_entries)
+    : g_(g), max_(std::max<size_t>(1, max_entries)), overhead_(g.interned("overhead")),
+      attention_(g.interned("attention")) {
   const size_t nr = static_cast<size_t>(std::max(0, g.num_ranks()));
-  const uint32_t overhead = g.interned("overhead"), attention = g.interned("attention");
   off_.assign(nr + 1, 0);
   g.for_each_op([&](schedule::OpId, const schedule::Op& op) {
     off_[static_cast<size_t>(op.rank) + 1]++;
     if (op.kind == schedule::OpKind::Transfer) off_[static_cast<size_t>(op.peer) + 1]++;
   });
   for (size_t r = 0; r < nr; ++r) off_[r + 1] += off_[r];
-  ids_.resize(off_[nr]);
-  flags_.resize(off_[nr]);
-  std::vector<size_t> at(off_.begin(), off_.end() - 1);
-  g.for_each_op([&](schedule::OpId id, const schedule::Op& op) {
+}
+
+void RankOps::load(int r0, int r1) {
+  if (loaded_[0] == r0 && loaded_[1] == r1) return;
+  const size_t base = off_[static_cast<size_t>(r0)], n = off_[static_cast<size_t>(r1)] - base;
+  ids_.assign(n, 0);
+  flags_.assign(n, 0);
+  std::vector<size_t> at(off_.begin() + r0, off_.begin() + r1);
+  for (size_t& a : at) a -= base;
+  g_.for_each_op([&](schedule::OpId id, const schedule::Op& op) {
+    const bool transfer = op.kind == schedule::OpKind::Transfer;
+    const bool mine = (op.rank >= r0 && op.rank < r1) || (transfer && op.peer >= r0 && op.peer < r1);
+    if (!mine) return;
     uint8_t f = 0;
-    if (op.kind == schedule::OpKind::Transfer) {
+    if (transfer) {
       f = kTransfer | (schedule::stream::is_cp(op.stream) ? kCp : 0) |
           static_cast<uint8_t>(comm_kind_index(op.stream) << kKindShift);
     } else {
-      if (op.label.category == overhead) f |= kOverhead;
-      if (op.label.category == attention) f |= kAttention;
+      if (op.label.category == overhead_) f |= kOverhead;
+      if (op.label.category == attention_) f |= kAttention;
     }
-    for (int end = 0; end < (op.kind == schedule::OpKind::Transfer ? 2 : 1); ++end) {
-      const size_t i = at[static_cast<size_t>(end ? op.peer : op.rank)]++;
+    for (int end = 0; end < (transfer ? 2 : 1); ++end) {
+      const int r = end ? op.peer : op.rank;
+      if (r < r0 || r >= r1) continue;
+      const size_t i = at[static_cast<size_t>(r - r0)]++;
       ids_[i] = id;
       flags_[i] = f;
     }
   });
+  loaded_[0] = r0;
+  loaded_[1] = r1;
 }
 
 }  // namespace cpsim::report

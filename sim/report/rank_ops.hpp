@@ -1,11 +1,11 @@
 #pragma once
 /// Each rank's ops in id order (its compute ops, the transfers it sends and receives), with what
 /// the report's per-rank timelines need to know of each, so that those timelines are built one
-/// rank at a time.
+/// rank at a time, and the index itself a bounded number of ranks at a time.
 ///
 /// Why (issue 20): built for every rank at once, the interval lists of the 70B full replay
-/// (1,024 ranks, 24.3 M ops) peaked at 455 MB (heaptrack), more than this index costs (5 B per
-/// op end), and pushed the run's peak past the replay's own.
+/// (1,024 ranks, 24.3 M ops) peaked at 455 MB (heaptrack) and set the run's peak; the index
+/// of every rank at once (5 B per op end, 30 M ends) still did, by 53 MB over the replay's.
 #include <cstdint>
 #include <vector>
 
@@ -21,21 +21,41 @@ class RankOps {
     kAttention = 4,  ///< compute of category "attention"
     kCp = 8,         ///< a transfer on a context-parallel stream
   };
-  /// Flags, plus the transfer's kind index (comm_split.hpp comm_kinds()) from bit 4.
+  /// Flags, plus the transfer's kind index (comm_split.hpp comm_kind_index) from bit 4.
   static constexpr int kKindShift = 4;
+  /// Entries held at once (5 B each) unless one rank has more: 8 M is 40 MB.
+  static constexpr size_t kMaxEntries = size_t{8} << 20;
 
-  explicit RankOps(const schedule::TaskGraph& g);
+  explicit RankOps(const schedule::TaskGraph& g, size_t max_entries = kMaxEntries);
   int ranks() const { return static_cast<int>(off_.size()) - 1; }
-  /// Rank r's entries: [begin(r), end(r)) into ids() and flags().
-  size_t begin(int r) const { return off_[static_cast<size_t>(r)]; }
-  size_t end(int r) const { return off_[static_cast<size_t>(r) + 1]; }
+  /// Calls f(rank, begin, end) for every rank in order: its entries are [begin, end) of ids()
+  /// and flags() during the call. Ranks are loaded a few hundred thousand entries at a time,
+  /// each load one pass over the graph's ops.
+  template <class F>
+  void for_each_rank(F&& f) {
+    const int nr = ranks();
+    for (int r0 = 0; r0 < nr;) {
+      int r1 = r0 + 1;
+      while (r1 < nr && off_[static_cast<size_t>(r1) + 1] - off_[static_cast<size_t>(r0)] <= max_) ++r1;
+      load(r0, r1);
+      for (int r = r0; r < r1; ++r)
+        f(r, off_[static_cast<size_t>(r)] - off_[static_cast<size_t>(r0)],
+          off_[static_cast<size_t>(r) + 1] - off_[static_cast<size_t>(r0)]);
+      r0 = r1;
+    }
+  }
   const std::vector<schedule::OpId>& ids() const { return ids_; }
   const std::vector<uint8_t>& flags() const { return flags_; }
 
  private:
-  std::vector<size_t> off_;
+  void load(int r0, int r1);
+  const schedule::TaskGraph& g_;
+  size_t max_;
+  std::vector<size_t> off_;  ///< every rank's entries, as if all were held
+  int loaded_[2] = {0, 0};
   std::vector<schedule::OpId> ids_;
   std::vector<uint8_t> flags_;
+  uint32_t overhead_, attention_;
 };
 
 }  // namespace cpsim::report

@@ -61,6 +61,28 @@ TEST(Engines, OneGigabyteOverNvswitchIsLatencyPlusSizeOverBandwidth) {
   EXPECT_EQ(run(EngineKind::Analytic, g, topo).engine, "analytic");
 }
 
+TEST(Engines, AnOpWaitingForMoreThan65535OpsStartsAfterTheLast) {
+  // The engines count waits in two bytes per op, and past 65,534 on the side (replay_common.hpp
+  // Waits): a join over 70,000 ops (and over 65,535 exactly, the boundary) starts when the last
+  // of them ends.
+  Topology topo(cpsim::test::dgx_h100());
+  for (const OpId fan : {65535u, 70000u}) {
+    TaskGraph g;
+    const OpId join_pred_last = fan - 1;
+    for (OpId i = 0; i < fan; ++i)
+      g.add_compute(static_cast<int>(i % 8), static_cast<uint16_t>(100 + i / 8 % 4), i == join_pred_last ? 2e-3 : 1e-3, label(g, "k"));
+    const OpId join = g.add_compute(0, stream::kCompute, 1e-3, label(g, "join"));
+    for (OpId i = 0; i < fan; ++i) g.add_edge(i, join);
+    g.finalize();
+    for (auto kind : {EngineKind::Analytic, EngineKind::SimGrid}) {
+      const Trace t = run(kind, g, topo);
+      SCOPED_TRACE(t.engine + " fan " + std::to_string(fan));
+      EXPECT_GE(t.start_s[join], t.end_s[join_pred_last]);
+      EXPECT_DOUBLE_EQ(t.start_s[join], *std::max_element(t.end_s.begin(), t.end_s.begin() + fan));
+      EXPECT_GT(t.makespan_s, t.start_s[join]);
+    }
+  }
+}
 TEST(Engines, TwoFlowsIntoOneGpuShareItsDownLinkOnlyInSimgrid) {
   Topology topo(cpsim::test::dgx_h100());
   TaskGraph g;
