@@ -22,11 +22,14 @@ namespace {
 /// SimGrid, 786,816 ops in 207 MB (~205 B/op over the 45 MB base); with 17 on the analytic
 /// engine, 3.29 M ops in 785 MB (~225 B/op). Rounded up.
 constexpr double kBytesPerOp = 300;
-/// A copied DP replica's op (TaskGraph::copy_ops) is not stored: it costs its edges, queue
-/// slots, replay state and trace times. Llama-3 70B, 1,024 H100, full replay: 24.30 M ops, 21.27 M
-/// of them copies, peak 2.38 GB where every op stored took 4.97 GB (~203 B/op): ~81 B per copied
-/// op. Scaled as kBytesPerOp is over its measurement (300 / 203) and rounded up.
-constexpr double kBytesPerCopiedOp = 130;
+/// A copied DP replica's op (TaskGraph::copy_ops) is not stored, nor are its edges and queue
+/// links (it reads its original's): it costs its replay state and trace times. Llama-3 70B
+/// full replay (symmetry off, SimGrid), 1,024 H100 with 7 copied replicas (24.30 M ops) peaked
+/// at 947.8 MB and 2,048 H100 with 15 (48.60 M ops, 24.30 M more copies) at 1,415.5 MB:
+/// ~19 B per copied op (trace times 16 B, waits 2 B). It was ~81 B when copies had their own
+/// edges and queue slots. Scaled as kBytesPerOp is over its measurement (300 / 203) and
+/// rounded up.
+constexpr double kBytesPerCopiedOp = 32;
 /// A step time alone (`cpsim plan`'s whole steps): the graph and the replay's per-op state, no
 /// trace times and no report. Llama 3 405B on 16,384 H100, one replica built, analytic engine,
 /// maximum RSS of a process that loads the scenario and replays its step (B per op over
