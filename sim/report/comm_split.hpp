@@ -4,7 +4,9 @@
 /// exposed time. Transfers are classified by the stream the schedule put them on.
 #include <map>
 #include <string>
+#include <vector>
 
+#include "report/intervals.hpp"
 #include "report/rank_ops.hpp"
 #include "schedule/trace.hpp"
 #include "schedule/task_graph.hpp"
@@ -26,8 +28,24 @@ int comm_kind_index(uint16_t stream);
 /// Every kind that has transfers, plus tp, cp, pp and dp always (zero when absent). Means over
 /// the ranks that compute (ranks that only mirror a replica in DP collectives do not count), as
 /// the other per-rank means of Result. Kinds overlap in time, so their exposed times can add up
-/// to more than the total exposed communication.
-std::map<std::string, CommKind> communication_by_kind(const schedule::TaskGraph& g,
-                                                      const schedule::Trace& tr, RankOps& ranks);
+/// to more than the total exposed communication. Built rank by rank, in order, beside the
+/// report's other per-rank parts (metrics.cpp analyze).
+inline constexpr int kCommKinds = 6;
+class CommSplit {
+ public:
+  CommSplit(const schedule::TaskGraph& g, const schedule::Trace& tr);
+  /// Rank r's transfers, entries [first, last) of `ro`, against its merged compute intervals
+  /// (empty: the rank does not compute).
+  void rank(int r, const Intervals& compute, const RankOps& ro, size_t first, size_t last);
+  std::map<std::string, CommKind> result() const;
+
+ private:
+  const schedule::Trace& tr_;
+  bool present_[kCommKinds] = {};
+  std::vector<double> sent_[kCommKinds];
+  std::map<std::string, CommKind> out_;
+  Intervals by_kind_[kCommKinds];
+  int active_ = 0;
+};
 
 }  // namespace cpsim::report

@@ -135,44 +135,32 @@ namespace {
 
 /// Per-rank compute, communication and idle time from the trace's intervals, their averages
 /// over the ranks that compute, time by category, op and layer kind, and the throughput figures.
-void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, const TaskGraph& g,
-                const schedule::Trace& tr, RankOps& ro, Result& r) {
-  const int nr = g.num_ranks();
-  r.ranks.resize(nr);
-  // Summed per interned name and category (a string map lookup per op was ~3 % of the 70B
-  // full replay), in op order per key as before; keyed by string at the end.
-  std::vector<double> by_name(g.num_strings(), 0.0), by_category(g.num_strings(), 0.0);
-  double by_kind_sum[3] = {0, 0, 0};  // other, full-attention, linear-attention
-  // The keys the string maps had: a name or category any op used (its sum may be 0).
-  std::vector<char> used_name(g.num_strings(), 0), used_category(g.num_strings(), 0);
-  bool used_kind[3] = {false, false, false};
-  auto tally = [&](const schedule::Op& op, double s, double e) {
-    if (op.kind == OpKind::Compute) {
-      const int layer = op.label.layer;
-      const int kind = layer < 0 || layer >= sc.model.layers ? 0
-                       : model::layer_kind(sc.model, layer) == scenario::LayerKind::FullAttention ? 1
-                                                                                                : 2;
-      by_kind_sum[kind] += e - s;
-      used_kind[kind] = true;
-    }
-    by_category[op.label.category] += e - s;
-    by_name[op.label.name] += e - s;
-    used_category[op.label.category] = 1;
-    used_name[op.label.name] = 1;
-  };
-  g.for_each_op([&](OpId id, const schedule::Op& op) {
-    const double s = tr.start_s[id], e = tr.end_s[id];
-    tally(op, s, e);
-    if (op.kind == OpKind::Transfer) {
-      r.ranks[op.rank].bytes_sent += op.bytes;
-      r.ranks[op.peer].bytes_received += op.bytes;
-    }
-  });
-  std::vector<char> computes(static_cast<size_t>(nr), 0);
-  int active = 0;
-  double attn_max = 0, attn_sum = 0, cp_bytes = 0;
-  ro.for_each_rank([&](int k, size_t first, size_t last) {
-    auto& m = r.ranks[k];
+/// In three parts, so that analyze() walks the ranks once (RankOps loads them in chunks): the
+/// per-op sums, each rank in order, the averages.
+class RankTimes {
+ public:
+  RankTimes(const scenario::Scenario& sc, const schedule::BuildInfo& info, const TaskGraph& g,
+            const schedule::Trace& tr, Result& r)
+      : sc_(sc), info_(info), g_(g), tr_(tr), r_(r), nr_(g.num_ranks()),
+        // Summed per interned name and category (a string map lookup per op was ~3 % of the
+        // 70B full replay), in op order per key as before; keyed by string at the end.
+        by_name_(g.num_strings(), 0.0), by_category_(g.num_strings(), 0.0),
+        // The keys the string maps had: a name or category any op used (its sum may be 0).
+        used_name_(g.num_strings(), 0), used_category_(g.num_strings(), 0),
+        computes_(static_cast<size_t>(nr_), 0) {
+    r.ranks.resize(nr_);
+    g.for_each_op([&](OpId id, const schedule::Op& op) {
+      tally(op, tr.start_s[id], tr.end_s[id]);
+      if (op.kind == OpKind::Transfer) {
+        r.ranks[op.rank].bytes_sent += op.bytes;
+        r.ranks[op.peer].bytes_received += op.bytes;
+      }
+    });
+  }
+
+  /// Rank k (ranks in order): its entries [first, last) of `ro`. Returns its merged compute.
+  Intervals rank(int k, const RankOps& ro, size_t first, size_t last) {
+    auto& m = r_.ranks[k];
     m.rank = k;
     // Fixed software overheads (platform runtime: host launches, NCCL launches) are not GPU
     // compute: they stay in time_by_category ("overhead") but not in the compute intervals, so a
@@ -182,7 +170,7 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
     for (size_t i = first; i < last; ++i) {
       const OpId id = ro.ids()[i];
       const uint8_t f = ro.flags()[i];
-      const double s = tr.start_s[id], e = tr.end_s[id];
+      const double s = tr_.start_s[id], e = tr_.end_s[id];
       if (f & RankOps::kTransfer) {
         add_interval(comm, s, e);
         if (f & RankOps::kCp) add_interval(cp, s, e);
@@ -191,139 +179,184 @@ void rank_times(const scenario::Scenario& sc, const schedule::BuildInfo& info, c
         if (f & RankOps::kAttention) add_interval(attn, s, e);
       }
     }
-    const Intervals c = merged(std::move(comp)), x = merged(std::move(comm)), p = merged(std::move(cp)),
-                    a = merged(std::move(attn));
+    Intervals c = merged(std::move(comp));
+    const Intervals x = merged(std::move(comm)), p = merged(std::move(cp)), a = merged(std::move(attn));
     m.compute_s = measure(c);
     m.comm_s = measure(x);
     m.exposed_comm_s = measure_minus(x, c);
-    m.idle_s = std::max(0.0, tr.makespan_s - measure(unite(c, x)));
+    m.idle_s = std::max(0.0, tr_.makespan_s - measure(unite(c, x)));
     m.attention_compute_s = measure(a);
     m.cp_comm_s = measure(p);
     m.cp_exposed_s = measure_minus(p, c);
     // Ranks that only mirror a simulated replica in DP collectives have no compute.
-    if (c.empty()) return;
-    computes[static_cast<size_t>(k)] = 1;
-    active++;
-    r.compute_s += m.compute_s;
-    r.exposed_comm_s += m.exposed_comm_s;
-    r.idle_s += m.idle_s;
-    r.attention.exposed_comm_s += m.cp_exposed_s;
-    r.attention.comm_s += m.cp_comm_s;
-    r.attention.compute_s += m.attention_compute_s;
-    attn_max = std::max(attn_max, m.attention_compute_s);
-    attn_sum += m.attention_compute_s;
-  });
-  g.for_each_op([&](OpId, const schedule::Op& op) {
-    if (op.kind == OpKind::Transfer && is_cp_stream(op.stream)) cp_bytes += op.bytes;
-  });
-  // Per GPU means are over the GPUs that compute, so they count those GPUs' ops only (a
-  // transfer: its sender's). A replica not built (replica symmetry) joins the DP collectives
-  // without computing, and its ops (its share of them, its NCCL launches) had made the means
-  // grow with the replicas left out (qwen3-30b-a3b-128k-2nodes: "collective" 7.79 s per GPU,
-  // 1.71 s as its replay without symmetry gives); a full replay computes on every GPU.
-  if (active < nr) {
-    std::fill(by_name.begin(), by_name.end(), 0.0);
-    std::fill(by_category.begin(), by_category.end(), 0.0);
-    std::fill(std::begin(by_kind_sum), std::end(by_kind_sum), 0.0);
-    std::fill(used_name.begin(), used_name.end(), 0);
-    std::fill(used_category.begin(), used_category.end(), 0);
-    std::fill(std::begin(used_kind), std::end(used_kind), false);
-    g.for_each_op([&](OpId id, const schedule::Op& op) {
-      if (computes[static_cast<size_t>(op.rank)]) tally(op, tr.start_s[id], tr.end_s[id]);
+    if (c.empty()) return c;
+    computes_[static_cast<size_t>(k)] = 1;
+    active_++;
+    r_.compute_s += m.compute_s;
+    r_.exposed_comm_s += m.exposed_comm_s;
+    r_.idle_s += m.idle_s;
+    r_.attention.exposed_comm_s += m.cp_exposed_s;
+    r_.attention.comm_s += m.cp_comm_s;
+    r_.attention.compute_s += m.attention_compute_s;
+    attn_max_ = std::max(attn_max_, m.attention_compute_s);
+    attn_sum_ += m.attention_compute_s;
+    return c;
+  }
+
+  void finish() {
+    const TaskGraph& g = g_;
+    const schedule::Trace& tr = tr_;
+    Result& r = r_;
+    const int active = active_;
+    double cp_bytes = 0;
+    g.for_each_op([&](OpId, const schedule::Op& op) {
+      if (op.kind == OpKind::Transfer && is_cp_stream(op.stream)) cp_bytes += op.bytes;
     });
-  }
-  std::map<std::string, double> by_cat, by_op, by_kind;
-  for (uint32_t k = 0; k < g.num_strings(); ++k) {
-    if (used_name[k]) by_op[g.str(k)] = by_name[k];
-    if (used_category[k]) by_cat[g.str(k).empty() ? "other" : g.str(k)] += by_category[k];
-  }
-  const char* kinds[3] = {"other", "full-attention", "linear-attention"};
-  for (int k = 0; k < 3; ++k)
-    if (used_kind[k]) by_kind[kinds[k]] = by_kind_sum[k];
+    // Per GPU means are over the GPUs that compute, so they count those GPUs' ops only (a
+    // transfer: its sender's). A replica not built (replica symmetry) joins the DP collectives
+    // without computing, and its ops (its share of them, its NCCL launches) had made the means
+    // grow with the replicas left out (qwen3-30b-a3b-128k-2nodes: "collective" 7.79 s per GPU,
+    // 1.71 s as its replay without symmetry gives); a full replay computes on every GPU.
+    if (active < nr_) {
+      std::fill(by_name_.begin(), by_name_.end(), 0.0);
+      std::fill(by_category_.begin(), by_category_.end(), 0.0);
+      std::fill(std::begin(by_kind_sum_), std::end(by_kind_sum_), 0.0);
+      std::fill(used_name_.begin(), used_name_.end(), 0);
+      std::fill(used_category_.begin(), used_category_.end(), 0);
+      std::fill(std::begin(used_kind_), std::end(used_kind_), false);
+      g.for_each_op([&](OpId id, const schedule::Op& op) {
+        if (computes_[static_cast<size_t>(op.rank)]) tally(op, tr.start_s[id], tr.end_s[id]);
+      });
+    }
+    std::map<std::string, double> by_cat, by_op, by_kind;
+    for (uint32_t k = 0; k < g.num_strings(); ++k) {
+      if (used_name_[k]) by_op[g.str(k)] = by_name_[k];
+      if (used_category_[k]) by_cat[g.str(k).empty() ? "other" : g.str(k)] += by_category_[k];
+    }
+    const char* kinds[3] = {"other", "full-attention", "linear-attention"};
+    for (int k = 0; k < 3; ++k)
+      if (used_kind_[k]) by_kind[kinds[k]] = by_kind_sum_[k];
 
-  r.gpus = active;
-  if (active > 0) {
-    r.compute_s /= active;
-    r.exposed_comm_s /= active;
-    r.idle_s /= active;
-    r.attention.exposed_comm_s /= active;
-    r.attention.comm_s /= active;
-    r.attention.compute_s /= active;
-    r.attention.bytes_sent_per_rank = cp_bytes / active;
-    for (auto& [k, v] : by_cat) r.time_by_category[k] = v / active;
-    for (auto& [k, v] : by_op) r.time_by_op[k] = v / active;
-    for (auto& [k, v] : by_kind) r.compute_by_layer_kind[k] = v / active;
-  }
-  r.attention.overlap_fraction =
-      r.attention.comm_s > 0 ? 1.0 - r.attention.exposed_comm_s / r.attention.comm_s : 1.0;
-  r.attention.imbalance = attn_sum > 0 ? attn_max / (attn_sum / active) : 1.0;
-  r.bubble_ratio = r.compute_s > 0 ? r.idle_s / r.compute_s : 0;
-  if (r.step_time_s > 0) {
-    r.tokens_per_s = info.tokens / r.step_time_s;
-    r.tflops_per_gpu = r.model_flops / r.step_time_s / std::max(1, info.ranks) / 1e12;
-    r.mfu = r.tflops_per_gpu * 1e12 / sc.platform.gpu.peak_flops;
+    r.gpus = active;
+    if (active > 0) {
+      r.compute_s /= active;
+      r.exposed_comm_s /= active;
+      r.idle_s /= active;
+      r.attention.exposed_comm_s /= active;
+      r.attention.comm_s /= active;
+      r.attention.compute_s /= active;
+      r.attention.bytes_sent_per_rank = cp_bytes / active;
+      for (auto& [k, v] : by_cat) r.time_by_category[k] = v / active;
+      for (auto& [k, v] : by_op) r.time_by_op[k] = v / active;
+      for (auto& [k, v] : by_kind) r.compute_by_layer_kind[k] = v / active;
+    }
+    r.attention.overlap_fraction =
+        r.attention.comm_s > 0 ? 1.0 - r.attention.exposed_comm_s / r.attention.comm_s : 1.0;
+    r.attention.imbalance = attn_sum_ > 0 ? attn_max_ / (attn_sum_ / active) : 1.0;
+    r.bubble_ratio = r.compute_s > 0 ? r.idle_s / r.compute_s : 0;
+    if (r.step_time_s > 0) {
+      r.tokens_per_s = info_.tokens / r.step_time_s;
+      r.tflops_per_gpu = r.model_flops / r.step_time_s / std::max(1, info_.ranks) / 1e12;
+      r.mfu = r.tflops_per_gpu * 1e12 / sc_.platform.gpu.peak_flops;
+    }
   }
 
-}
+ private:
+  void tally(const schedule::Op& op, double s, double e) {
+    if (op.kind == OpKind::Compute) {
+      const int layer = op.label.layer;
+      const int kind = layer < 0 || layer >= sc_.model.layers ? 0
+                       : model::layer_kind(sc_.model, layer) == scenario::LayerKind::FullAttention ? 1
+                                                                                                  : 2;
+      by_kind_sum_[kind] += e - s;
+      used_kind_[kind] = true;
+    }
+    by_category_[op.label.category] += e - s;
+    by_name_[op.label.name] += e - s;
+    used_category_[op.label.category] = 1;
+    used_name_[op.label.name] = 1;
+  }
+
+  const scenario::Scenario& sc_;
+  const schedule::BuildInfo& info_;
+  const TaskGraph& g_;
+  const schedule::Trace& tr_;
+  Result& r_;
+  int nr_;
+  std::vector<double> by_name_, by_category_;
+  double by_kind_sum_[3] = {0, 0, 0};  // other, full-attention, linear-attention
+  std::vector<char> used_name_, used_category_;
+  bool used_kind_[3] = {false, false, false};
+  std::vector<char> computes_;
+  int active_ = 0;
+  double attn_max_ = 0, attn_sum_ = 0;
+};
 
 /// Per rank: the waits before its compute ops, charged to what released them (wait_s,
-/// waited_on, top_releaser).
-void charge_waits(const TaskGraph& g, const schedule::Trace& tr, RankOps& ro, Result& r) {
-  const int nr = g.num_ranks();
+/// waited_on, top_releaser), one rank at a time.
+class WaitCharges {
+ public:
+  WaitCharges(const TaskGraph& g, const schedule::Trace& tr, Result& r) : g_(g), tr_(tr), r_(r) {
+    for (OpId id = 0; id < g.size(); ++id)
+      if (tr.end_s[id] > tr.end_s[last_]) last_ = id;
+  }
+
   // Every stretch of a rank's step when it computes nothing ends with the compute op
   // that starts next; that op waited on its releaser (the predecessor that finished last), and
   // the stretch is charged to the releaser's rank (for a transfer, its other end as the rank
   // sees it) and summed by the releaser's kind. The stretch after the rank's last compute waits
   // for the step to end: it is charged to the op that ends the step. So per rank, compute_s +
   // wait_s = step time.
-  OpId last = 0;
-  for (OpId id = 0; id < g.size(); ++id)
-    if (tr.end_s[id] > tr.end_s[last]) last = id;
-  std::vector<std::map<ReleaserKind, double>> by_releaser(static_cast<size_t>(nr));
-  auto charge = [&](int k, OpId rel, double wait) {
-    const auto& rop = g.op(rel);
-    int who = rop.rank;
-    if (rop.kind == OpKind::Transfer && rop.rank == k) who = rop.peer;
-    r.ranks[k].wait_s += wait;
-    r.ranks[k].waited_on[who] += wait;
-    by_releaser[k][{rop.label.name, rop.label.scheme, rop.label.phase, rop.rank,
-                    rop.kind == OpKind::Transfer ? rop.peer : -1}] += wait;
-  };
-  std::vector<OpId> ops;  // rank k's compute ops (RankOps: one rank at a time)
-  ro.for_each_rank([&](int k, size_t first, size_t end) {
-    ops.clear();
+  void rank(int k, const RankOps& ro, size_t first, size_t end) {
+    const TaskGraph& g = g_;
+    const schedule::Trace& tr = tr_;
+    std::map<ReleaserKind, double> by_releaser;
+    auto charge = [&](OpId rel, double wait) {
+      const auto& rop = g.op(rel);
+      int who = rop.rank;
+      if (rop.kind == OpKind::Transfer && rop.rank == k) who = rop.peer;
+      r_.ranks[k].wait_s += wait;
+      r_.ranks[k].waited_on[who] += wait;
+      by_releaser[{rop.label.name, rop.label.scheme, rop.label.phase, rop.rank,
+                   rop.kind == OpKind::Transfer ? rop.peer : -1}] += wait;
+    };
+    ops_.clear();  // rank k's compute ops
     for (size_t i = first; i < end; ++i)
-      if (!(ro.flags()[i] & RankOps::kTransfer)) ops.push_back(ro.ids()[i]);
-    if (ops.empty()) return;
-    std::sort(ops.begin(), ops.end(), [&](OpId a, OpId b) {
+      if (!(ro.flags()[i] & RankOps::kTransfer)) ops_.push_back(ro.ids()[i]);
+    if (ops_.empty()) return;
+    std::sort(ops_.begin(), ops_.end(), [&](OpId a, OpId b) {
       return tr.start_s[a] != tr.start_s[b] ? tr.start_s[a] < tr.start_s[b] : a < b;
     });
     double busy_until = 0;
-    for (OpId id : ops) {
+    for (OpId id : ops_) {
       if (tr.start_s[id] > busy_until) {
         const OpId rel = releaser(g, tr, id);
-        if (rel != schedule::kNoOp) charge(k, rel, tr.start_s[id] - busy_until);
+        if (rel != schedule::kNoOp) charge(rel, tr.start_s[id] - busy_until);
       }
       busy_until = std::max(busy_until, tr.end_s[id]);
     }
-    if (tr.makespan_s > busy_until) charge(k, last, tr.makespan_s - busy_until);
-  });
-  for (int k = 0; k < nr; ++k) {
+    if (tr.makespan_s > busy_until) charge(last_, tr.makespan_s - busy_until);
     const ReleaserKind* best = nullptr;
     double best_wait = 0;
-    for (const auto& [kind, wait] : by_releaser[k])
+    for (const auto& [kind, wait] : by_releaser)
       if (wait > best_wait) {
         best_wait = wait;
         best = &kind;
       }
-    if (!best) continue;
-    auto& top = r.ranks[k].top_releaser;
+    if (!best) return;
+    auto& top = r_.ranks[k].top_releaser;
     top.op = describe_kind(g, *best);
     top.rank = best->rank;
     top.wait_s = best_wait;
   }
 
-}
+ private:
+  const TaskGraph& g_;
+  const schedule::Trace& tr_;
+  Result& r_;
+  OpId last_ = 0;
+  std::vector<OpId> ops_;
+};
 
 /// The critical path and the rank whose compute lies most on it (the straggler).
 void critical_path(const TaskGraph& g, const schedule::Trace& tr, Result& r) {
@@ -376,12 +409,20 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
   r.pricing = plan.pricing;
   r.extrapolated_ops = plan.extrapolated_ops;
   r.memory = memory;
-  RankOps ranks(g);
-  r.communication = communication_by_kind(g, tr, ranks);
   r.model_flops = info.model_flops;
 
-  rank_times(sc, info, g, tr, ranks, r);
-  charge_waits(g, tr, ranks, r);
+  // One walk over the ranks in order, each loaded once (RankOps), for the three per-rank parts.
+  RankOps ranks(g);
+  RankTimes times(sc, info, g, tr, r);
+  CommSplit comm(g, tr);
+  WaitCharges waits(g, tr, r);
+  ranks.for_each_rank([&](int k, size_t first, size_t last) {
+    const Intervals compute = times.rank(k, ranks, first, last);
+    comm.rank(k, compute, ranks, first, last);
+    waits.rank(k, ranks, first, last);
+  });
+  times.finish();
+  r.communication = comm.result();
   critical_path(g, tr, r);
   link_loads(g, topo, top_links, r);
   return r;
