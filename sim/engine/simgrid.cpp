@@ -143,13 +143,14 @@ struct Replay {
       k.work_s = std::max(0.0, k.work_s - (now - k.since) * before);
       k.since = now;
       k.timer->remove();
-      k.timer = arm(k.id, now + k.work_s / after);
+      k.timer = arm(k.id, gpu, now + k.work_s / after);
     }
   }
 
-  simgrid::kernel::timer::Timer* arm(OpId id, double end) {
-    return simgrid::kernel::timer::Timer::set(end, [this, id] {
-      auto& ks = kernels[g.op(id).rank];
+  /// A kernel's end. (The GPU travels with it: reading a copied op costs a search and a copy.)
+  simgrid::kernel::timer::Timer* arm(OpId id, int gpu, double end) {
+    return simgrid::kernel::timer::Timer::set(end, [this, id, gpu] {
+      auto& ks = kernels[gpu];
       for (size_t i = 0; i < ks.size(); ++i)
         if (ks[i].id == id) {
           ks[i] = ks.back();
@@ -178,7 +179,7 @@ struct Replay {
         });
         return;
       }
-      kernels[op.rank].push_back({id, d, now, arm(id, now + d / speed(op.rank))});
+      kernels[op.rank].push_back({id, d, now, arm(id, op.rank, now + d / speed(op.rank))});
       return;
     }
     if (!op.interference_priced) {
@@ -360,11 +361,11 @@ struct Replay {
       --link_flows[*l];
       if (link_solo[*l] == id) link_solo[*l] = schedule::kNoOp;
     }
-    complete(id);
+    complete(id, op);
   }
 
-  void complete(OpId id) {
-    const auto& op = g.op(id);
+  void complete(OpId id) { complete(id, g.op(id)); }
+  void complete(OpId id, const schedule::Op& op) {
     const double now = sg4::Engine::get_clock();
     if (opt.keep_times) tr.end_s[id] = now;
     detail::extend_makespan(tr, now);
