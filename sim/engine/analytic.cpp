@@ -22,7 +22,10 @@ namespace {
 struct Event {
   double t;
   OpId op;
-  uint32_t version;  ///< stale when the op was rescheduled since
+  /// 0: an op that is never moved; else the end of a kernel slowed or sped up by interference,
+  /// stale unless its GPU's Running entry still has this version (ops in flight hold their
+  /// version: 4 B per op of the graph were 97 MB on the 24 M-op 70B full replay).
+  uint32_t version;
 };
 struct Later {
   bool operator()(const Event& a, const Event& b) const {
@@ -48,7 +51,6 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
   detail::Waits waits(g);
   detail::RouteCache routes(topo);
   std::priority_queue<Event, std::vector<Event>, Later> events;
-  std::vector<uint32_t> version(n, 0);
 
   // Interference: compute progresses at `rate` (1 when no transfer of its GPU is in flight).
   const bool interfere = opt.interference > 0;
@@ -60,6 +62,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
   struct Running {
     OpId id;
     double work_left, last_t, rate;
+    uint32_t version;  ///< of its end in `events`
   };
   std::vector<std::vector<Running>> running(interfere ? topo.gpus() : 0);
 
@@ -68,7 +71,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
       c.work_left = std::max(0.0, c.work_left - (t - c.last_t) * c.rate);
       c.last_t = t;
       c.rate = new_rate;
-      events.push({t + c.work_left / new_rate, c.id, ++version[c.id]});
+      events.push({t + c.work_left / new_rate, c.id, ++c.version});
     }
   };
   auto comm_delta = [&](int gpu, int delta, double t) {
@@ -92,10 +95,10 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
       const double d = detail::compute_time_s(op, id, noise);
       if (interfere && d > 0 && op.noisy) {  // (runtime overheads: host-side, not slowed)
         const double r = inflight[op.rank] ? slow_rate : 1.0;
-        running[op.rank].push_back({id, d, t, r});
-        events.push({t + d / r, id, version[id]});
+        running[op.rank].push_back({id, d, t, r, 1});
+        events.push({t + d / r, id, 1});
       } else {
-        events.push({t + std::max(0.0, d), id, version[id]});
+        events.push({t + std::max(0.0, d), id, 0});
       }
       return;
     }
@@ -113,10 +116,10 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
       if (++j.arrived == pl.count) {
         const double end = j.launch_s + j.ser_s;
         joining.erase(p);
-        for (OpId m = pl.first; m < pl.first + pl.count; ++m) events.push({end, m, version[m]});
+        for (OpId m = pl.first; m < pl.first + pl.count; ++m) events.push({end, m, 0});
       }
     } else {
-      events.push({t + dur, id, version[id]});
+      events.push({t + dur, id, 0});
     }
     if (interfere && !op.interference_priced) {
       comm_delta(op.rank, +1, t);
@@ -131,23 +134,25 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
   while (!events.empty()) {
     const Event ev = events.top();
     events.pop();
-    if (ev.version != version[ev.op]) continue;
     const OpId id = ev.op;
     const auto& op = g.op(id);
+    size_t slot = SIZE_MAX;  // its Running entry, for a kernel interference moves
+    if (ev.version != 0) {
+      auto& r = running[op.rank];
+      for (size_t i = 0; i < r.size() && slot == SIZE_MAX; ++i)
+        if (r[i].id == id) slot = i;
+      if (slot == SIZE_MAX || r[slot].version != ev.version) continue;  // moved since
+    }
     if (opt.keep_times) tr.end_s[id] = ev.t;
     detail::extend_makespan(tr, ev.t);
     ++done;
     if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(ev.t, done, n);
     if (interfere) {
-      if (op.kind == OpKind::Compute) {
+      if (slot != SIZE_MAX) {
         auto& r = running[op.rank];
-        for (size_t i = 0; i < r.size(); ++i)
-          if (r[i].id == id) {
-            r[i] = r.back();
-            r.pop_back();
-            break;
-          }
-      } else if (!op.interference_priced) {
+        r[slot] = r.back();
+        r.pop_back();
+      } else if (op.kind == OpKind::Transfer && !op.interference_priced) {
         comm_delta(op.rank, -1, ev.t);
         if (op.peer != op.rank) comm_delta(op.peer, -1, ev.t);
       }
