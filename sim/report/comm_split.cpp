@@ -24,7 +24,7 @@ int comm_kind_index(uint16_t s) {
 
 const char* comm_kind(uint16_t s) { return kKindNames[comm_kind_index(s)]; }
 
-CommSplit::CommSplit(const schedule::TaskGraph& g, const schedule::Trace& tr) : tr_(tr) {
+CommSplit::CommSplit(const schedule::TaskGraph& g) {
   const size_t nr = static_cast<size_t>(std::max(0, g.num_ranks()));
   // tp, cp, pp and dp always; the others where a transfer has them. Bytes sent summed in op
   // order per rank.
@@ -40,24 +40,15 @@ CommSplit::CommSplit(const schedule::TaskGraph& g, const schedule::Trace& tr) : 
     if (present_[k]) out_[kKindNames[k]];
 }
 
-void CommSplit::rank(int r, const Intervals& compute, const RankOps& ro, size_t first, size_t last) {
-  if (compute.empty()) return;  // (a rank that only joins DP collectives: not in the means)
+void CommSplit::rank(int r, const RankTimelines& t) {
+  if (t.compute.empty()) return;  // (a rank that only joins DP collectives: not in the means)
   ++active_;
-  for (auto& v : by_kind_) v.clear();
-  for (size_t i = first; i < last; ++i) {
-    const uint8_t f = ro.flags()[i];
-    if (!(f & RankOps::kTransfer)) continue;
-    const schedule::OpId id = ro.ids()[i];
-    add_interval(by_kind_[f >> RankOps::kKindShift], tr_.start_s[id], tr_.end_s[id]);
-  }
   // Each kind's sums run over the ranks in order, as the caller walks them.
   for (int k = 0; k < kCommKinds; ++k) {
     if (!present_[k]) continue;
     CommKind& m = out_[kKindNames[k]];
-    const Intervals x = merged(std::move(by_kind_[k]));
-    by_kind_[k] = Intervals();
-    m.total_s += measure(x);
-    m.exposed_s += measure_minus(x, compute);
+    m.total_s += measure(t.by_kind[k]);
+    m.exposed_s += measure_minus(t.by_kind[k], t.compute);
     m.bytes += sent_[k][static_cast<size_t>(r)];
   }
 }

@@ -30,21 +30,17 @@ int comm_kind_index(uint16_t stream);
 /// the other per-rank means of Result. Kinds overlap in time, so their exposed times can add up
 /// to more than the total exposed communication. Built rank by rank, in order, beside the
 /// report's other per-rank parts (metrics.cpp analyze).
-inline constexpr int kCommKinds = 6;
 class CommSplit {
  public:
-  CommSplit(const schedule::TaskGraph& g, const schedule::Trace& tr);
-  /// Rank r's transfers, entries [first, last) of `ro`, against its merged compute intervals
-  /// (empty: the rank does not compute).
-  void rank(int r, const Intervals& compute, const RankOps& ro, size_t first, size_t last);
+  explicit CommSplit(const schedule::TaskGraph& g);
+  /// Rank r's transfers against its compute (empty: the rank does not compute).
+  void rank(int r, const RankTimelines& t);
   std::map<std::string, CommKind> result() const;
 
  private:
-  const schedule::Trace& tr_;
   bool present_[kCommKinds] = {};
   std::vector<double> sent_[kCommKinds];
   std::map<std::string, CommKind> out_;
-  Intervals by_kind_[kCommKinds];
   int active_ = 0;
 };
 

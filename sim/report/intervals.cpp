@@ -1,6 +1,7 @@
 #include "report/intervals.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace cpsim::report {
 
@@ -61,8 +62,10 @@ double measure_minus(const Intervals& a, const Intervals& b) {
 }
 
 Intervals unite(const Intervals& a, const Intervals& b) {
-  Intervals v = a;
-  v.insert(v.end(), b.begin(), b.end());
+  // Merged lists are sorted: merging them keeps the result sorted, so merged() only joins.
+  Intervals v;
+  v.reserve(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(v));
   return merged(std::move(v));
 }
 

@@ -158,29 +158,15 @@ class RankTimes {
     });
   }
 
-  /// Rank k (ranks in order): its entries [first, last) of `ro`. Returns its merged compute.
-  Intervals rank(int k, const RankOps& ro, size_t first, size_t last) {
+  /// Rank k (ranks in order).
+  void rank(int k, const RankTimelines& t) {
     auto& m = r_.ranks[k];
     m.rank = k;
-    // Fixed software overheads (platform runtime: host launches, NCCL launches) are not GPU
-    // compute: they stay in time_by_category ("overhead") but not in the compute intervals, so a
-    // mirrored replica's rank, whose only ops are its DP collectives and their launches, is
-    // still recognised below.
-    Intervals comp, comm, cp, attn;
-    for (size_t i = first; i < last; ++i) {
-      const OpId id = ro.ids()[i];
-      const uint8_t f = ro.flags()[i];
-      const double s = tr_.start_s[id], e = tr_.end_s[id];
-      if (f & RankOps::kTransfer) {
-        add_interval(comm, s, e);
-        if (f & RankOps::kCp) add_interval(cp, s, e);
-      } else if (!(f & RankOps::kOverhead)) {
-        add_interval(comp, s, e);
-        if (f & RankOps::kAttention) add_interval(attn, s, e);
-      }
-    }
-    Intervals c = merged(std::move(comp));
-    const Intervals x = merged(std::move(comm)), p = merged(std::move(cp)), a = merged(std::move(attn));
+    const Intervals& c = t.compute;
+    const Intervals& a = t.attention;
+    const Intervals& p = t.by_kind[0];  // cp (comm_kind_index): the context-parallel streams
+    Intervals x;
+    for (const Intervals& v : t.by_kind) x = unite(x, v);
     m.compute_s = measure(c);
     m.comm_s = measure(x);
     m.exposed_comm_s = measure_minus(x, c);
@@ -189,7 +175,7 @@ class RankTimes {
     m.cp_comm_s = measure(p);
     m.cp_exposed_s = measure_minus(p, c);
     // Ranks that only mirror a simulated replica in DP collectives have no compute.
-    if (c.empty()) return c;
+    if (c.empty()) return;
     computes_[static_cast<size_t>(k)] = 1;
     active_++;
     r_.compute_s += m.compute_s;
@@ -200,7 +186,6 @@ class RankTimes {
     r_.attention.compute_s += m.attention_compute_s;
     attn_max_ = std::max(attn_max_, m.attention_compute_s);
     attn_sum_ += m.attention_compute_s;
-    return c;
   }
 
   void finish() {
@@ -414,11 +399,12 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
   // One walk over the ranks in order, each loaded once (RankOps), for the three per-rank parts.
   RankOps ranks(g);
   RankTimes times(sc, info, g, tr, r);
-  CommSplit comm(g, tr);
+  CommSplit comm(g);
   WaitCharges waits(g, tr, r);
   ranks.for_each_rank([&](int k, size_t first, size_t last) {
-    const Intervals compute = times.rank(k, ranks, first, last);
-    comm.rank(k, compute, ranks, first, last);
+    const RankTimelines t(ranks, first, last, tr);  // merged once for the parts below
+    times.rank(k, t);
+    comm.rank(k, t);
     waits.rank(k, ranks, first, last);
   });
   times.finish();

@@ -31,8 +31,7 @@ void RankOps::load(int r0, int r1) {
     if (!mine) return;
     uint8_t f = 0;
     if (transfer) {
-      f = kTransfer | (schedule::stream::is_cp(op.stream) ? kCp : 0) |
-          static_cast<uint8_t>(comm_kind_index(op.stream) << kKindShift);
+      f = kTransfer | static_cast<uint8_t>(comm_kind_index(op.stream) << kKindShift);
     } else {
       if (op.label.category == overhead_) f |= kOverhead;
       if (op.label.category == attention_) f |= kAttention;
@@ -47,6 +46,27 @@ void RankOps::load(int r0, int r1) {
   });
   loaded_[0] = r0;
   loaded_[1] = r1;
+}
+
+RankTimelines::RankTimelines(const RankOps& ro, size_t first, size_t last, const schedule::Trace& tr) {
+  for (size_t i = first; i < last; ++i) {
+    const schedule::OpId id = ro.ids()[i];
+    const uint8_t f = ro.flags()[i];
+    const double s = tr.start_s[id], e = tr.end_s[id];
+    // Fixed software overheads (platform runtime: host launches, NCCL launches) are not GPU
+    // compute: they stay in time_by_category ("overhead") but not in the compute intervals, so a
+    // mirrored replica's rank, whose only ops are its DP collectives and their launches, is
+    // still recognised as not computing.
+    if (f & RankOps::kTransfer) {
+      add_interval(by_kind[f >> RankOps::kKindShift], s, e);
+    } else if (!(f & RankOps::kOverhead)) {
+      add_interval(compute, s, e);
+      if (f & RankOps::kAttention) add_interval(attention, s, e);
+    }
+  }
+  compute = merged(std::move(compute));
+  attention = merged(std::move(attention));
+  for (Intervals& v : by_kind) v = merged(std::move(v));
 }
 
 }  // namespace cpsim::report

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "report/intervals.hpp"
 #include "schedule/task_graph.hpp"
+#include "schedule/trace.hpp"
 
 namespace cpsim::report {
 
@@ -19,7 +21,6 @@ class RankOps {
     kTransfer = 1,   ///< a transfer (else compute)
     kOverhead = 2,   ///< compute of category "overhead": host-side, not GPU compute
     kAttention = 4,  ///< compute of category "attention"
-    kCp = 8,         ///< a transfer on a context-parallel stream
   };
   /// Flags, plus the transfer's kind index (comm_split.hpp comm_kind_index) from bit 4.
   static constexpr int kKindShift = 4;
@@ -56,6 +57,17 @@ class RankOps {
   std::vector<schedule::OpId> ids_;
   std::vector<uint8_t> flags_;
   uint32_t overhead_, attention_;
+};
+
+/// Transfer kinds (comm_split.hpp comm_kind_index): cp, tp, dp, pp, ep, other.
+inline constexpr int kCommKinds = 6;
+
+/// One rank's merged timelines, built once from its entries for every per-rank part of the
+/// report: compute (GPU kernels, not the host-side overheads), attention, and its transfers by
+/// kind.
+struct RankTimelines {
+  Intervals compute, attention, by_kind[kCommKinds];
+  RankTimelines(const RankOps& ro, size_t first, size_t last, const schedule::Trace& tr);
 };
 
 }  // namespace cpsim::report
