@@ -157,7 +157,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
         if (op.peer != op.rank) comm_delta(op.peer, -1, ev.t);
       }
     }
-    detail::for_each_successor(g, id, [&](OpId s) {
+    g.for_each_successor(id, [&](OpId s) {
       if (waits.release(s)) start(s, ev.t);
     });
   }

@@ -60,12 +60,6 @@ class Waits {
   std::unordered_map<schedule::OpId, uint32_t> big_;
 };
 
-/// Calls f(succ) for every op that waits on id (explicit successors, next op in each queue).
-template <class F>
-void for_each_successor(const schedule::TaskGraph& g, schedule::OpId id, F&& f) {
-  g.for_each_successor(id, f);
-}
-
 /// Compute time of op `id` on an idle GPU: its nominal time, times the fleet noise if the cost
 /// model priced it (TaskGraph::add_priced).
 inline double compute_time_s(const schedule::Op& op, schedule::OpId id, const schedule::ComputeNoise& noise) {

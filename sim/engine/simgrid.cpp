@@ -375,7 +375,7 @@ struct Replay {
       comm_delta(op.rank, -1);
       if (op.peer != op.rank) comm_delta(op.peer, -1);
     }
-    detail::for_each_successor(g, id, [&](OpId s) {
+    g.for_each_successor(id, [&](OpId s) {
       if (waits.release(s)) start(s);
     });
   }

@@ -1,7 +1,6 @@
 #include "report/comm_split.hpp"
 
-#include <iterator>
-#include <string_view>
+#include <algorithm>
 #include <vector>
 
 #include "report/intervals.hpp"

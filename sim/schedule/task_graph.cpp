@@ -72,32 +72,16 @@ OpId TaskGraph::bystander_tail(int rank, uint16_t stream) const {
 }
 
 size_t TaskGraph::stored_index(OpId id) const {
-  auto it = std::upper_bound(copies_.begin(), copies_.end(), id,
-                             [](OpId v, const CopyRange& c) { return v < c.base; });
-  if (it == copies_.begin()) return id;
-  --it;
-  if (id < it->base + it->count) return SIZE_MAX;
-  return id - it->copied_before - it->count;
+  if (before_copies(id)) return id;
+  const CopyChain ch = chain(id);
+  return ch.depth == 0 ? ch.stored : SIZE_MAX;
 }
 
 Op TaskGraph::copied_op(OpId id) const {
+  const CopyChain ch = chain(id);  // a copy of copies resolves to a stored op
+  Op o = ops_[ch.stored];
   int32_t shift = 0;
-  for (;;) {  // a copy of copies resolves to a stored op
-    auto it = std::upper_bound(copies_.begin(), copies_.end(), id,
-                               [](OpId v, const CopyRange& c) { return v < c.base; });
-    if (it == copies_.begin()) break;
-    --it;
-    if (id >= it->base + it->count) {
-      id = static_cast<OpId>(id - it->copied_before - it->count);
-      Op o = ops_[id];
-      o.rank += shift;
-      if (o.peer >= 0) o.peer += shift;
-      return o;
-    }
-    shift += it->rank_offset;
-    id = it->src + (id - it->base);
-  }
-  Op o = ops_[id];
+  for (int j = 0; j < ch.depth; ++j) shift += ch.hop[j]->rank_offset;
   o.rank += shift;
   if (o.peer >= 0) o.peer += shift;
   return o;

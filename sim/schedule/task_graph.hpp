@@ -175,11 +175,12 @@ class TaskGraph {
   /// `before` must finish before `after` starts. Ignores kNoOp on either side.
   void add_edge(OpId before, OpId after);
   /// Appends a copy of ops [first, last) on ranks shifted by `rank_offset`, and of the edges
-  /// [edge_first, edge_last), which must join ops of that range, between the copies. Returns the
-  /// copy of `first` (copy of op i = i + returned - first). Throws std::logic_error if an edge
-  /// leaves the range. How one data-parallel replica becomes the next (step.cpp).
-  /// The copies are not stored: op() reads the original and shifts its ranks (a copy costs its
-  /// edges and queue slots, not 104 bytes per op). They cannot be changed (op_mut throws).
+  /// [edge_first, edge_last), which must be every edge added so far between ops of that range.
+  /// Returns the copy of `first` (copy of op i = i + returned - first). Throws std::logic_error
+  /// if an edge leaves the range or one inside it is not in the edge range. How one
+  /// data-parallel replica becomes the next (step.cpp). The copies are not stored: op() reads
+  /// the original and shifts its ranks, and after finalize its edges and queue links are the
+  /// original's shifted (task_graph_links.cpp). They cannot be changed (op_mut throws).
   OpId copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_last, int rank_offset);
 
   /// Makes the transfers [first, last) one Pipeline if they can move in lockstep: two or more

@@ -70,7 +70,6 @@ void TaskGraph::finalize() {
   // Explicit edges: a stored end's side goes to the CSR arrays, a copied end's to extra_.
   edges_total_ = edge_from_.size();
   for (const CopyRange& c : copies_) edges_total_ += c.internal_edges;
-  auto stored_of = [&](OpId id) { return before_copies(id) ? size_t{id} : stored_index(id); };
   for (int dir = 0; dir < 2; ++dir) {
     const auto& key = dir ? edge_to_ : edge_from_;
     const auto& val = dir ? edge_from_ : edge_to_;
@@ -79,13 +78,13 @@ void TaskGraph::finalize() {
     extra_[dir].clear();
     extra_bits_[dir].assign((n + 63) / 64, 0);
     for (size_t e = 0; e < key.size(); ++e)
-      if (const size_t s = stored_of(key[e]); s != SIZE_MAX) off[s + 1]++;
+      if (const size_t s = stored_index(key[e]); s != SIZE_MAX) off[s + 1]++;
     for (size_t i = 0; i < stored; ++i) off[i + 1] += off[i];
     assign_huge<OpId>(edge_csr_[dir], off[stored], 0);
     std::vector<uint32_t> cur(off.begin(), off.end() - 1);
     for (size_t e = 0; e < key.size(); ++e) {
       const OpId k = key[e];
-      if (const size_t s = stored_of(k); s != SIZE_MAX) {
+      if (const size_t s = stored_index(k); s != SIZE_MAX) {
         edge_csr_[dir][cur[s]++] = val[e];
       } else {
         extra_[dir].emplace_back(k, val[e]);
@@ -122,7 +121,7 @@ void TaskGraph::finalize() {
     return by_stream[s];
   };
   auto set_link = [&](OpId id, int side, int dir, OpId to) {
-    if (const size_t s = stored_of(id); s != SIZE_MAX)
+    if (const size_t s = stored_index(id); s != SIZE_MAX)
       qlink_[dir][side][s] = to;
     else if (to != kNoOp)
       copy_links_[link_key(id, side, dir)] = to;

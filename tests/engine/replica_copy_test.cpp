@@ -99,7 +99,7 @@ TEST(ReplicaCopy, IsTheGraphBuildingEveryReplicaGives) {
 }
 
 TEST(ReplicaCopy, CopiesAreNotStored) {
-  // Each copy costs its edges and queue slots, not its ops: the graph holds the first replica
+  // A copy stores neither its ops nor their edges and queue links: the graph holds the first replica
   // and the DP reduction only.
   const Built copied = build(job(), true), built = build(job(), false);
   EXPECT_EQ(built.g.stored_ops(), built.g.size());
