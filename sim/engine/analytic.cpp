@@ -27,11 +27,6 @@ struct Event {
   /// version: 4 B per op of the graph were 97 MB on the 24 M-op 70B full replay).
   uint32_t version;
 };
-struct Later {
-  bool operator()(const Event& a, const Event& b) const {
-    return a.t > b.t || (a.t == b.t && a.op > b.op);
-  }
-};
 
 }  // namespace
 
@@ -50,7 +45,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
 
   detail::Waits waits(g);
   detail::RouteCache routes(topo);
-  std::priority_queue<Event, std::vector<Event>, Later> events;
+  std::priority_queue<Event, std::vector<Event>, detail::Later> events;
 
   // Interference: compute progresses at `rate` (1 when no transfer of its GPU is in flight).
   const bool interfere = opt.interference > 0;

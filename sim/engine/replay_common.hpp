@@ -29,6 +29,16 @@ inline void check_replayable(const schedule::TaskGraph& g, const model::Topology
                                 std::to_string(topo.gpus()) + " GPUs");
 }
 
+/// The order of both engines' event queues (std::priority_queue: the top is the earliest):
+/// by time, then by op, so that events at one instant run in an order set by the graph alone,
+/// not by when or how they were queued.
+struct Later {
+  template <class E>
+  bool operator()(const E& a, const E& b) const {
+    return a.t > b.t || (a.t == b.t && a.op > b.op);
+  }
+};
+
 /// What each op still waits for: explicit predecessors plus its predecessor in each queue it
 /// occupies, counted with multiplicity (as for_each_successor notifies). Two bytes per op, the
 /// rare op that waits for 65,535 or more (a collective's join over a huge group) counted on

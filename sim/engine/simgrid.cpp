@@ -8,6 +8,8 @@
 // Replay without actors: each op's activity starts from the completion callback of the last op
 // it waits for (3.32 keeps pending activities in a list, so creating the DAG's activities up
 // front would be quadratic; actors walking queues measured ~25 % slower in a 64-GPU ring).
+// Our timers (kernel ends, latencies, solo transfers below) live in one heap of our own behind
+// one SimGrid timer at its earliest entry (Replay::events), not one SimGrid timer each.
 //  - compute: a kernel timer, not an Exec. Compute streams do not slow each other, so no
 //    sharing model is needed; interference runs a GPU's kernels at 1/(1 + i) of their speed
 //    while a transfer of that GPU is in flight, by moving their timers when that changes.
@@ -48,6 +50,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <queue>
 #include <unordered_map>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
@@ -80,22 +83,39 @@ struct Replay {
   /// A transfer running as a timer (alone on its route since it started).
   struct Solo {
     double start, rate_Bps;
-    simgrid::kernel::timer::Timer* timer;
   };
   std::unordered_map<OpId, Solo> solos{};
   std::vector<uint32_t> link_flows{};  ///< per Topology link: transfers in flight on it
   std::vector<OpId> link_solo{};       ///< per Topology link: its solo transfer, or kNoOp
   std::vector<sg4::ActivityPtr> graveyard{};  ///< finished, released when time advances
   std::vector<int> inflight{};                ///< transfers in flight per GPU
-  /// A compute op in flight: work left in seconds at full speed, as of `since`.
+  /// A compute op in flight: work left in seconds at full speed, as of `since`; `version` of
+  /// its end in `events` (interference moves it).
   struct Kernel {
     OpId id;
+    uint32_t version;
     double work_s;
     double since;
-    simgrid::kernel::timer::Timer* timer;
   };
   std::vector<std::vector<Kernel>> kernels{};  ///< per GPU
   std::deque<OpId> instant{};                 ///< completed without SimGrid, to process
+  /// Our timers, in one heap ordered as the analytic engine's (time, then op), behind one
+  /// SimGrid timer at the earliest live one (`wake`). SimGrid 3.32 keeps timers in a Fibonacci
+  /// heap of heap-allocated callbacks; one per kernel end (16.9 M, 7.5 M more moved by
+  /// interference, on the 70B full replay) spent ~20 % of the run in its consolidation,
+  /// allocation and removal. Stale entries (a kernel moved since, a solo transfer that became a
+  /// Comm) are skipped, never woken for.
+  enum class Ev : uint8_t { Kernel, Plain, Launch, Solo, Pipeline };
+  struct Event {
+    double t;
+    OpId op;           ///< its op (a pipeline: its first member)
+    uint32_t version;  ///< Kernel: as in its Kernel entry
+    uint32_t aux;      ///< Kernel: its GPU; Pipeline: its index
+    Ev kind;
+  };
+  std::priority_queue<Event, std::vector<Event>, detail::Later> events{};
+  simgrid::kernel::timer::Timer* wake = nullptr;
+  double wake_t = 0;
   /// Pipelines: members joined so far and when the last one's latency has passed.
   struct Joining {
     uint32_t arrived = 0;
@@ -142,23 +162,65 @@ struct Replay {
     for (Kernel& k : kernels[gpu]) {
       k.work_s = std::max(0.0, k.work_s - (now - k.since) * before);
       k.since = now;
-      k.timer->remove();
-      k.timer = arm(k.id, gpu, now + k.work_s / after);
+      events.push({now + k.work_s / after, k.id, ++k.version, static_cast<uint32_t>(gpu), Ev::Kernel});
     }
   }
 
-  /// A kernel's end. (The GPU travels with it: reading a copied op costs a search and a copy.)
-  simgrid::kernel::timer::Timer* arm(OpId id, int gpu, double end) {
-    return simgrid::kernel::timer::Timer::set(end, [this, id, gpu] {
-      auto& ks = kernels[gpu];
-      for (size_t i = 0; i < ks.size(); ++i)
-        if (ks[i].id == id) {
-          ks[i] = ks.back();
-          ks.pop_back();
-          break;
-        }
-      complete(id);
-      drain();
+  /// Kernel `e` in its GPU's list if `e` is its current end, else nullptr. (The GPU travels
+  /// with the event: reading a copied op costs a search and a copy.)
+  Kernel* kernel_of(const Event& e) {
+    for (Kernel& k : kernels[e.aux])
+      if (k.id == e.op) return k.version == e.version ? &k : nullptr;
+    return nullptr;
+  }
+  bool live(const Event& e) {
+    if (e.kind == Ev::Kernel) return kernel_of(e) != nullptr;
+    if (e.kind == Ev::Solo) return solos.count(e.op) != 0;
+    return true;
+  }
+  void fire(const Event& e) {
+    switch (e.kind) {
+      case Ev::Kernel: {
+        auto& ks = kernels[e.aux];
+        Kernel* k = kernel_of(e);
+        *k = ks.back();
+        ks.pop_back();
+        complete(e.op);
+        break;
+      }
+      case Ev::Plain: complete(e.op); break;
+      case Ev::Launch: launch_comm(e.op); break;
+      case Ev::Solo:
+        solos.erase(e.op);
+        transfer_done(e.op);
+        break;
+      case Ev::Pipeline: launch_pipeline(e.aux); break;
+    }
+    drain();
+  }
+  /// SimGrid's timer: runs our events due now (those they queue for now too), then re-arms.
+  void run_due() {
+    const double now = sg4::Engine::get_clock();
+    while (!events.empty() && events.top().t <= now) {
+      const Event e = events.top();
+      events.pop();
+      if (live(e)) fire(e);
+    }
+    arm_wake();
+  }
+  /// Keeps SimGrid's one timer at our earliest live event; called whenever SimGrid hands back
+  /// control (its timer, a Comm's end) and before it runs.
+  void arm_wake() {
+    while (!events.empty() && !live(events.top())) events.pop();
+    if (events.empty() || (wake != nullptr && wake_t != events.top().t)) {
+      if (wake != nullptr) wake->remove();
+      wake = nullptr;
+    }
+    if (events.empty() || wake != nullptr) return;
+    wake_t = events.top().t;
+    wake = simgrid::kernel::timer::Timer::set(wake_t, [this] {
+      wake = nullptr;
+      run_due();
     });
   }
 
@@ -173,13 +235,11 @@ struct Replay {
       }
       const double now = sg4::Engine::get_clock();
       if (!op.noisy) {  // a runtime overhead: host-side or a latency, interference does not slow it
-        simgrid::kernel::timer::Timer::set(now + d, [this, id] {
-          complete(id);
-          drain();
-        });
+        events.push({now + d, id, 0, 0, Ev::Plain});
         return;
       }
-      kernels[op.rank].push_back({id, d, now, arm(id, op.rank, now + d / speed(op.rank))});
+      kernels[op.rank].push_back({id, 1, d, now});
+      events.push({now + d / speed(op.rank), id, 1, static_cast<uint32_t>(op.rank), Ev::Kernel});
       return;
     }
     if (!op.interference_priced) {
@@ -193,10 +253,7 @@ struct Replay {
       return;
     }
     if (delay > 0)
-      simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock() + delay, [this, id] {
-        launch_comm(id);
-        drain();
-      });
+      events.push({sg4::Engine::get_clock() + delay, id, 0, 0, Ev::Launch});
     else
       launch_comm(id);
   }
@@ -218,12 +275,8 @@ struct Replay {
       const double now = sg4::Engine::get_clock();
       const double rate = detail::transfer_rate_Bps(op, ri);
       for (const uint32_t* l = lb; l != le; ++l) link_solo[*l] = id;
-      auto* t = simgrid::kernel::timer::Timer::set(now + bytes / rate, [this, id] {
-        solos.erase(id);
-        transfer_done(id);
-        drain();
-      });
-      solos.emplace(id, Solo{now, rate, t});
+      events.push({now + bytes / rate, id, 0, 0, Ev::Solo});
+      solos.emplace(id, Solo{now, rate});
       return;
     }
     start_comm(id, bytes);
@@ -238,10 +291,7 @@ struct Replay {
     const double at = j.launch_s;
     joining.erase(p);
     if (at > sg4::Engine::get_clock())
-      simgrid::kernel::timer::Timer::set(at, [this, p] {
-        launch_pipeline(p);
-        drain();
-      });
+      events.push({at, g.pipelines()[p].first, 0, p, Ev::Pipeline});
     else
       launch_pipeline(p);
   }
@@ -344,8 +394,7 @@ struct Replay {
   void to_comm(OpId id) {
     auto it = solos.find(id);
     const Solo s = it->second;
-    solos.erase(it);
-    s.timer->remove();
+    solos.erase(it);  // (its event in `events` is now stale)
     const auto& op = g.op(id);
     const auto [lb, le] = routes.links(routes.get(op.rank, op.peer));
     for (const uint32_t* l = lb; l != le; ++l) link_solo[*l] = schedule::kNoOp;
@@ -407,6 +456,7 @@ struct Replay {
       const schedule::Pipeline& pl = g.pipelines()[p];
       for (OpId m = pl.first; m < pl.first + pl.count; ++m) transfer_done(m);
       drain();
+      arm_wake();
       return;
     }
     const auto id = static_cast<OpId>(bits - 1);
@@ -416,6 +466,7 @@ struct Replay {
     running.erase(it);
     transfer_done(id);
     drain();
+    arm_wake();
   }
 };
 
@@ -495,6 +546,7 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   for (OpId id = 0; id < n; ++id)
     if (rp.waits.ready(id)) rp.start(id);
   rp.drain();
+  rp.arm_wake();
   engine.run();
 
   rp.graveyard.clear();
