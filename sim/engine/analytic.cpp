@@ -52,27 +52,13 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
   const schedule::ComputeNoise& noise = opt.noise ? *opt.noise : g.noise();
   const double slow_rate = interfere ? 1.0 / (1.0 + opt.interference) : 1.0;
   std::vector<int> inflight(interfere ? topo.gpus() : 0, 0);
-  // The compute ops in flight per GPU with their progress: a few per GPU, not 24 B per op of
-  // the graph (2.3 GB on the 94.8 M-op 405B full replay).
-  struct Running {
-    OpId id;
-    double work_left, last_t, rate;
-    uint32_t version;  ///< of its end in `events`
-  };
-  std::vector<std::vector<Running>> running(interfere ? topo.gpus() : 0);
-
-  auto rescale = [&](int gpu, double t, double new_rate) {
-    for (Running& c : running[gpu]) {
-      c.work_left = std::max(0.0, c.work_left - (t - c.last_t) * c.rate);
-      c.last_t = t;
-      c.rate = new_rate;
-      events.push({t + c.work_left / new_rate, c.id, ++c.version});
-    }
-  };
+  std::vector<detail::GpuKernels> running(interfere ? topo.gpus() : 0);
   auto comm_delta = [&](int gpu, int delta, double t) {
     const int before = inflight[gpu];
     inflight[gpu] += delta;
-    if ((before == 0) != (inflight[gpu] == 0)) rescale(gpu, t, inflight[gpu] ? slow_rate : 1.0);
+    if ((before == 0) != (inflight[gpu] == 0))
+      running[gpu].move(t, inflight[gpu] ? slow_rate : 1.0,
+                        [&](OpId id, uint32_t version, double end) { events.push({end, id, version}); });
   };
 
   // Pipelines being joined: the latest time a member's latency ends, the longest
@@ -89,9 +75,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     if (op.kind == OpKind::Compute) {
       const double d = detail::compute_time_s(op, id, noise);
       if (interfere && d > 0 && op.noisy) {  // (runtime overheads: host-side, not slowed)
-        const double r = inflight[op.rank] ? slow_rate : 1.0;
-        running[op.rank].push_back({id, d, t, r, 1});
-        events.push({t + d / r, id, 1});
+        events.push({running[op.rank].start(id, d, t, inflight[op.rank] ? slow_rate : 1.0), id, 1});
       } else {
         events.push({t + std::max(0.0, d), id, 0});
       }
@@ -131,26 +115,15 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     events.pop();
     const OpId id = ev.op;
     const auto& op = g.op(id);
-    size_t slot = SIZE_MAX;  // its Running entry, for a kernel interference moves
-    if (ev.version != 0) {
-      auto& r = running[op.rank];
-      for (size_t i = 0; i < r.size() && slot == SIZE_MAX; ++i)
-        if (r[i].id == id) slot = i;
-      if (slot == SIZE_MAX || r[slot].version != ev.version) continue;  // moved since
-    }
+    // A kernel interference can move: its end unless it moved since.
+    if (ev.version != 0 && !running[op.rank].finish(id, ev.version)) continue;
     if (opt.keep_times) tr.end_s[id] = ev.t;
     detail::extend_makespan(tr, ev.t);
     ++done;
     if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(ev.t, done, n);
-    if (interfere) {
-      if (slot != SIZE_MAX) {
-        auto& r = running[op.rank];
-        r[slot] = r.back();
-        r.pop_back();
-      } else if (op.kind == OpKind::Transfer && !op.interference_priced) {
-        comm_delta(op.rank, -1, ev.t);
-        if (op.peer != op.rank) comm_delta(op.peer, -1, ev.t);
-      }
+    if (interfere && ev.version == 0 && op.kind == OpKind::Transfer && !op.interference_priced) {
+      comm_delta(op.rank, -1, ev.t);
+      if (op.peer != op.rank) comm_delta(op.peer, -1, ev.t);
     }
     g.for_each_successor(id, [&](OpId s) {
       if (waits.release(s)) start(s, ev.t);

@@ -89,15 +89,7 @@ struct Replay {
   std::vector<OpId> link_solo{};       ///< per Topology link: its solo transfer, or kNoOp
   std::vector<sg4::ActivityPtr> graveyard{};  ///< finished, released when time advances
   std::vector<int> inflight{};                ///< transfers in flight per GPU
-  /// A compute op in flight: work left in seconds at full speed, as of `since`; `version` of
-  /// its end in `events` (interference moves it).
-  struct Kernel {
-    OpId id;
-    uint32_t version;
-    double work_s;
-    double since;
-  };
-  std::vector<std::vector<Kernel>> kernels{};  ///< per GPU
+  std::vector<detail::GpuKernels> kernels{};  ///< per GPU: its kernels in flight
   std::deque<OpId> instant{};                 ///< completed without SimGrid, to process
   /// Our timers, in one heap ordered as the analytic engine's (time, then op), behind one
   /// SimGrid timer at the earliest live one (`wake`). SimGrid 3.32 keeps timers in a Fibonacci
@@ -158,36 +150,23 @@ struct Replay {
     inflight[gpu] += delta;
     const double after = speed(gpu);
     if (after == before) return;
-    const double now = sg4::Engine::get_clock();
-    for (Kernel& k : kernels[gpu]) {
-      k.work_s = std::max(0.0, k.work_s - (now - k.since) * before);
-      k.since = now;
-      events.push({now + k.work_s / after, k.id, ++k.version, static_cast<uint32_t>(gpu), Ev::Kernel});
-    }
+    kernels[gpu].move(sg4::Engine::get_clock(), after, [&](OpId id, uint32_t version, double end) {
+      events.push({end, id, version, static_cast<uint32_t>(gpu), Ev::Kernel});
+    });
   }
 
-  /// Kernel `e` in its GPU's list if `e` is its current end, else nullptr. (The GPU travels
-  /// with the event: reading a copied op costs a search and a copy.)
-  Kernel* kernel_of(const Event& e) {
-    for (Kernel& k : kernels[e.aux])
-      if (k.id == e.op) return k.version == e.version ? &k : nullptr;
-    return nullptr;
-  }
+  /// (A kernel's event carries its GPU: reading a copied op costs a search and a copy.)
   bool live(const Event& e) {
-    if (e.kind == Ev::Kernel) return kernel_of(e) != nullptr;
+    if (e.kind == Ev::Kernel) return kernels[e.aux].current(e.op, e.version);
     if (e.kind == Ev::Solo) return solos.count(e.op) != 0;
     return true;
   }
   void fire(const Event& e) {
     switch (e.kind) {
-      case Ev::Kernel: {
-        auto& ks = kernels[e.aux];
-        Kernel* k = kernel_of(e);
-        *k = ks.back();
-        ks.pop_back();
+      case Ev::Kernel:
+        kernels[e.aux].finish(e.op, e.version);  // (live: checked when popped)
         complete(e.op);
         break;
-      }
       case Ev::Plain: complete(e.op); break;
       case Ev::Launch: launch_comm(e.op); break;
       case Ev::Solo:
@@ -238,8 +217,7 @@ struct Replay {
         events.push({now + d, id, 0, 0, Ev::Plain});
         return;
       }
-      kernels[op.rank].push_back({id, 1, d, now});
-      events.push({now + d / speed(op.rank), id, 1, static_cast<uint32_t>(op.rank), Ev::Kernel});
+      events.push({kernels[op.rank].start(id, d, now, speed(op.rank)), id, 1, static_cast<uint32_t>(op.rank), Ev::Kernel});
       return;
     }
     if (!op.interference_priced) {
