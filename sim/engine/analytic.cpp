@@ -23,7 +23,7 @@ struct Event {
   double t;
   OpId op;
   /// 0: an op that is never moved; else the end of a kernel slowed or sped up by interference,
-  /// stale unless its GPU's Running entry still has this version (ops in flight hold their
+  /// stale unless its GPU's GpuKernels still has this version (ops in flight hold their
   /// version: 4 B per op of the graph were 97 MB on the 24 M-op 70B full replay).
   uint32_t version;
 };

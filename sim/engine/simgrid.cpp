@@ -101,7 +101,7 @@ struct Replay {
   struct Event {
     double t;
     OpId op;           ///< its op (a pipeline: its first member)
-    uint32_t version;  ///< Kernel: as in its Kernel entry
+    uint32_t version;  ///< Kernel: its end's version in its GPU's GpuKernels
     uint32_t aux;      ///< Kernel: its GPU; Pipeline: its index
     Ev kind;
   };
