@@ -34,6 +34,9 @@
 //    Comms to SimGrid's rounding (~2e-11 s per Comm, tests/engine/solo_transfers_test.cpp);
 //    where compute interference feeds transfer timing back into compute, that rounding can grow
 //    (x10 per ~17 ms of simulated time in that 70B step, 0.4 % of the step after 32 layers).
+//    Transfers of one same route that meet only each other stay timers too, as one group with
+//    max-min's shares (route_bundles.hpp), and Comms of one route become such a group when a
+//    transfer of that route finds nothing else on its links (regroup).
 //  - a pipeline (TaskGraph::Pipeline: one NCCL channel's ring or tree) is one Comm between a
 //    pair of pipeline hosts whose route is every member's links, a link listed once per member
 //    crossing it: LMM then gives the members one rate, the one their most loaded link allows,
@@ -58,6 +61,7 @@
 
 #include "engine/replay.hpp"
 #include "engine/replay_common.hpp"
+#include "engine/route_bundles.hpp"
 #include "engine/simgrid_platform.hpp"
 
 namespace cpsim::engine {
@@ -79,14 +83,16 @@ struct Replay {
   std::vector<sg4::Host*> hosts{};                              ///< per GPU
   std::map<std::pair<int, double>, sg4::Host*> capped_hosts{};  ///< (GPU, cap) -> shadow host
   detail::Waits waits;
-  std::unordered_map<OpId, sg4::ActivityPtr> running{};  ///< SimGrid comms in flight
-  /// A transfer running as a timer (alone on its route since it started).
-  struct Solo {
-    double start, rate_Bps;
-  };
-  std::unordered_map<OpId, Solo> solos{};
+  std::unordered_map<OpId, sg4::CommPtr> running{};  ///< SimGrid comms in flight
+  /// Those comms by route (source << 32 | destination), to regroup them as timers (regroup).
+  std::unordered_map<uint64_t, std::vector<OpId>> route_comms{};
+  static uint64_t route_key(int src, int dst) {
+    return (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst);
+  }
+  /// Transfers running as timers: alone on their route's links, or with transfers of the same
+  /// route only, since they started (route_bundles.hpp).
+  detail::RouteBundles solos;
   std::vector<uint32_t> link_flows{};  ///< per Topology link: transfers in flight on it
-  std::vector<OpId> link_solo{};       ///< per Topology link: its solo transfer, or kNoOp
   std::vector<sg4::ActivityPtr> graveyard{};  ///< finished, released when time advances
   std::vector<int> inflight{};                ///< transfers in flight per GPU
   std::vector<detail::GpuKernels> kernels{};  ///< per GPU: its kernels in flight
@@ -158,7 +164,7 @@ struct Replay {
   /// (A kernel's event carries its GPU: reading a copied op costs a search and a copy.)
   bool live(const Event& e) {
     if (e.kind == Ev::Kernel) return kernels[e.aux].current(e.op, e.version);
-    if (e.kind == Ev::Solo) return solos.count(e.op) != 0;
+    if (e.kind == Ev::Solo) return solos.current(e.op, e.version);
     return true;
   }
   void fire(const Event& e) {
@@ -170,7 +176,7 @@ struct Replay {
       case Ev::Plain: complete(e.op); break;
       case Ev::Launch: launch_comm(e.op); break;
       case Ev::Solo:
-        solos.erase(e.op);
+        solos.finish(e.op, sg4::Engine::get_clock(), queue_solo());
         transfer_done(e.op);
         break;
       case Ev::Pipeline: launch_pipeline(e.aux); break;
@@ -244,21 +250,74 @@ struct Replay {
     }
     const detail::RouteInfo& ri = routes.get(op.rank, op.peer);
     const auto [lb, le] = routes.links(ri);
-    bool alone = true;
-    for (const uint32_t* l = lb; l != le; ++l) alone = alone && link_flows[*l] == 0;
+    const double bytes = static_cast<double>(std::llround(std::max(0.0, op.bytes)));
+    const double cap = op.max_rate_Bps > 0 ? op.max_rate_Bps : 0.0;
+    if (opt.solo_transfers) {
+      // A timer if its links carry nothing, or only transfers of its route and cap.
+      bool alone = true;
+      for (const uint32_t* l = lb; l != le; ++l) alone = alone && link_flows[*l] == 0;
+      uint32_t b = detail::RouteBundles::kNone;
+      if (alone)
+        b = solos.open(op.rank, op.peer, ri.bw_Bps, lb, le);
+      else if (const uint32_t on = solos.on_link(*lb); on != detail::RouteBundles::kNone)
+        b = solos.same(on, op.rank, op.peer) ? on : detail::RouteBundles::kNone;
+      else
+        b = regroup(op, ri, lb, le);
+      if (b != detail::RouteBundles::kNone) {
+        for (const uint32_t* l = lb; l != le; ++l) ++link_flows[*l];
+        solos.join(b, id, bytes, cap, sg4::Engine::get_clock(), queue_solo());
+        return;
+      }
+    }
     for (const uint32_t* l = lb; l != le; ++l) ++link_flows[*l];
     for (const uint32_t* l = lb; l != le; ++l) reached(*l);
-    const double bytes = static_cast<double>(std::llround(std::max(0.0, op.bytes)));
-    if (alone && opt.solo_transfers) {
-      const double now = sg4::Engine::get_clock();
-      const double rate = detail::transfer_rate_Bps(op, ri);
-      for (const uint32_t* l = lb; l != le; ++l) link_solo[*l] = id;
-      events.push({now + bytes / rate, id, 0, 0, Ev::Solo});
-      solos.emplace(id, Solo{now, rate});
-      return;
-    }
     start_comm(id, bytes);
   }
+
+  /// The links of op's route carry Comms of that route only: they become a group of
+  /// timers (route_bundles.hpp) for their bytes left, which op then joins; else kNone. Without
+  /// this, a route whose transfers overlap in a chain (a ring step's K,V sent while the previous
+  /// dK,dV is still in flight) stays a chain of Comms once one flow met it: 1,419 Comms in
+  /// flight on average, each end scanning them all, on the 70B full replay.
+  uint32_t regroup(const schedule::Op& op, const detail::RouteInfo& ri, const uint32_t* lb,
+                   const uint32_t* le) {
+    auto it = route_comms.find(route_key(op.rank, op.peer));
+    if (it == route_comms.end() || it->second.empty()) return detail::RouteBundles::kNone;
+    const std::vector<OpId>& same = it->second;
+    for (const uint32_t* l = lb; l != le; ++l)
+      if (link_flows[*l] != same.size()) return detail::RouteBundles::kNone;
+    for (const OpId c : same)  // one ends now: SimGrid may be posting it, let it (as repipe)
+      if (!(running.at(c)->get_remaining() >= 1)) return detail::RouteBundles::kNone;
+    const double now = sg4::Engine::get_clock();
+    const uint32_t b = solos.open(op.rank, op.peer, ri.bw_Bps, lb, le);
+    for (const OpId c : same) {
+      auto r = running.find(c);
+      const double left = r->second->get_remaining();
+      release(r->second);
+      running.erase(r);
+      solos.join(b, c, left, std::max(0.0, g.op(c).max_rate_Bps), now, queue_solo());
+    }
+    route_comms.erase(it);
+    return b;
+  }
+
+  /// Takes a Comm out of SimGrid's sharing: suspended first so its variable shares nothing while
+  /// SimGrid cleans it up, kept alive until time moves on.
+  void release(sg4::CommPtr& c) {
+    c->set_data(nullptr);
+    c->suspend();
+    c->cancel();
+    graveyard.push_back(std::move(c));
+  }
+
+  /// Queues a timer transfer's (new) end.
+  struct QueueSolo {
+    Replay* r;
+    void operator()(OpId id, uint32_t version, double end) const {
+      r->events.push({end, id, version, 0, Ev::Solo});
+    }
+  };
+  QueueSolo queue_solo() { return QueueSolo{this}; }
 
   /// A member of pipeline p is ready to move data at `ready_s`; the last one launches it.
   void join_pipeline(uint32_t p, double ready_s) {
@@ -338,7 +397,8 @@ struct Replay {
   /// gives way to SimGrid's sharing, a solo transfer as a Comm (to_comm), a pipeline with the
   /// link in its Comm's route (repipe).
   void reached(uint32_t l) {
-    if (link_solo[l] != schedule::kNoOp) to_comm(link_solo[l]);
+    if (const uint32_t b = solos.on_link(l); b != detail::RouteBundles::kNone)
+      solos.dissolve(b, sg4::Engine::get_clock(), [this](OpId id, double left) { start_comm(id, left); });
     if (link_pipe[l] != kNoPipe) repipe(link_pipe[l]);
   }
 
@@ -349,10 +409,7 @@ struct Replay {
     PipeFlow& pf = pipes_running.at(p);
     const double left = pf.comm->get_remaining();
     if (!(left >= 1)) return;  // it ends now: under a byte of sharing to miss
-    pf.comm->set_data(nullptr);
-    pf.comm->suspend();
-    pf.comm->cancel();
-    graveyard.push_back(std::move(pf.comm));
+    release(pf.comm);
     route_pipeline(p, pf);
     start_pipe_comm(p, pf, left);
   }
@@ -366,28 +423,14 @@ struct Replay {
     c->set_data(tag(id));
     c->start();
     running[id] = c;
-  }
-
-  /// A solo transfer that another flow now meets: SimGrid takes over its remaining bytes.
-  void to_comm(OpId id) {
-    auto it = solos.find(id);
-    const Solo s = it->second;
-    solos.erase(it);  // (its event in `events` is now stale)
-    const auto& op = g.op(id);
-    const auto [lb, le] = routes.links(routes.get(op.rank, op.peer));
-    for (const uint32_t* l = lb; l != le; ++l) link_solo[*l] = schedule::kNoOp;
-    const double sent = (sg4::Engine::get_clock() - s.start) * s.rate_Bps;
-    start_comm(id, std::llround(std::max(0.0, op.bytes)) - sent);
+    route_comms[route_key(op.rank, op.peer)].push_back(id);
   }
 
   /// A transfer's bytes arrived (as a Comm or a solo timer): its links are free of it.
   void transfer_done(OpId id) {
     const auto& op = g.op(id);
     const auto [lb, le] = routes.links(routes.get(op.rank, op.peer));
-    for (const uint32_t* l = lb; l != le; ++l) {
-      --link_flows[*l];
-      if (link_solo[*l] == id) link_solo[*l] = schedule::kNoOp;
-    }
+    for (const uint32_t* l = lb; l != le; ++l) --link_flows[*l];
     complete(id, op);
   }
 
@@ -442,6 +485,11 @@ struct Replay {
     auto it = running.find(id);
     graveyard.push_back(std::move(it->second));
     running.erase(it);
+    {
+      const auto& op = g.op(id);
+      std::vector<OpId>& same = route_comms.at(route_key(op.rank, op.peer));
+      same.erase(std::find(same.begin(), same.end(), id));
+    }
     transfer_done(id);
     drain();
     arm_wake();
@@ -507,13 +555,13 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   detail::SimgridPlatform pf = detail::build_platform(g, topo, opt.pipelines);
   Replay rp{.g = g, .topo = topo, .zone = *pf.zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
             .hosts = std::move(pf.hosts), .capped_hosts = std::move(pf.capped_hosts),
-            .waits = detail::Waits(g), .routes = detail::RouteCache(topo)};
+            .waits = detail::Waits(g), .solos = detail::RouteBundles(topo.links().size()),
+            .routes = detail::RouteCache(topo)};
   rp.pipe_hosts = std::move(pf.pipe_hosts);
   for (size_t k = rp.pipe_hosts.size(); k > 0; --k) rp.free_slots.push_back(static_cast<int>(k - 1));
 
   // --- replay ---
   rp.link_flows.assign(topo.links().size(), 0);
-  rp.link_solo.assign(topo.links().size(), schedule::kNoOp);
   rp.link_pipe.assign(topo.links().size(), Replay::kNoPipe);
   rp.link_scratch.assign(topo.links().size(), 0);
   rp.inflight.assign(gpus, 0);
