@@ -49,10 +49,12 @@ void RankOps::load(int r0, int r1) {
 }
 
 RankTimelines::RankTimelines(const RankOps& ro, size_t first, size_t last, const schedule::Trace& tr) {
+  start_s.resize(last - first);
+  end_s.resize(last - first);
   for (size_t i = first; i < last; ++i) {
     const schedule::OpId id = ro.ids()[i];
     const uint8_t f = ro.flags()[i];
-    const double s = tr.start_s[id], e = tr.end_s[id];
+    const double s = start_s[i - first] = tr.start_s[id], e = end_s[i - first] = tr.end_s[id];
     // Fixed software overheads (platform runtime: host launches, NCCL launches) are not GPU
     // compute: they stay in time_by_category ("overhead") but not in the compute intervals, so a
     // mirrored replica's rank, whose only ops are its DP collectives and their launches, is
