@@ -253,7 +253,7 @@ struct Replay {
     const double bytes = static_cast<double>(std::llround(std::max(0.0, op.bytes)));
     const double cap = op.max_rate_Bps > 0 ? op.max_rate_Bps : 0.0;
     if (opt.solo_transfers) {
-      // A timer if its links carry nothing, or only transfers of its route and cap.
+      // A timer if its links carry nothing, or only transfers of its route (caps may differ).
       bool alone = true;
       for (const uint32_t* l = lb; l != le; ++l) alone = alone && link_flows[*l] == 0;
       uint32_t b = detail::RouteBundles::kNone;
@@ -395,9 +395,9 @@ struct Replay {
     pf.comm->start();
   }
 
-  /// Link l now carries one more flow (counted in link_flows): a flow that had it to itself
-  /// gives way to SimGrid's sharing, a solo transfer as a Comm (to_comm), a pipeline with the
-  /// link in its Comm's route (repipe).
+  /// Link l now carries one more flow (counted in link_flows): flows that had it to themselves
+  /// give way to SimGrid's sharing, a group of timers as Comms for their bytes left
+  /// (RouteBundles::dissolve), a pipeline with the link in its Comm's route (repipe).
   void reached(uint32_t l) {
     if (const uint32_t b = solos.on_link(l); b != detail::RouteBundles::kNone)
       solos.dissolve(b, sg4::Engine::get_clock(), [this](OpId id, double left) { start_comm(id, left); });
