@@ -170,13 +170,6 @@ class RouteCache {
   std::vector<uint32_t> pool_;  ///< every cached route's links, back to back
 };
 
-/// Rate a lone transfer reaches: the route's bottleneck, capped by the software path.
-inline double transfer_rate_Bps(const schedule::Op& op, const RouteInfo& ri) {
-  double bw = ri.bw_Bps;
-  if (op.max_rate_Bps > 0 && op.max_rate_Bps < bw) bw = op.max_rate_Bps;
-  return bw;
-}
-
 /// Contention-free timing of a transfer: software latency, wire latency, serialisation.
 inline schedule::LoneTransfer lone_transfer(const schedule::Op& op, const RouteInfo& ri) {
   return schedule::lone_transfer(op.extra_latency_s, ri.latency_s, ri.bw_Bps, op.max_rate_Bps, op.sharers, op.bytes);

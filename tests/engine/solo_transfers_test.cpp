@@ -31,6 +31,19 @@ OpLabel label(TaskGraph& g) {
   return l;
 }
 
+/// Every op's start and end with timers (solo transfers, groups) as with plain Comms. SimGrid
+/// ends a Comm up to ~2e-11 s off the exact S / B (its surf/precision); a timer is exact, and
+/// the difference adds up along a chain of ops. 1 ns is far below anything reported and far
+/// above that rounding; a wrong rate or a lost share is off by microseconds.
+void expect_same_times(const TaskGraph& g, const Topology& topo) {
+  const Trace on = simgrid(g, topo, true), off = simgrid(g, topo, false);
+  auto tol = [](double x) { return 1e-8 * x + 1e-9; };
+  for (OpId id = 0; id < g.size(); ++id) {
+    EXPECT_NEAR(on.start_s[id], off.start_s[id], tol(off.start_s[id])) << g.describe(id);
+    EXPECT_NEAR(on.end_s[id], off.end_s[id], tol(off.end_s[id])) << g.describe(id);
+  }
+}
+
 }  // namespace
 
 // A starts alone (a timer); B joins A's receiver link halfway through: A becomes a Comm for its
@@ -89,16 +102,8 @@ TEST_P(SoloRandom, TimersAndCommsGiveTheSameTimes) {
       g.add_edge(static_cast<OpId>(std::max(0, static_cast<int>(id) - 1 - pick(40))), id);
   }
   g.finalize();
-  const Trace on = simgrid(g, topo, true), off = simgrid(g, topo, false);
   ASSERT_GT(transfers, 150);
-  // SimGrid ends a Comm up to ~2e-11 s off the exact S / B (its surf/precision); a timer is
-  // exact, and the difference adds up along a chain of ops. 1 ns is far below anything
-  // reported and far above that rounding; a wrong rate or a lost share is off by microseconds.
-  auto tol = [](double x) { return 1e-8 * x + 1e-9; };
-  for (OpId id = 0; id < g.size(); ++id) {
-    EXPECT_NEAR(on.start_s[id], off.start_s[id], tol(off.start_s[id])) << g.describe(id);
-    EXPECT_NEAR(on.end_s[id], off.end_s[id], tol(off.end_s[id])) << g.describe(id);
-  }
+  expect_same_times(g, topo);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, SoloRandom, ::testing::Values(11u, 12u, 13u, 14u));
@@ -155,12 +160,7 @@ TEST_P(RouteGroupRandom, GroupsAndCommsGiveTheSameTimes) {
     last[k] = t;
   }
   g.finalize();
-  const Trace on = simgrid(g, topo, true), off = simgrid(g, topo, false);
-  auto tol = [](double x) { return 1e-8 * x + 1e-9; };
-  for (OpId id = 0; id < g.size(); ++id) {
-    EXPECT_NEAR(on.start_s[id], off.start_s[id], tol(off.start_s[id])) << g.describe(id);
-    EXPECT_NEAR(on.end_s[id], off.end_s[id], tol(off.end_s[id])) << g.describe(id);
-  }
+  expect_same_times(g, topo);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, RouteGroupRandom, ::testing::Values(21u, 22u, 23u, 24u, 25u));
