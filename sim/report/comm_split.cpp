@@ -39,15 +39,27 @@ CommSplit::CommSplit(const schedule::TaskGraph& g) {
     if (present_[k]) out_[kKindNames[k]];
 }
 
-void CommSplit::rank(int r, const RankTimelines& t) {
-  if (t.compute.empty()) return;  // (a rank that only joins DP collectives: not in the means)
+CommSplit::Share CommSplit::share(const RankTimelines& t) const {
+  Share s;
+  if (t.compute.empty()) return s;  // (a rank that only joins DP collectives: not in the means)
+  s.computes = true;
+  for (int k = 0; k < kCommKinds; ++k) {
+    if (!present_[k]) continue;
+    s.total_s[k] = measure(t.by_kind[k]);
+    s.exposed_s[k] = measure_minus(t.by_kind[k], t.compute);
+  }
+  return s;
+}
+
+void CommSplit::add(int r, const Share& s) {
+  if (!s.computes) return;
   ++active_;
   // Each kind's sums run over the ranks in order, as the caller walks them.
   for (int k = 0; k < kCommKinds; ++k) {
     if (!present_[k]) continue;
     CommKind& m = out_[kKindNames[k]];
-    m.total_s += measure(t.by_kind[k]);
-    m.exposed_s += measure_minus(t.by_kind[k], t.compute);
+    m.total_s += s.total_s[k];
+    m.exposed_s += s.exposed_s[k];
     m.bytes += sent_[k][static_cast<size_t>(r)];
   }
 }

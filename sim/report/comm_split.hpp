@@ -33,8 +33,15 @@ int comm_kind_index(uint16_t stream);
 class CommSplit {
  public:
   explicit CommSplit(const schedule::TaskGraph& g);
-  /// Rank r's transfers against its compute (empty: the rank does not compute).
-  void rank(int r, const RankTimelines& t);
+  /// Rank r's transfers of each kind: their union's length and what of it no compute covers
+  /// (any thread); `computes` false for a rank that does not compute.
+  struct Share {
+    bool computes = false;
+    double total_s[kCommKinds] = {}, exposed_s[kCommKinds] = {};
+  };
+  Share share(const RankTimelines& t) const;
+  /// Rank r's share into the means (ranks in order, so the sums are the same in any build).
+  void add(int r, const Share& s);
   std::map<std::string, CommKind> result() const;
 
  private:

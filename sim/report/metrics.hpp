@@ -140,9 +140,11 @@ struct Result {
 /// Every figure of a replayed plan, from the products only: the plan (graph, build info,
 /// pricing), the engine's trace, the topology (routes, for link loads) and the memory estimate.
 /// The critical path and the link loads (the `top_links` most utilised, and the bytes per link
-/// class) are computed here, once.
+/// class) are computed here, once. The per-rank parts run on `threads` threads (0: the
+/// machine's cores, up to 4, for chunks of ranks large enough to pay for them); the result is
+/// the same to the bit for any number.
 Result analyze(const schedule::Plan& plan, const schedule::Trace& trace,
                const model::Topology& topo, const model::MemoryEstimate& memory,
-               size_t top_links = 16);
+               size_t top_links = 16, unsigned threads = 0);
 
 }  // namespace cpsim::report

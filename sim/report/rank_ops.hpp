@@ -29,22 +29,23 @@ class RankOps {
 
   explicit RankOps(const schedule::TaskGraph& g, size_t max_entries = kMaxEntries);
   int ranks() const { return static_cast<int>(off_.size()) - 1; }
-  /// Calls f(rank, begin, end) for every rank in order: its entries are [begin, end) of ids()
-  /// and flags() during the call. Ranks are loaded a few hundred thousand entries at a time,
-  /// each load one pass over the graph's ops.
+  /// Calls f(r0, r1) for every chunk of ranks [r0, r1) in order, with their entries loaded:
+  /// rank r's are [begin(r), end(r)) of ids() and flags() during the call. Ranks are loaded a
+  /// few hundred thousand entries at a time, each load one pass over the graph's ops.
   template <class F>
-  void for_each_rank(F&& f) {
+  void for_each_chunk(F&& f) {
     const int nr = ranks();
     for (int r0 = 0; r0 < nr;) {
       int r1 = r0 + 1;
       while (r1 < nr && off_[static_cast<size_t>(r1) + 1] - off_[static_cast<size_t>(r0)] <= max_) ++r1;
       load(r0, r1);
-      for (int r = r0; r < r1; ++r)
-        f(r, off_[static_cast<size_t>(r)] - off_[static_cast<size_t>(r0)],
-          off_[static_cast<size_t>(r) + 1] - off_[static_cast<size_t>(r0)]);
+      f(r0, r1);
       r0 = r1;
     }
   }
+  /// Rank r's first entry and one past its last, in the chunk loaded now.
+  size_t begin(int r) const { return off_[static_cast<size_t>(r)] - off_[static_cast<size_t>(loaded_[0])]; }
+  size_t end(int r) const { return off_[static_cast<size_t>(r) + 1] - off_[static_cast<size_t>(loaded_[0])]; }
   const std::vector<schedule::OpId>& ids() const { return ids_; }
   const std::vector<uint8_t>& flags() const { return flags_; }
 

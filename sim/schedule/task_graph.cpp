@@ -216,6 +216,7 @@ void TaskGraph::add_edge(OpId before, OpId after) {
   for (const auto& [a, b] : copied_sources_)
     if (before >= a && before < b && after >= a && after < b)
       throw std::logic_error("TaskGraph::add_edge: inside a range already copied (its copies would miss it)");
+  backward_edge_ = backward_edge_ || after < before;
   edge_from_.push_back(before);
   edge_to_.push_back(after);
 }

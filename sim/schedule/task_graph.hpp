@@ -524,6 +524,9 @@ class TaskGraph {
            static_cast<double>(stored) + copied_weight_ * static_cast<double>(copied) > static_cast<double>(op_limit_);
   }
   bool finalized_ = false;
+  bool backward_edge_ = false;  ///< an explicit edge to a lower id was added (finalize)
+  /// Throws naming an op on a cycle, if any (finalize, for graphs with a backward edge).
+  void check_acyclic();
   bool pipelined_collectives_ = false;
   Phantoms phantoms_;
   /// Bystanders and their streams' last queued ops (rank x kTailStreams), until finalize().

@@ -160,11 +160,22 @@ void TaskGraph::finalize() {
     ++s;
   }
 
-  // Acyclic over explicit edges plus stream order? Kahn's algorithm with a stack: only whether
-  // every op gets ready matters.
+  // Acyclic over explicit edges plus stream order? The queue links above all run forward in id
+  // order (each links a queue's last op so far to a later one; a copy's are its original's,
+  // shifted), so if every explicit edge does too (add_edge), ids are a topological order and
+  // there is nothing to check: so on all 16 bundled scenarios, where the check below was
+  // ~0.5 s of the 70B full replay's 2 s build. Else Kahn's algorithm with a stack: only
+  // whether every op gets ready matters.
+  finalized_ = true;  // (the walks below read the links just built)
+  if (backward_edge_) check_acyclic();
+  std::unordered_map<std::string, LeanLanes>().swap(phantoms_.lanes);
+  memo_.reset();
+}
+
+void TaskGraph::check_acyclic() {
+  const size_t n = size_;
   std::vector<uint32_t> indeg;
   assign_huge<uint32_t>(indeg, n, 0);
-  finalized_ = true;  // (the walks below read the links just built)
   for (OpId i = 0; i < n; ++i) for_each_successor(i, [&](OpId t) { indeg[t]++; });
   std::vector<OpId> ready;
   for (OpId i = 0; i < n; ++i)
@@ -189,8 +200,6 @@ void TaskGraph::finalize() {
       }
     throw std::logic_error("TaskGraph has a cycle (or a stream deadlock) through op " + describe(stuck));
   }
-  std::unordered_map<std::string, LeanLanes>().swap(phantoms_.lanes);
-  memo_.reset();
 }
 
 std::vector<OpId> TaskGraph::preds(OpId id) const {
