@@ -51,7 +51,15 @@ void RankOps::load(int r0, int r1) {
 RankTimelines::RankTimelines(const RankOps& ro, size_t first, size_t last, const schedule::Trace& tr) {
   start_s.resize(last - first);
   end_s.resize(last - first);
+  // Each read is a cache miss, one after another unless fetched ahead: the ids are known.
+  // Measured in one process on the 70B full replay, the whole report with and without, three
+  // times each: 2.73-3.11 s against 3.28-3.58 s.
+  constexpr size_t kAhead = 16;
   for (size_t i = first; i < last; ++i) {
+    if (i + kAhead < last) {
+      __builtin_prefetch(&tr.start_s[ro.ids()[i + kAhead]]);
+      __builtin_prefetch(&tr.end_s[ro.ids()[i + kAhead]]);
+    }
     const schedule::OpId id = ro.ids()[i];
     const uint8_t f = ro.flags()[i];
     const double s = start_s[i - first] = tr.start_s[id], e = end_s[i - first] = tr.end_s[id];
