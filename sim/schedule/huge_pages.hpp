@@ -26,12 +26,36 @@ inline void huge_page_hint(void* p, size_t bytes) {
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
 }
 
-/// v.assign(n, value) on huge pages: reserve (untouched memory), hint, then fill.
+/// Faults [p, p + bytes) in, writable, on another core while the caller goes on, if it is
+/// large (kPrefaultBytes); joined when it goes out of scope. It writes nothing: a page the
+/// caller has written meanwhile keeps what it holds (MADV_POPULATE_WRITE, Linux 5.14; where the
+/// kernel refuses, the caller's own writes fault the pages in as before).
+///
+/// Why: in this project's VM the first touch of memory the guest has not touched lately costs
+/// the host's page faults too: measured, 1 GB memset in a fresh process 1.9-2.3 s on one core
+/// and 1.06 s split over two (0.05 s once faulted in); the 70B full replay touches ~1 GB.
+class Prefault {
+ public:
+  static constexpr size_t kPrefaultBytes = size_t{32} << 20;
+  Prefault(void* p, size_t bytes);
+  ~Prefault();
+  Prefault(const Prefault&) = delete;
+  Prefault& operator=(const Prefault&) = delete;
+
+ private:
+  struct Impl;
+  Impl* impl_ = nullptr;
+};
+
+/// v.assign(n, value) on huge pages: reserve (untouched memory), hint, then fill; the second
+/// half faulted in on another core meanwhile (Prefault).
 template <class T>
 void assign_huge(std::vector<T>& v, size_t n, const T& value) {
   std::vector<T>().swap(v);
   v.reserve(n);
   huge_page_hint(v.data(), n * sizeof(T));
+  const size_t half = n / 2;
+  const Prefault ahead(v.data() + half, (n - half) * sizeof(T));
   v.assign(n, value);
 }
 

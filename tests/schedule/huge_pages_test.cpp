@@ -1,0 +1,37 @@
+// assign_huge fills what it is asked to while another core faults the second half in
+// (Prefault): that core must never write over what the caller has written.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "schedule/huge_pages.hpp"
+
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
+using namespace cpsim;
+
+TEST(HugePages, AssignHugeFillsEveryElementAboveThePrefaultSize) {
+  const size_t n = schedule::Prefault::kPrefaultBytes / sizeof(uint32_t) * 3 + 17;  // ~96 MB
+  std::vector<uint32_t> v{1, 2, 3};
+  schedule::assign_huge<uint32_t>(v, n, 7u);
+  ASSERT_EQ(v.size(), n);
+  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](uint32_t x) { return x == 7u; }));
+  schedule::assign_huge<uint32_t>(v, 5, 9u);  // and below it, on one core
+  EXPECT_EQ(v, std::vector<uint32_t>(5, 9u));
+}
+
+TEST(HugePages, PrefaultKeepsWhatTheCallerWroteMeanwhile) {
+  const size_t n = schedule::Prefault::kPrefaultBytes / sizeof(uint64_t) * 2;
+  std::vector<uint64_t> v;
+  v.reserve(n);
+  {
+    const schedule::Prefault ahead(v.data(), n * sizeof(uint64_t));
+    for (size_t i = 0; i < n; ++i) v.push_back(i * 2654435761u);  // written while it faults
+  }
+  for (size_t i = 0; i < n; i += 4099) ASSERT_EQ(v[i], i * 2654435761u) << i;
+  EXPECT_EQ(v.back(), (n - 1) * 2654435761u);
+}
+
+}  // namespace CPSIM_TEST_TU
