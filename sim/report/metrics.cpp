@@ -378,9 +378,14 @@ class WaitCharges {
 /// The report's per-rank parts read each op's times at random (a rank's ops lie ~1,000 ids
 /// apart on the 70B full replay): memory-bound work that scales with cores. Measured on that
 /// replay (1,024 ranks, 24.3 M ops) on this 2-core VM: the whole report 4.4 s -> 2.6-2.9 s.
-unsigned report_threads() { return std::clamp(std::thread::hardware_concurrency(), 1u, 4u); }
-/// Fewer entries in a chunk run on the calling thread alone (a thread's start costs ~50 us).
-constexpr size_t kEntriesPerThread = size_t{1} << 18;
+///
+/// Threads for `work` ops or entries: `asked` if set (analyze's argument), else the machine's
+/// cores up to 4, and one for less than 2^18 (a thread's start costs ~50 us).
+unsigned threads_for(unsigned asked, size_t work) {
+  if (asked > 0) return asked;
+  if (work < (size_t{1} << 18)) return 1;
+  return std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+}
 
 /// f(0) .. f(n - 1), f(0) on the calling thread (and any a thread could not be started for);
 /// the first exception thrown is rethrown here, after every thread has ended.
@@ -471,7 +476,7 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
   std::optional<RankTimes> times;
   std::optional<CommSplit> comm;
   std::optional<WaitCharges> waits;
-  const unsigned passes = threads > 0 ? std::min(threads, 2u) : g.size() < kEntriesPerThread ? 1 : std::min(report_threads(), 2u);
+  const unsigned passes = std::min(threads_for(threads, g.size()), 2u);
   on_threads(passes, [&](unsigned w) {
     for (unsigned task = w; task < 2; task += passes) {
       if (task == 0) {
@@ -489,7 +494,7 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
   // parts: each chunk's ranks on the machine's cores, then summed in rank order.
   ranks->for_each_chunk([&](int r0, int r1) {
     std::vector<CommSplit::Share> shares(static_cast<size_t>(r1 - r0));
-    const unsigned n = threads > 0 ? threads : ranks->end(r1 - 1) < kEntriesPerThread ? 1 : report_threads();
+    const unsigned n = threads_for(threads, ranks->end(r1 - 1));
     on_threads(n, [&](unsigned w) {
       WaitCharges::Scratch scratch;
       for (int k = r0 + static_cast<int>(w); k < r1; k += static_cast<int>(n)) {

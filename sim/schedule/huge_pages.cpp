@@ -16,20 +16,19 @@ Prefault::Prefault(void* p, size_t bytes) {
   const uintptr_t lo = (b + kPage - 1) & ~(kPage - 1);  // madvise wants a page-aligned start
   const uintptr_t hi = b + bytes;
   if (hi <= lo) return;
+  impl_ = std::make_unique<Impl>();
   try {
-    impl_ = new Impl{std::thread([lo, hi] {
+    impl_->t = std::thread([lo, hi] {
       // (A refusal, EINVAL before Linux 5.14, leaves the pages to the caller's writes.)
       madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
-    })};
+    });
   } catch (const std::system_error&) {  // no thread: the caller faults them in itself
-    impl_ = nullptr;
+    impl_.reset();
   }
 }
 
 Prefault::~Prefault() {
-  if (impl_ == nullptr) return;
-  impl_->t.join();
-  delete impl_;
+  if (impl_) impl_->t.join();
 }
 
 }  // namespace cpsim::schedule

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace cpsim::schedule {
@@ -44,7 +45,7 @@ class Prefault {
 
  private:
   struct Impl;
-  Impl* impl_ = nullptr;
+  std::unique_ptr<Impl> impl_;
 };
 
 /// v.assign(n, value) on huge pages: reserve (untouched memory), hint, then fill; the second
