@@ -47,40 +47,40 @@ void expect_same_graph(const Built& a, const Built& b) {
   ASSERT_EQ(a.g.num_edges(), b.g.num_edges());
   for (schedule::OpId id = 0; id < a.g.size(); ++id) {
     const auto &x = a.g.op(id), &y = b.g.op(id);
-    SCOPED_TRACE(a.g.describe(id));
-    ASSERT_EQ(x.kind, y.kind);
-    ASSERT_EQ(x.rank, y.rank);
-    ASSERT_EQ(x.peer, y.peer);
-    ASSERT_EQ(x.stream, y.stream);
-    ASSERT_EQ(x.peer_stream, y.peer_stream);
-    ASSERT_EQ(x.unordered, y.unordered);
-    ASSERT_EQ(x.interference_priced, y.interference_priced);
-    ASSERT_EQ(x.noisy, y.noisy);
-    ASSERT_EQ(x.sharers, y.sharers);
-    ASSERT_EQ(x.duration_s, y.duration_s);
-    ASSERT_EQ(x.flops, y.flops);
-    ASSERT_EQ(x.bytes, y.bytes);
-    ASSERT_EQ(x.max_rate_Bps, y.max_rate_Bps);
-    ASSERT_EQ(x.extra_latency_s, y.extra_latency_s);
+    // (The op named on failure only: a SCOPED_TRACE per op was most of this test under ASan.)
+    ASSERT_EQ(x.kind, y.kind) << a.g.describe(id);
+    ASSERT_EQ(x.rank, y.rank) << a.g.describe(id);
+    ASSERT_EQ(x.peer, y.peer) << a.g.describe(id);
+    ASSERT_EQ(x.stream, y.stream) << a.g.describe(id);
+    ASSERT_EQ(x.peer_stream, y.peer_stream) << a.g.describe(id);
+    ASSERT_EQ(x.unordered, y.unordered) << a.g.describe(id);
+    ASSERT_EQ(x.interference_priced, y.interference_priced) << a.g.describe(id);
+    ASSERT_EQ(x.noisy, y.noisy) << a.g.describe(id);
+    ASSERT_EQ(x.sharers, y.sharers) << a.g.describe(id);
+    ASSERT_EQ(x.duration_s, y.duration_s) << a.g.describe(id);
+    ASSERT_EQ(x.flops, y.flops) << a.g.describe(id);
+    ASSERT_EQ(x.bytes, y.bytes) << a.g.describe(id);
+    ASSERT_EQ(x.max_rate_Bps, y.max_rate_Bps) << a.g.describe(id);
+    ASSERT_EQ(x.extra_latency_s, y.extra_latency_s) << a.g.describe(id);
     ASSERT_EQ(a.g.describe(id), b.g.describe(id));  // name, scheme, layer, micro, step, chunks, phase
-    ASSERT_EQ(a.g.str(x.label.category), b.g.str(y.label.category));
-    ASSERT_EQ(x.label.shape < 0, y.label.shape < 0);
+    ASSERT_EQ(a.g.str(x.label.category), b.g.str(y.label.category)) << a.g.describe(id);
+    ASSERT_EQ(x.label.shape < 0, y.label.shape < 0) << a.g.describe(id);
     if (x.label.shape >= 0) {
       const auto &s = a.g.shapes()[static_cast<size_t>(x.label.shape)], &t = b.g.shapes()[static_cast<size_t>(y.label.shape)];
-      ASSERT_EQ(s.q_len, t.q_len);
-      ASSERT_EQ(s.kv_len, t.kv_len);
-      ASSERT_EQ(s.mask, t.mask);
-      ASSERT_EQ(s.unmasked_fraction, t.unmasked_fraction);
-      ASSERT_EQ(s.heads_q, t.heads_q);
-      ASSERT_EQ(s.batch, t.batch);
-      ASSERT_EQ(s.backward, t.backward);
+      ASSERT_EQ(s.q_len, t.q_len) << a.g.describe(id);
+      ASSERT_EQ(s.kv_len, t.kv_len) << a.g.describe(id);
+      ASSERT_EQ(s.mask, t.mask) << a.g.describe(id);
+      ASSERT_EQ(s.unmasked_fraction, t.unmasked_fraction) << a.g.describe(id);
+      ASSERT_EQ(s.heads_q, t.heads_q) << a.g.describe(id);
+      ASSERT_EQ(s.batch, t.batch) << a.g.describe(id);
+      ASSERT_EQ(s.backward, t.backward) << a.g.describe(id);
     }
     for (auto list : {&schedule::TaskGraph::preds, &schedule::TaskGraph::succs}) {
-      ASSERT_EQ((a.g.*list)(id), (b.g.*list)(id));
+      ASSERT_EQ((a.g.*list)(id), (b.g.*list)(id)) << a.g.describe(id);
     }
     for (int side = 0; side < 2; ++side) {  // stream order: a copy's queues are its original's
-      ASSERT_EQ(a.g.queue_next(id, side), b.g.queue_next(id, side));
-      ASSERT_EQ(a.g.queue_prev(id, side), b.g.queue_prev(id, side));
+      ASSERT_EQ(a.g.queue_next(id, side), b.g.queue_next(id, side)) << a.g.describe(id);
+      ASSERT_EQ(a.g.queue_prev(id, side), b.g.queue_prev(id, side)) << a.g.describe(id);
     }
   }
   EXPECT_EQ(a.pricing, b.pricing);
