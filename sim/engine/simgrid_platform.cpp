@@ -44,8 +44,10 @@ SimgridPlatform build_platform(const schedule::TaskGraph& g, const model::Topolo
   // One cap link per (GPU, cap), not one per cap: a link shared by every capped flow of the
   // platform would join them all into one max-min component, so that each transfer start/end
   // re-solved every capped flow (selective update works per connected component).
-  for (const auto& op : g.ops()) {
-    if (op.kind != OpKind::Transfer || !(op.max_rate_Bps > 0) || op.rank == op.peer) continue;
+  // (for_each_op reads a copied op without searching for its original: this loop over the 70B
+  // full replay's 24.3 M ops took 0.35 s through ops(), 0.22-0.27 s so.)
+  g.for_each_op([&](schedule::OpId, const schedule::Op& op) {
+    if (op.kind != OpKind::Transfer || !(op.max_rate_Bps > 0) || op.rank == op.peer) return;
     auto& host = pf.capped_hosts[{op.rank, op.max_rate_Bps}];
     if (host == nullptr) {
       const std::string name =
@@ -59,7 +61,7 @@ SimgridPlatform build_platform(const schedule::TaskGraph& g, const model::Topolo
       zone->cap_of_vertex.push_back(cap);
       zone->slot_of_vertex.push_back(-1);
     }
-  }
+  });
   // Pipeline host pairs: as many as pipelines can run at once, at most one per GPU (a GPU is
   // in a few collectives at a time, each of a few pipelines per GPU it spans).
   if (pipelines) {
