@@ -3,13 +3,11 @@
 #include "report/comm_split.hpp"
 #include "report/intervals.hpp"
 #include "report/rank_ops.hpp"
+#include "schedule/threads.hpp"
 
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <optional>
-#include <system_error>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -378,42 +376,9 @@ class WaitCharges {
 /// The report's per-rank parts read each op's times at random (a rank's ops lie ~1,000 ids
 /// apart on the 70B full replay): memory-bound work that scales with cores. Measured on that
 /// replay (1,024 ranks, 24.3 M ops) on this 2-core VM: the whole report 4.4 s -> 2.6-2.9 s.
-///
-/// Threads for `work` ops or entries: `asked` if set (analyze's argument), else the machine's
-/// cores up to 4, and one for less than 2^18 (a thread's start costs ~50 us).
-unsigned threads_for(unsigned asked, size_t work) {
-  if (asked > 0) return asked;
-  if (work < (size_t{1} << 18)) return 1;
-  return std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
-}
-
-/// f(0) .. f(n - 1), f(0) on the calling thread (and any a thread could not be started for);
-/// the first exception thrown is rethrown here, after every thread has ended.
-template <class F>
-void on_threads(unsigned n, F&& f) {
-  std::vector<std::exception_ptr> errors(n);
-  auto run = [&](unsigned w) {
-    try {
-      f(w);
-    } catch (...) {
-      errors[w] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> others;
-  others.reserve(n);
-  std::vector<unsigned> here{0};
-  for (unsigned w = 1; w < n; ++w) {
-    try {
-      others.emplace_back(run, w);
-    } catch (const std::system_error&) {
-      here.push_back(w);
-    }
-  }
-  for (const unsigned w : here) run(w);
-  for (std::thread& t : others) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
-}
+/// (How many threads and how they run: schedule/threads.hpp.)
+using schedule::on_threads;
+using schedule::threads_for;
 
 /// The critical path and the rank whose compute lies most on it (the straggler).
 void critical_path(const TaskGraph& g, const schedule::Trace& tr, Result& r) {

@@ -83,6 +83,33 @@ TEST(Engines, AnOpWaitingForMoreThan65535OpsStartsAfterTheLast) {
     }
   }
 }
+TEST(Engines, WaitsCountedOnSeveralThreadsHoldEveryJoinBackUntilItsLast) {
+  // Past 2^18 ops the wait counts are taken on the machine's cores, each a slice of the ids
+  // (replay_common.hpp Waits). Two parts of 160,000 ops, each closed by a join over its last
+  // 70,000 (counted on the side, past two bytes): the first join ends the first slice, the
+  // second the last; each starts when the last of its own ops ends.
+  Topology topo(cpsim::test::dgx_h100());
+  TaskGraph g;
+  const OpId part = 160000, fan = 70000;
+  std::vector<OpId> joins;
+  for (int p = 0; p < 2; ++p) {
+    const OpId first = static_cast<OpId>(g.size());
+    for (OpId i = 0; i < part; ++i)
+      g.add_compute(static_cast<int>(i % 8), static_cast<uint16_t>(100 + i / 8 % 4), 1e-6 * (1 + i % 3), label(g, "k"));
+    joins.push_back(g.add_compute(0, stream::kCompute, 1e-3, label(g, "join")));
+    for (OpId i = first + part - fan; i < first + part; ++i) g.add_edge(i, joins.back());
+  }
+  ASSERT_GE(g.size(), size_t{1} << 18);
+  g.finalize();
+  const Trace t = run(EngineKind::Analytic, g, topo);
+  for (const OpId j : joins) {
+    double last = 0;
+    for (OpId i = j - fan; i < j; ++i) last = std::max(last, t.end_s[i]);
+    EXPECT_EQ(t.start_s[j], last) << "join " << j;
+  }
+  EXPECT_LT(t.end_s[joins[0]], t.start_s[joins[1]]);
+}
+
 TEST(Engines, TwoFlowsIntoOneGpuShareItsDownLinkOnlyInSimgrid) {
   Topology topo(cpsim::test::dgx_h100());
   TaskGraph g;
