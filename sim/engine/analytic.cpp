@@ -5,10 +5,10 @@
 // (TaskGraph::Pipeline) start moving data together once the last one joined and its latency
 // passed, and end together after the slowest member's serialisation, as in the SimGrid engine.
 #include <chrono>
-#include <queue>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "engine/event_queue.hpp"
 #include "engine/replay.hpp"
 #include "engine/replay_common.hpp"
 
@@ -45,7 +45,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
 
   detail::Waits waits(g);
   detail::RouteCache routes(topo);
-  std::priority_queue<Event, std::vector<Event>, detail::Later> events;
+  detail::EventQueue<Event> events;
 
   // Interference: compute progresses at `rate` (1 when no transfer of its GPU is in flight).
   const bool interfere = opt.interference > 0;

@@ -30,7 +30,8 @@ inline void check_replayable(const schedule::TaskGraph& g, const model::Topology
                                 std::to_string(topo.gpus()) + " GPUs");
 }
 
-/// The order of both engines' event queues (std::priority_queue: the top is the earliest):
+/// The order of both engines' event queues (event_queue.hpp; as a std::priority_queue comparator
+/// its top is the earliest):
 /// by time, then by op, so that events at one instant run in an order set by the graph alone,
 /// not by when or how they were queued.
 struct Later {

@@ -53,12 +53,12 @@
 #include <deque>
 #include <limits>
 #include <map>
-#include <queue>
 #include <unordered_map>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 
+#include "engine/event_queue.hpp"
 #include "engine/replay.hpp"
 #include "engine/replay_common.hpp"
 #include "engine/route_bundles.hpp"
@@ -111,7 +111,7 @@ struct Replay {
     uint32_t aux;      ///< Kernel: its GPU; Pipeline: its index
     Ev kind;
   };
-  std::priority_queue<Event, std::vector<Event>, detail::Later> events{};
+  detail::EventQueue<Event> events{};
   simgrid::kernel::timer::Timer* wake = nullptr;
   double wake_t = 0;
   /// Pipelines: members joined so far and when the last one's latency has passed.
