@@ -125,9 +125,8 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
       comm_delta(op.rank, -1, ev.t);
       if (op.peer != op.rank) comm_delta(op.peer, -1, ev.t);
     }
-    g.for_each_successor(id, [&](OpId s) {
-      if (waits.release(s)) start(s, ev.t);
-    });
+    detail::release_successors(g, waits, id, opt.keep_times ? tr.start_s.data() : nullptr,
+                               [&](OpId s) { start(s, ev.t); });
   }
   if (done != n) throw std::logic_error("analytic replay: ops left unreplayed (graph deadlock)");
 

@@ -63,6 +63,14 @@ class EventQueue {
     return b_[0].back();
   }
 
+  /// Calls f(e) for every event queued at the next event's time (in no particular order).
+  template <class F>
+  void for_each_next(F&& f) {
+    if (!past_.empty()) return;
+    if (b_[0].empty()) spread();
+    for (const E& e : b_[0]) f(e);
+  }
+
   void pop() {
     --size_;
     if (!past_.empty()) {

@@ -114,6 +114,8 @@ class Waits {
       for (const auto& [id, c] : part) big_[id] = c;
   }
   bool ready(schedule::OpId id) const { return w_[id] == 0; }
+  /// Starts fetching id's count into the cache.
+  void prefetch(schedule::OpId id) const { __builtin_prefetch(&w_[id], 1); }
   /// One of the ops `id` waits for is done: true when that was the last.
   bool release(schedule::OpId id) {
     if (w_[id] != kBig) return --w_[id] == 0;
@@ -129,6 +131,34 @@ class Waits {
   std::vector<uint16_t> w_;
   std::unordered_map<schedule::OpId, uint32_t> big_;
 };
+
+/// Op id is done: start(s) for each successor s that waits for nothing more, in the graph's
+/// order. The successors are gathered first and their counts (and, with start_s, their start
+/// times' slots) fetched together: a rank's ops lie ~1,000 ids apart, so each is a cache miss,
+/// and fetched one after another they were the replay's stalls (70B full replay, five runs of
+/// each alternating: replay median 5.34 -> 5.08 s).
+template <class F>
+void release_successors(const schedule::TaskGraph& g, Waits& waits, schedule::OpId id, double* start_s, F&& start) {
+  constexpr size_t kGathered = 16;
+  schedule::OpId succ[kGathered];
+  size_t n = 0;
+  g.for_each_successor(id, [&](schedule::OpId s) {
+    if (n < kGathered) {
+      waits.prefetch(s);
+      if (start_s != nullptr) __builtin_prefetch(start_s + s, 1);
+      succ[n] = s;
+    }
+    ++n;
+  });
+  if (n > kGathered) {  // (rare: a fence of a wide collective) one at a time
+    g.for_each_successor(id, [&](schedule::OpId s) {
+      if (waits.release(s)) start(s);
+    });
+    return;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (waits.release(succ[i])) start(succ[i]);
+}
 
 /// Compute time of op `id` on an idle GPU: its nominal time, times the fleet noise if the cost
 /// model priced it (TaskGraph::add_priced).

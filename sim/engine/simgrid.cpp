@@ -186,6 +186,10 @@ struct Replay {
   /// SimGrid's timer: runs our events due now (those they queue for now too), then re-arms.
   void run_due() {
     const double now = sg4::Engine::get_clock();
+    // The ends of this instant's ops fetched together (a cache miss each): ~45 events share an
+    // instant on the 70B full replay.
+    if (opt.keep_times && !events.empty())
+      events.for_each_next([&](const Event& e) { __builtin_prefetch(&tr.end_s[e.op], 1); });
     while (!events.empty() && events.top().t <= now) {
       const Event e = events.top();
       events.pop();
@@ -453,9 +457,8 @@ struct Replay {
     detail::extend_makespan(tr, now);
     ++done;
     if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(now, done, g.size());
-    g.for_each_successor(id, [&](OpId s) {
-      if (waits.release(s)) start(s);
-    });
+    detail::release_successors(g, waits, id, opt.keep_times ? tr.start_s.data() : nullptr,
+                               [this](OpId s) { start(s); });
   }
 
   /// Completes the ops that finished without SimGrid; they may release more of them.
