@@ -3,8 +3,10 @@
 /// predecessors plus stream order), contention-free transfer time.
 /// Internal to the engine stage.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -182,13 +184,38 @@ struct RouteInfo {
 };
 
 /// Route latency, bottleneck bandwidth and link classes per (src, dst) pair the graph uses.
+/// Looked up ~3 times per transfer (its latency, its links at launch and at its end): an open-
+/// addressed table of keys beside the infos, not std::unordered_map, whose prime-modulo bucket
+/// index and node chase were 2.9 % of the 70B full replay's samples.
 class RouteCache {
  public:
-  explicit RouteCache(const model::Topology& topo) : topo_(topo) {}
+  explicit RouteCache(const model::Topology& topo) : topo_(topo) { slots_.resize(kFirstSlots); }
+  /// (References stay valid: the infos never move.)
   const RouteInfo& get(int src, int dst) {
     const uint64_t key = (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
+    for (size_t i = home(key);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].key == key) return infos_[slots_[i].info];
+      if (slots_[i].key == kEmpty) break;
+    }
+    return add(key, src, dst);
+  }
+  /// The Topology link ids a route crosses, in order.
+  std::pair<const uint32_t*, const uint32_t*> links(const RouteInfo& ri) const {
+    const uint32_t* b = pool_.data() + ri.links_begin;
+    return {b, b + ri.links_count};
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = std::numeric_limits<uint64_t>::max();  // (src is >= 0)
+  static constexpr size_t kFirstSlots = 1024;
+  struct Slot {
+    uint64_t key = kEmpty;
+    uint32_t info = 0;
+  };
+  size_t home(uint64_t key) const {  // Fibonacci hashing: the product's top bits
+    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - std::countr_zero(slots_.size())));
+  }
+  const RouteInfo& add(uint64_t key, int src, int dst) {
     RouteInfo ri;
     const std::vector<uint32_t> route = topo_.route(src, dst);
     ri.links_begin = static_cast<uint32_t>(pool_.size());
@@ -200,17 +227,25 @@ class RouteCache {
       ri.bw_Bps = std::min(ri.bw_Bps, link.bw_Bps);
       ri.links_of_class[static_cast<int>(link.cls)]++;
     }
-    return cache_.emplace(key, ri).first->second;
+    infos_.push_back(ri);
+    if (2 * infos_.size() > slots_.size()) {  // at most half full: probes stay short
+      std::vector<Slot> old(slots_.size() * 2);
+      old.swap(slots_);
+      for (const Slot& s : old)
+        if (s.key != kEmpty) place(s);
+    }
+    place({key, static_cast<uint32_t>(infos_.size() - 1)});
+    return infos_.back();
   }
-  /// The Topology link ids a route crosses, in order.
-  std::pair<const uint32_t*, const uint32_t*> links(const RouteInfo& ri) const {
-    const uint32_t* b = pool_.data() + ri.links_begin;
-    return {b, b + ri.links_count};
+  void place(const Slot& s) {
+    size_t i = home(s.key);
+    while (slots_[i].key != kEmpty) i = (i + 1) & (slots_.size() - 1);
+    slots_[i] = s;
   }
 
- private:
   const model::Topology& topo_;
-  std::unordered_map<uint64_t, RouteInfo> cache_;
+  std::vector<Slot> slots_;
+  std::deque<RouteInfo> infos_;
   std::vector<uint32_t> pool_;  ///< every cached route's links, back to back
 };
 
