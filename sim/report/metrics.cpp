@@ -448,7 +448,7 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
         times.emplace(sc, info, g, tr, r);
         critical_path(g, tr, r);
       } else {
-        ranks.emplace(g);
+        ranks.emplace(g, RankOps::kMaxEntries, threads);
         comm.emplace(g);
         waits.emplace(g, tr, r);
         link_loads(g, topo, top_links, r);

@@ -27,7 +27,8 @@ class RankOps {
   /// Entries held at once (5 B each) unless one rank has more: 8 M is 40 MB.
   static constexpr size_t kMaxEntries = size_t{8} << 20;
 
-  explicit RankOps(const schedule::TaskGraph& g, size_t max_entries = kMaxEntries);
+  /// `threads`: how many load a chunk, each a slice of the ops (0: schedule::threads_for).
+  explicit RankOps(const schedule::TaskGraph& g, size_t max_entries = kMaxEntries, unsigned threads = 0);
   int ranks() const { return static_cast<int>(off_.size()) - 1; }
   /// Calls f(r0, r1) for every chunk of ranks [r0, r1) in order, with their entries loaded:
   /// rank r's are [begin(r), end(r)) of ids() and flags() during the call. Ranks are loaded a
@@ -54,6 +55,10 @@ class RankOps {
   const schedule::TaskGraph& g_;
   size_t max_;
   std::vector<size_t> off_;  ///< every rank's entries, as if all were held
+  /// The ops split in slices, one per loading thread: slice t is ids [cut_[t], cut_[t + 1]),
+  /// and before_[t][r] rank r's entries in the slices before t (where t's start in its list).
+  std::vector<schedule::OpId> cut_;
+  std::vector<std::vector<size_t>> before_;
   int loaded_[2] = {0, 0};
   std::vector<schedule::OpId> ids_;
   std::vector<uint8_t> flags_;

@@ -142,13 +142,16 @@ OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_l
     if (inside) internal += c.internal_edges;
   }
   const size_t copied = copies_.empty() ? 0 : copies_.back().copied_before + copies_.back().count;
-  copies_.push_back({base, last - first, first, rank_offset, copied, internal});
+  copies_.push_back({base, last - first, first, rank_offset, copied, internal, INT32_MAX, INT32_MIN});
   if (std::find(copied_sources_.begin(), copied_sources_.end(), std::pair{first, last}) == copied_sources_.end())
     copied_sources_.emplace_back(first, last);
   size_ += last - first;
   for (OpId i = first; i < last; ++i) {
     const Op o = op(i);
     num_ranks_ = std::max({num_ranks_, o.rank + rank_offset + 1, o.peer >= 0 ? o.peer + rank_offset + 1 : 0});
+    CopyRange& c = copies_.back();
+    c.min_rank = std::min({c.min_rank, o.rank + rank_offset, o.peer >= 0 ? o.peer + rank_offset : INT32_MAX});
+    c.max_rank = std::max({c.max_rank, o.rank + rank_offset, o.peer + rank_offset});
     if (!bystander_.empty() && (bystander(o.rank + rank_offset) || (o.peer >= 0 && bystander(o.peer + rank_offset))))
       throw std::logic_error("TaskGraph::copy_ops: a copy lands on bystander GPU " +
                              std::to_string(o.rank + rank_offset) + " (its stream tails would be stale)");

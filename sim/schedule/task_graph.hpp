@@ -249,23 +249,36 @@ class TaskGraph {
   /// Calls f(id, op) for every op in id order: op() without a search per copied op, and a
   /// copied range read in its original's order (the report's passes over 24 M ops).
   template <class F>
-  void for_each_op(F&& f) const {
-    OpId id = 0;
-    size_t s = 0;  // stored index of id
+  void for_each_op(F&& f) const { for_each_op_in(0, static_cast<OpId>(size_), f); }
+  /// The same for ops [lo, hi) only, so that passes over the ops can split them across threads;
+  /// with [r0, r1), copied ranges none of whose ops has its rank or peer there are skipped
+  /// (f still sees ops of other ranks: the stored ones, and those of the ranges it walks).
+  template <class F>
+  void for_each_op_in(OpId lo, OpId hi, F&& f, int r0 = INT32_MIN, int r1 = INT32_MAX) const {
+    hi = static_cast<OpId>(std::min<size_t>(hi, size_));
+    OpId id = lo;
+    size_t copied = 0;  // ops copied before id's stretch of stored ops
     for (const CopyRange& c : copies_) {
-      for (; id < c.base; ++id, ++s) f(id, static_cast<const Op&>(ops_[s]));
-      const size_t first = stored_index(c.src);
-      const bool flat = first != SIZE_MAX && std::none_of(copies_.begin(), copies_.end(), [&](const CopyRange& o) {
-        return o.base >= c.src && o.base < c.src + c.count;
-      });
-      for (uint32_t k = 0; k < c.count; ++k, ++id) {
-        Op o = flat ? static_cast<const Op&>(ops_[first + k]) : op(c.src + k);
-        o.rank += c.rank_offset;
-        if (o.peer >= 0) o.peer += c.rank_offset;
-        f(id, static_cast<const Op&>(o));
+      if (id >= hi) return;
+      for (; id < c.base && id < hi; ++id) f(id, static_cast<const Op&>(ops_[id - c.copied_before]));
+      const OpId end = static_cast<OpId>(std::min<size_t>(size_t{c.base} + c.count, hi));
+      if (c.max_rank < r0 || c.min_rank >= r1) id = std::max(id, end);
+      if (id < end) {
+        const size_t first = stored_index(c.src);
+        const bool flat = first != SIZE_MAX && std::none_of(copies_.begin(), copies_.end(), [&](const CopyRange& o) {
+          return o.base >= c.src && o.base < c.src + c.count;
+        });
+        for (; id < end; ++id) {
+          const uint32_t k = id - c.base;
+          Op o = flat ? static_cast<const Op&>(ops_[first + k]) : op(c.src + k);
+          o.rank += c.rank_offset;
+          if (o.peer >= 0) o.peer += c.rank_offset;
+          f(id, static_cast<const Op&>(o));
+        }
       }
+      copied = c.copied_before + c.count;
     }
-    for (; id < size_; ++id, ++s) f(id, static_cast<const Op&>(ops_[s]));
+    for (; id < hi; ++id) f(id, static_cast<const Op&>(ops_[id - copied]));
   }
   /// Ops held in memory (size() less the copies).
   size_t stored_ops() const { return ops_.size(); }
@@ -383,6 +396,7 @@ class TaskGraph {
     int32_t rank_offset;
     size_t copied_before;   ///< copied ops before base
     size_t internal_edges;  ///< edges between ops of the copied range (for num_edges())
+    int32_t min_rank, max_rank;  ///< the ranks and peers its ops have, from .. to
   };
   Op copied_op(OpId id) const;
   /// Index into ops_ of stored op `id`, or SIZE_MAX if it is a copy.

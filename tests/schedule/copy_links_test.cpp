@@ -4,6 +4,7 @@
 // and after them, edges added to the copies later, a copy of a copy, unordered transfers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "schedule/task_graph.hpp"
@@ -92,6 +93,40 @@ TEST(CopyLinks, ACopyHasTheLinksBuildingItGives) {
     EXPECT_EQ(op.duration_s, built.op(id).duration_s);
   });
   EXPECT_EQ(ids.size(), copied.size());
+}
+
+TEST(CopyLinks, AWalkOverSomeOpsSeesWhatTheWholeWalkSeesThere) {
+  // for_each_op_in splits passes across threads (report/rank_ops.cpp) and skips copies away
+  // from a set of ranks: every [lo, hi) must see exactly the whole walk's ops there, and with
+  // ranks, at least every op on them.
+  const TaskGraph g = build(true);
+  std::vector<std::pair<OpId, Op>> all;
+  g.for_each_op([&](OpId id, const Op& op) { all.emplace_back(id, op); });
+  const auto n = static_cast<OpId>(g.size());
+  for (OpId lo = 0; lo <= n; ++lo)
+    for (OpId hi = lo; hi <= n + 1; ++hi) {
+      std::vector<OpId> seen;
+      g.for_each_op_in(lo, hi, [&](OpId id, const Op& op) {
+        seen.push_back(id);
+        EXPECT_EQ(op.rank, all[id].second.rank);
+        EXPECT_EQ(op.peer, all[id].second.peer);
+      });
+      std::vector<OpId> want;
+      for (OpId id = lo; id < std::min(hi, n); ++id) want.push_back(id);
+      EXPECT_EQ(seen, want) << "[" << lo << ", " << hi << ")";
+      for (int r0 = 0; r0 < 6; ++r0) {
+        std::vector<OpId> near, need;
+        g.for_each_op_in(lo, hi, [&](OpId id, const Op&) { near.push_back(id); }, r0, r0 + 1);
+        for (OpId id : want)
+          if (all[id].second.rank == r0 || all[id].second.peer == r0) need.push_back(id);
+        for (OpId id : need) EXPECT_NE(std::find(near.begin(), near.end(), id), near.end()) << "rank " << r0;
+        EXPECT_TRUE(std::is_sorted(near.begin(), near.end()));
+      }
+    }
+  // Ranks 0-1 are the original's: both copies (ranks 2-5) are skipped for them.
+  size_t on_01 = 0;
+  g.for_each_op_in(0, n, [&](OpId, const Op&) { ++on_01; }, 0, 2);
+  EXPECT_EQ(on_01, g.stored_ops());
 }
 
 TEST(CopyLinks, EdgesThatACopyWouldMissAreRefused) {
