@@ -5,6 +5,7 @@
 // (TaskGraph::Pipeline) start moving data together once the last one joined and its latency
 // passed, and end together after the slowest member's serialisation, as in the SimGrid engine.
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -38,12 +39,9 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
 
   Trace tr;
   tr.engine = "analytic";
-  if (opt.keep_times) {
-    schedule::assign_huge(tr.start_s, n, 0.0);
-    schedule::assign_huge(tr.end_s, n, 0.0);
-  }
-
-  detail::Waits waits(g);
+  std::optional<detail::Waits> counted;
+  detail::beside_trace_arrays(tr, n, opt.keep_times, [&] { counted.emplace(g); });
+  detail::Waits& waits = *counted;
   detail::RouteCache routes(topo);
   detail::EventQueue<Event> events;
 

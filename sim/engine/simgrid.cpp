@@ -53,6 +53,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
@@ -556,19 +557,20 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   const size_t n = g.size();
   Trace tr;
   tr.engine = "simgrid";
-  if (opt.keep_times) {
-    schedule::assign_huge(tr.start_s, n, 0.0);
-    schedule::assign_huge(tr.end_s, n, 0.0);
-  }
   const int gpus = topo.gpus();
 
-  // --- platform ---
-  detail::SimgridPlatform pf = detail::build_platform(g, topo, opt.pipelines);
-  Replay rp{.g = g, .topo = topo, .zone = *pf.zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
-            .hosts = std::move(pf.hosts), .capped_hosts = std::move(pf.capped_hosts),
-            .waits = detail::Waits(g), .solos = detail::RouteBundles(topo.links().size()),
+  // --- platform, wait counts and the trace's arrays ---
+  std::optional<detail::SimgridPlatform> pf;
+  std::optional<detail::Waits> waits;
+  detail::beside_trace_arrays(tr, n, opt.keep_times, [&] {
+    pf.emplace(detail::build_platform(g, topo, opt.pipelines));
+    waits.emplace(g);
+  });
+  Replay rp{.g = g, .topo = topo, .zone = *pf->zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
+            .hosts = std::move(pf->hosts), .capped_hosts = std::move(pf->capped_hosts),
+            .waits = std::move(*waits), .solos = detail::RouteBundles(topo.links().size()),
             .routes = detail::RouteCache(topo)};
-  rp.pipe_hosts = std::move(pf.pipe_hosts);
+  rp.pipe_hosts = std::move(pf->pipe_hosts);
   for (size_t k = rp.pipe_hosts.size(); k > 0; --k) rp.free_slots.push_back(static_cast<int>(k - 1));
 
   // --- replay ---
