@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -24,6 +25,7 @@
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
 #include "schedule/plan.hpp"
+#include "schedule/threads.hpp"
 
 namespace cpsim::app {
 
@@ -242,14 +244,24 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   if (together) {
     progress.phase("replay, and " + std::to_string(opt.samples - 1) + " more seeds beside it (child replays)");
     std::tie(tr, sampled) = replay_with_samples(sc, p, topo, ro, opt);
-  } else {
-    tr = children ? replay_in_child(p.graph, topo, sc.simulation.engine, ro)
-                  : engine::replay(p.graph, topo, sc.simulation.engine, ro);
+  } else if (children) {
+    tr = replay_in_child(p.graph, topo, sc.simulation.engine, ro);
   }
+  // Replayed here (no children to fork, so another thread may run meanwhile): the report's part
+  // that reads the graph alone is built on the core the replay leaves idle.
+  std::optional<report::GraphPart> part;
+  if (!together && !children)
+    schedule::on_threads(schedule::threads_for(0, p.graph.size()) > 1 ? 2 : 1, [&](unsigned w) {
+      if (w == 0)
+        tr = engine::replay(p.graph, topo, sc.simulation.engine, ro);
+      else
+        part.emplace(p.graph, topo);
+    });
   check_finite(p.graph, tr);
   progress.phase("report");
   set_phase("reporting " + sc.name);
-  report::Result r = report::analyze(p, tr, topo, model::peak_rank_memory(sc));
+  report::Result r = part ? report::analyze(p, tr, model::peak_rank_memory(sc), std::move(*part))
+                          : report::analyze(p, tr, topo, model::peak_rank_memory(sc));
   if (!opt.trace_path.empty())
     report::write_atomic(opt.trace_path, [&](std::ostream& os) {
       report::write_chrome_trace(os, p.graph, tr, r.critical_path.ops, opt.trace_filter);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -59,8 +60,8 @@ std::string describe_kind(const TaskGraph& g, const ReleaserKind& k) {
   return s;
 }
 
-/// Bytes and busy time of every link the graph's transfers cross, the `top` most utilised
-/// first (ties by name), and the bytes per link class (each transfer counted once per link of
+/// Bytes and busy time of every link the graph's transfers cross, the `top` busiest first
+/// (ties by name), and the bytes per link class (each transfer counted once per link of
 /// the class its route crosses: its load), summed in op order.
 void link_loads(const TaskGraph& g, const model::Topology& topo, size_t top, Result& r) {
   constexpr int kClasses = 5;  // model::LinkClass values
@@ -97,8 +98,7 @@ void link_loads(const TaskGraph& g, const model::Topology& topo, size_t top, Res
     ll.cls = model::link_class_name(link.cls);
     ll.bytes = bytes[l];
     ll.bw_Bps = link.bw_Bps;
-    ll.busy_s = bytes[l] / link.bw_Bps;
-    ll.utilisation = r.step_time_s > 0 ? ll.busy_s / r.step_time_s : 0;
+    ll.busy_s = bytes[l] / link.bw_Bps;  // (utilisation: once the step time is known)
     out.push_back(std::move(ll));
   }
   std::sort(out.begin(), out.end(), [](const LinkLoad& a, const LinkLoad& b) {
@@ -413,8 +413,27 @@ void critical_path(const TaskGraph& g, const schedule::Trace& tr, Result& r) {
 
 }  // namespace
 
-Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const model::Topology& topo,
-               const model::MemoryEstimate& memory, size_t top_links, unsigned threads) {
+struct GraphPart::Impl {
+  std::optional<RankOps> ranks;
+  std::optional<CommSplit> comm;
+  Result links;  ///< links and bytes_per_link_class only
+};
+
+GraphPart::GraphPart(const TaskGraph& g, const model::Topology& topo, size_t top_links, unsigned threads)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->ranks.emplace(g, RankOps::kMaxEntries, threads);
+  impl_->comm.emplace(g);
+  link_loads(g, topo, top_links, impl_->links);
+}
+GraphPart::~GraphPart() = default;
+GraphPart::GraphPart(GraphPart&&) noexcept = default;
+GraphPart& GraphPart::operator=(GraphPart&&) noexcept = default;
+
+namespace {
+
+/// analyze() once the graph's part is there, or being built on another thread (build_part).
+Result analyze_with(const schedule::Plan& plan, const schedule::Trace& tr, const model::MemoryEstimate& memory,
+                    std::optional<GraphPart>& part, const std::function<void()>& build_part, unsigned threads) {
   const scenario::Scenario& sc = plan.scenario;
   const TaskGraph& g = plan.graph;
   const schedule::BuildInfo& info = plan.info;
@@ -433,50 +452,70 @@ Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const mode
   r.memory = memory;
   r.model_flops = info.model_flops;
 
-  // Four passes over the whole graph, two at a time (each writes its own fields of r only):
-  // the per-op sums with the critical path, the rank index with the link loads. Measured in one
-  // process on the 70B full replay, the whole report with these two at a time and one after
-  // the other, three times each: 2.15-2.70 s against 2.60-2.93 s.
-  std::optional<RankOps> ranks;
+  // First the passes over the whole graph, two at a time (each writes its own fields of r
+  // only): the per-op sums, the critical path, and the graph's part when it is not built yet.
+  // Measured in one process on the 70B full replay, the whole report with two at a time and
+  // one after the other, three times each: 2.15-2.70 s against 2.60-2.93 s.
   std::optional<RankTimes> times;
-  std::optional<CommSplit> comm;
   std::optional<WaitCharges> waits;
+  auto sums = [&] {
+    times.emplace(sc, info, g, tr, r);
+    waits.emplace(g, tr, r);
+  };
   const unsigned passes = std::min(threads_for(threads, g.size()), 2u);
   on_threads(passes, [&](unsigned w) {
-    for (unsigned task = w; task < 2; task += passes) {
-      if (task == 0) {
-        times.emplace(sc, info, g, tr, r);
-        critical_path(g, tr, r);
-      } else {
-        ranks.emplace(g, RankOps::kMaxEntries, threads);
-        comm.emplace(g);
-        waits.emplace(g, tr, r);
-        link_loads(g, topo, top_links, r);
-      }
+    if (w == 0) {
+      sums();
+      if (build_part || passes == 1) critical_path(g, tr, r);
+      if (build_part && passes == 1) build_part();
+    } else if (build_part) {
+      build_part();
+    } else {
+      critical_path(g, tr, r);
     }
   });
+  GraphPart::Impl& gp = part->impl();
+  r.links = std::move(gp.links.links);
+  for (LinkLoad& ll : r.links) ll.utilisation = r.step_time_s > 0 ? ll.busy_s / r.step_time_s : 0;
+  r.bytes_per_link_class = std::move(gp.links.bytes_per_link_class);
+  RankOps& ranks = *gp.ranks;
+  CommSplit& comm = *gp.comm;
   // Then one walk over the ranks in order, each loaded once (RankOps), for the three per-rank
   // parts: each chunk's ranks on the machine's cores, then summed in rank order.
-  ranks->for_each_chunk([&](int r0, int r1) {
+  ranks.for_each_chunk([&](int r0, int r1) {
     std::vector<CommSplit::Share> shares(static_cast<size_t>(r1 - r0));
-    const unsigned n = threads_for(threads, ranks->end(r1 - 1));
+    const unsigned n = threads_for(threads, ranks.end(r1 - 1));
     on_threads(n, [&](unsigned w) {
       WaitCharges::Scratch scratch;
       for (int k = r0 + static_cast<int>(w); k < r1; k += static_cast<int>(n)) {
-        const RankTimelines t(*ranks, ranks->begin(k), ranks->end(k), tr);  // merged once for the parts
+        const RankTimelines t(ranks, ranks.begin(k), ranks.end(k), tr);  // merged once for the parts
         times->figures(k, t);
-        shares[static_cast<size_t>(k - r0)] = comm->share(t);
-        waits->rank(k, *ranks, ranks->begin(k), ranks->end(k), t, scratch);
+        shares[static_cast<size_t>(k - r0)] = comm.share(t);
+        waits->rank(k, ranks, ranks.begin(k), ranks.end(k), t, scratch);
       }
     });
     for (int k = r0; k < r1; ++k) {
       times->add(k);
-      comm->add(k, shares[static_cast<size_t>(k - r0)]);
+      comm.add(k, shares[static_cast<size_t>(k - r0)]);
     }
   });
   times->finish();
-  r.communication = comm->result();
+  r.communication = comm.result();
   return r;
+}
+
+}  // namespace
+
+Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const model::Topology& topo,
+               const model::MemoryEstimate& memory, size_t top_links, unsigned threads) {
+  std::optional<GraphPart> part;
+  return analyze_with(plan, tr, memory, part, [&] { part.emplace(plan.graph, topo, top_links, threads); }, threads);
+}
+
+Result analyze(const schedule::Plan& plan, const schedule::Trace& tr, const model::MemoryEstimate& memory,
+               GraphPart built, unsigned threads) {
+  std::optional<GraphPart> part(std::move(built));
+  return analyze_with(plan, tr, memory, part, {}, threads);
 }
 
 }  // namespace cpsim::report

@@ -35,4 +35,24 @@ TEST(ReportThreads, AnyNumberOfThreadsGivesTheSameResultToTheBit) {
   EXPECT_NE(r.ranks[9].wait_s, r.ranks[17].wait_s);
 }
 
+TEST(ReportThreads, TheGraphsPartBuiltBesideTheReplayGivesTheSameResultToTheBit) {
+  // simulate() builds report::GraphPart on another core while the replay runs; the report
+  // from it must be the one analyze() makes on its own, with any number of threads.
+  auto sc = test::small_dp_job(scenario::Symmetry::Off);
+  sc.simulation.engine = scenario::EngineKind::Analytic;
+  sc.perturb.jitter_cv = 0.05;
+  const model::Topology topo(sc.platform, sc.perturb);
+  const auto cost = model::CostModel::roofline(sc.platform.gpu);
+  const schedule::Plan p = schedule::plan(sc, topo, *cost);
+  const engine::Trace tr = engine::replay(p.graph, topo, sc.simulation.engine);
+  const auto mem = model::estimate_memory(sc);
+  const report::Result whole = report::analyze(p, tr, topo, mem);
+  ASSERT_FALSE(whole.links.empty());
+  ASSERT_GT(whole.links.front().utilisation, 0);
+  const std::string want = report::result_json(whole, sc).dump();
+  for (unsigned threads : {1u, 2u, 3u})
+    EXPECT_EQ(report::result_json(report::analyze(p, tr, mem, report::GraphPart(p.graph, topo), threads), sc).dump(), want)
+        << threads << " threads";
+}
+
 }  // namespace CPSIM_TEST_TU
