@@ -23,10 +23,10 @@ namespace {
 struct Event {
   double t;
   OpId op;
-  /// 0: an op that is never moved; else the end of a kernel slowed or sped up by interference,
-  /// stale unless its GPU's GpuKernels still has this version (ops in flight hold their
-  /// version: 4 B per op of the graph were 97 MB on the 24 M-op 70B full replay).
-  uint32_t version;
+  /// 0: an op that is never moved; 1: the end of a kernel slowed or sped up by interference,
+  /// stale unless it is still that kernel's end in its GPU's GpuKernels (ops in flight hold
+  /// it: 4 B per op of the graph were 97 MB on the 24 M-op 70B full replay).
+  uint32_t kernel;
 };
 
 }  // namespace
@@ -56,7 +56,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     inflight[gpu] += delta;
     if ((before == 0) != (inflight[gpu] == 0))
       running[gpu].move(t, inflight[gpu] ? slow_rate : 1.0,
-                        [&](OpId id, uint32_t version, double end) { events.push({end, id, version}); });
+                        [&](OpId id, double end) { events.push({end, id, 1}); });
   };
 
   // Pipelines being joined: the latest time a member's latency ends, the longest
@@ -114,12 +114,12 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     const OpId id = ev.op;
     const auto& op = g.op(id);
     // A kernel interference can move: its end unless it moved since.
-    if (ev.version != 0 && !running[op.rank].finish(id, ev.version)) continue;
+    if (ev.kernel != 0 && !running[op.rank].finish(id, ev.t)) continue;
     if (opt.keep_times) tr.end_s[id] = ev.t;
     detail::extend_makespan(tr, ev.t);
     ++done;
     if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(ev.t, done, n);
-    if (interfere && ev.version == 0 && op.kind == OpKind::Transfer && !op.interference_priced) {
+    if (interfere && ev.kernel == 0 && op.kind == OpKind::Transfer && !op.interference_priced) {
       comm_delta(op.rank, -1, ev.t);
       if (op.peer != op.rank) comm_delta(op.peer, -1, ev.t);
     }

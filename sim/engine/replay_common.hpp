@@ -43,32 +43,40 @@ struct Later {
   }
 };
 
+/// Whether a queued end at `t` is an op's current end `end` (NaN, which the report then
+/// refuses with its op named, counts as itself).
+inline bool same_time(double t, double end) { return t == end || (t != t && end != end); }
+
 /// A GPU's compute ops in flight that interference slows, in both engines: a few at a time,
 /// not state per op of the graph (24 B per op were 2.3 GB on the 94.8 M-op 405B full replay).
-/// Each holds its work left at full speed as of `since`, the speed since then, and the version
-/// of its end in the engine's event queue: a move queues a new end and leaves the old one stale.
+/// Each holds its work left at full speed as of `since`, the speed since then, and its end: a
+/// move queues a new end, and a queued end that is no longer the kernel's is stale. (Told by
+/// the time itself, so that an engine's queued events need no version: two queued ends at the
+/// same time are the same end, the first taken ends the kernel.)
 class GpuKernels {
  public:
-  /// Kernel `id` of `work_s` at full speed starts at `now` at speed `rate`: its end, version 1.
+  /// Kernel `id` of `work_s` at full speed starts at `now` at speed `rate`: its end.
   double start(schedule::OpId id, double work_s, double now, double rate) {
-    ks_.push_back({id, 1, work_s, now, rate});
-    return now + work_s / rate;
+    const double end = now + work_s / rate;
+    ks_.push_back({id, end, work_s, now, rate});
+    return end;
   }
-  /// The GPU's speed became `rate` at `now`: f(id, version, end) with each kernel's new end.
+  /// The GPU's speed became `rate` at `now`: f(id, end) with each kernel's new end.
   template <class F>
   void move(double now, double rate, F&& f) {
     for (Kernel& k : ks_) {
       k.work_s = std::max(0.0, k.work_s - (now - k.since) * k.rate);
       k.since = now;
       k.rate = rate;
-      f(k.id, ++k.version, now + k.work_s / rate);
+      k.end = now + k.work_s / rate;
+      f(k.id, k.end);
     }
   }
-  /// Whether `version` is kernel `id`'s current end (else it moved, or it ended).
-  bool current(schedule::OpId id, uint32_t version) const { return find(id, version) != ks_.size(); }
-  /// Kernel `id` ends if `version` is its current end; false (and nothing changes) if stale.
-  bool finish(schedule::OpId id, uint32_t version) {
-    const size_t i = find(id, version);
+  /// Whether `t` is kernel `id`'s current end (else it moved, or it ended).
+  bool current(schedule::OpId id, double t) const { return find(id, t) != ks_.size(); }
+  /// Kernel `id` ends if `t` is its current end; false (and nothing changes) if stale.
+  bool finish(schedule::OpId id, double t) {
+    const size_t i = find(id, t);
     if (i == ks_.size()) return false;
     ks_[i] = ks_.back();
     ks_.pop_back();
@@ -78,12 +86,11 @@ class GpuKernels {
  private:
   struct Kernel {
     schedule::OpId id;
-    uint32_t version;
-    double work_s, since, rate;
+    double end, work_s, since, rate;
   };
-  size_t find(schedule::OpId id, uint32_t version) const {
+  size_t find(schedule::OpId id, double t) const {
     for (size_t i = 0; i < ks_.size(); ++i)
-      if (ks_[i].id == id) return ks_[i].version == version ? i : ks_.size();
+      if (ks_[i].id == id) return same_time(t, ks_[i].end) ? i : ks_.size();
     return ks_.size();
   }
   std::vector<Kernel> ks_;

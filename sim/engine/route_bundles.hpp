@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/replay_common.hpp"
 #include "schedule/task_graph.hpp"
 
 namespace cpsim::engine::detail {
@@ -52,21 +53,22 @@ class RouteBundles {
     return b;
   }
   /// Transfer `id` with `bytes` to move under `cap` (0: none) joins group b at `now`;
-  /// at(id, version, end) for each member, whose end moved (the others now share with one more).
+  /// at(id, end) for each member, whose end moved (the others now share with one more).
   template <class At>
   void join(uint32_t b, schedule::OpId id, double bytes, double cap, double now, At&& at) {
     Bundle& x = b_[b];
     advance(x, now);
-    x.m.push_back({id, bytes, cap > 0 ? cap : kUncapped, 0, 0});
+    x.m.push_back({id, bytes, cap > 0 ? cap : kUncapped, 0, 0.0});
     of_[id] = b;
     retime(x, now, at);
   }
-  /// Whether `version` is member id's current end.
-  bool current(schedule::OpId id, uint32_t version) const {
+  /// Whether `t` is member id's current end (a queued end at another time is stale; two at
+  /// the same time are the same end: the first taken ends it).
+  bool current(schedule::OpId id, double t) const {
     auto it = of_.find(id);
     if (it == of_.end()) return false;
     for (const Member& m : b_[it->second].m)
-      if (m.id == id) return m.version == version;
+      if (m.id == id) return same_time(t, m.end);
     return false;
   }
   /// Member id's bytes are through at `now`: it leaves, the others speed up (at as in join).
@@ -109,7 +111,7 @@ class RouteBundles {
     double left;  ///< bytes left as of the group's `t`
     double cap;   ///< its own bound, kUncapped if none
     double rate;  ///< since `t`
-    uint32_t version;
+    double end;   ///< the end queued last
   };
   struct Bundle {
     int src = 0, dst = 0;
@@ -137,8 +139,8 @@ class RouteBundles {
       const double share = left_bw / static_cast<double>(x.m.size() - i);
       m.rate = m.cap < share ? m.cap : share;
       left_bw -= m.rate;
-      m.version = ++version_;
-      at(m.id, m.version, now + (m.left > 0 ? m.left : 0.0) / m.rate);
+      m.end = now + (m.left > 0 ? m.left : 0.0) / m.rate;
+      at(m.id, m.end);
     }
   }
   void close(uint32_t b) {
@@ -150,7 +152,6 @@ class RouteBundles {
   std::vector<uint32_t> free_;
   std::vector<uint32_t> link_;  ///< per Topology link: its group, or kNone
   std::unordered_map<schedule::OpId, uint32_t> of_;  ///< member -> group
-  uint32_t version_ = 0;
 };
 
 }  // namespace cpsim::engine::detail

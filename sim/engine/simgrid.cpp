@@ -105,13 +105,19 @@ struct Replay {
   /// allocation and removal. Stale entries (a kernel moved since, a solo transfer that became a
   /// Comm) are skipped, never woken for.
   enum class Ev : uint8_t { Kernel, Plain, Launch, Solo, Pipeline };
+  /// 16 B (the queue moves each ~3 times): a kernel's or a solo transfer's end is live while it
+  /// is still that op's current end (GpuKernels, RouteBundles), so no version is kept.
   struct Event {
     double t;
-    OpId op;           ///< its op (a pipeline: its first member)
-    uint32_t version;  ///< Kernel: its end's version in its GPU's GpuKernels
-    uint32_t aux;      ///< Kernel: its GPU; Pipeline: its index
-    Ev kind;
+    OpId op;        ///< its op (a pipeline: its first member)
+    uint32_t meta;  ///< kind << kKindShift | aux (Kernel: its GPU; Pipeline: its index)
+    static constexpr int kKindShift = 29;
+    Ev kind() const { return static_cast<Ev>(meta >> kKindShift); }
+    uint32_t aux() const { return meta & ((uint32_t{1} << kKindShift) - 1); }
   };
+  static Event event(double t, OpId op, Ev kind, uint32_t aux = 0) {
+    return {t, op, static_cast<uint32_t>(kind) << Event::kKindShift | aux};
+  }
   detail::EventQueue<Event> events{};
   simgrid::kernel::timer::Timer* wake = nullptr;
   double wake_t = 0;
@@ -157,21 +163,21 @@ struct Replay {
     inflight[gpu] += delta;
     const double after = speed(gpu);
     if (after == before) return;
-    kernels[gpu].move(sg4::Engine::get_clock(), after, [&](OpId id, uint32_t version, double end) {
-      events.push({end, id, version, static_cast<uint32_t>(gpu), Ev::Kernel});
+    kernels[gpu].move(sg4::Engine::get_clock(), after, [&](OpId id, double end) {
+      events.push(event(end, id, Ev::Kernel, static_cast<uint32_t>(gpu)));
     });
   }
 
   /// (A kernel's event carries its GPU: reading a copied op costs a search and a copy.)
   bool live(const Event& e) {
-    if (e.kind == Ev::Kernel) return kernels[e.aux].current(e.op, e.version);
-    if (e.kind == Ev::Solo) return solos.current(e.op, e.version);
+    if (e.kind() == Ev::Kernel) return kernels[e.aux()].current(e.op, e.t);
+    if (e.kind() == Ev::Solo) return solos.current(e.op, e.t);
     return true;
   }
   void fire(const Event& e) {
-    switch (e.kind) {
+    switch (e.kind()) {
       case Ev::Kernel:
-        kernels[e.aux].finish(e.op, e.version);  // (live: checked when popped)
+        kernels[e.aux()].finish(e.op, e.t);  // (live: checked when popped)
         complete_compute(e.op);
         break;
       case Ev::Plain: complete_compute(e.op); break;
@@ -180,7 +186,7 @@ struct Replay {
         solos.finish(e.op, sg4::Engine::get_clock(), queue_solo());
         transfer_done(e.op);
         break;
-      case Ev::Pipeline: launch_pipeline(e.aux); break;
+      case Ev::Pipeline: launch_pipeline(e.aux()); break;
     }
     drain();
   }
@@ -225,10 +231,10 @@ struct Replay {
       }
       const double now = sg4::Engine::get_clock();
       if (!op.noisy) {  // a runtime overhead: host-side or a latency, interference does not slow it
-        events.push({now + d, id, 0, 0, Ev::Plain});
+        events.push(event(now + d, id, Ev::Plain));
         return;
       }
-      events.push({kernels[op.rank].start(id, d, now, speed(op.rank)), id, 1, static_cast<uint32_t>(op.rank), Ev::Kernel});
+      events.push(event(kernels[op.rank].start(id, d, now, speed(op.rank)), id, Ev::Kernel, static_cast<uint32_t>(op.rank)));
       return;
     }
     if (!op.interference_priced) {
@@ -242,7 +248,7 @@ struct Replay {
       return;
     }
     if (delay > 0)
-      events.push({sg4::Engine::get_clock() + delay, id, 0, 0, Ev::Launch});
+      events.push(event(sg4::Engine::get_clock() + delay, id, Ev::Launch));
     else
       launch_comm(id);
   }
@@ -320,8 +326,8 @@ struct Replay {
   /// Queues a timer transfer's (new) end.
   struct QueueSolo {
     Replay* r;
-    void operator()(OpId id, uint32_t version, double end) const {
-      r->events.push({end, id, version, 0, Ev::Solo});
+    void operator()(OpId id, double end) const {
+      r->events.push(event(end, id, Ev::Solo));
     }
   };
   QueueSolo queue_solo() { return QueueSolo{this}; }
@@ -335,7 +341,7 @@ struct Replay {
     const double at = j.launch_s;
     joining.erase(p);
     if (at > sg4::Engine::get_clock())
-      events.push({at, g.pipelines()[p].first, 0, p, Ev::Pipeline});
+      events.push(event(at, g.pipelines()[p].first, Ev::Pipeline, p));
     else
       launch_pipeline(p);
   }
