@@ -185,10 +185,14 @@ void release_successors(const schedule::TaskGraph& g, Waits& waits, schedule::Op
     if (waits.release(succ[i])) start(succ[i]);
 }
 
-/// Compute time of op `id` on an idle GPU: its nominal time, times the fleet noise if the cost
+/// Compute time of op `id` (on GPU `rank`) on an idle GPU: its nominal time, times the fleet noise if the cost
 /// model priced it (TaskGraph::add_priced).
+inline double compute_time_s(const schedule::Op& op, schedule::OpId id, const schedule::ComputeNoise& noise,
+                             int rank) {
+  return op.noisy ? op.duration_s * noise.scale(id, rank) : op.duration_s;
+}
 inline double compute_time_s(const schedule::Op& op, schedule::OpId id, const schedule::ComputeNoise& noise) {
-  return op.noisy ? op.duration_s * noise.scale(id, op.rank) : op.duration_s;
+  return compute_time_s(op, id, noise, op.rank);
 }
 
 /// The makespan as op ends come in (an engine keeps it whether or not it keeps per-op times).

@@ -221,22 +221,25 @@ struct Replay {
   }
 
   void start(OpId id) {
-    const auto& op = g.op(id);
     if (opt.keep_times) tr.start_s[id] = sg4::Engine::get_clock();
-    if (op.kind == OpKind::Compute) {
-      const double d = detail::compute_time_s(op, id, noise);
+    int32_t shift;
+    const schedule::Op& stored = g.stored_op(id, shift);
+    if (stored.kind == OpKind::Compute) {
+      const int rank = stored.rank + shift;
+      const double d = detail::compute_time_s(stored, id, noise, rank);
       if (!(d > 0)) {
         instant.push_back(id);
         return;
       }
       const double now = sg4::Engine::get_clock();
-      if (!op.noisy) {  // a runtime overhead: host-side or a latency, interference does not slow it
+      if (!stored.noisy) {  // a runtime overhead: host-side or a latency, interference does not slow it
         events.push(event(now + d, id, Ev::Plain));
         return;
       }
-      events.push(event(kernels[op.rank].start(id, d, now, speed(op.rank)), id, Ev::Kernel, static_cast<uint32_t>(op.rank)));
+      events.push(event(kernels[rank].start(id, d, now, speed(rank)), id, Ev::Kernel, static_cast<uint32_t>(rank)));
       return;
     }
+    const schedule::Op op = g.op(id);
     if (!op.interference_priced) {
       comm_delta(op.rank, +1);
       if (op.peer != op.rank) comm_delta(op.peer, +1);

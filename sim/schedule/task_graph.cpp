@@ -78,10 +78,8 @@ size_t TaskGraph::stored_index(OpId id) const {
 }
 
 Op TaskGraph::copied_op(OpId id) const {
-  const CopyChain ch = chain(id);  // a copy of copies resolves to a stored op
-  Op o = ops_[ch.stored];
-  int32_t shift = 0;
-  for (int j = 0; j < ch.depth; ++j) shift += ch.hop[j]->rank_offset;
+  int32_t shift;  // (a copy of copies resolves to a stored op)
+  Op o = stored_op(id, shift);
   o.rank += shift;
   if (o.peer >= 0) o.peer += shift;
   return o;
