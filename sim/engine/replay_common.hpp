@@ -147,13 +147,20 @@ class Waits {
 /// ops) setup, before the platform (0.25 s) and the wait counts (0.4 s), one after another.
 template <class F>
 void beside_trace_arrays(schedule::Trace& tr, size_t n, bool keep_times, F&& setup) {
-  schedule::on_threads(keep_times ? 2 : 1, [&](unsigned w) {
-    if (w == 0) {
-      setup();
-      return;
-    }
+  auto arrays = [&] {
     schedule::assign_huge(tr.start_s, n, 0.0);
     schedule::assign_huge(tr.end_s, n, 0.0);
+  };
+  if (!keep_times || schedule::threads_for(0, n) == 1) {  // (small: not worth a thread's start)
+    if (keep_times) arrays();
+    setup();
+    return;
+  }
+  schedule::on_threads(2, [&](unsigned w) {
+    if (w == 0)
+      setup();
+    else
+      arrays();
   });
 }
 
