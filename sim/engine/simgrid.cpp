@@ -442,19 +442,26 @@ struct Replay {
     route_comms[route_key(op.rank, op.peer)].push_back(id);
   }
 
-  /// A transfer's bytes arrived (as a Comm or a solo timer): its links are free of it.
+  /// A transfer's bytes arrived (as a Comm or a solo timer): its links are free of it. (Read
+  /// in place, not copied: see start.)
   void transfer_done(OpId id) {
-    const auto& op = g.op(id);
-    const auto [lb, le] = routes.links(routes.get(op.rank, op.peer));
+    int32_t shift;
+    const schedule::Op& op = g.stored_op(id, shift);
+    const auto [lb, le] = routes.links(routes.get(op.rank + shift, op.peer + shift));
     for (const uint32_t* l = lb; l != le; ++l) --link_flows[*l];
-    complete(id, op);
+    complete(id, op, shift);
   }
 
-  void complete(OpId id) { complete(id, g.op(id)); }
-  void complete(OpId id, const schedule::Op& op) {
+  void complete(OpId id) {
+    int32_t shift;
+    const schedule::Op& op = g.stored_op(id, shift);
+    complete(id, op, shift);
+  }
+  /// Op id, stored as `op` on ranks `shift` lower (TaskGraph::stored_op), is done.
+  void complete(OpId id, const schedule::Op& op, int32_t shift) {
     if (op.kind == OpKind::Transfer && !op.interference_priced) {
-      comm_delta(op.rank, -1);
-      if (op.peer != op.rank) comm_delta(op.peer, -1);
+      comm_delta(op.rank + shift, -1);
+      if (op.peer != op.rank) comm_delta(op.peer + shift, -1);
     }
     release_successors(id);
   }
