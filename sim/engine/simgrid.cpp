@@ -239,13 +239,13 @@ struct Replay {
       events.push(event(kernels[rank].start(id, d, now, speed(rank)), id, Ev::Kernel, static_cast<uint32_t>(rank)));
       return;
     }
-    const schedule::Op op = g.op(id);
-    if (!op.interference_priced) {
-      comm_delta(op.rank, +1);
-      if (op.peer != op.rank) comm_delta(op.peer, +1);
+    const int rank = stored.rank + shift, peer = stored.peer + shift;  // (a transfer has a peer)
+    if (!stored.interference_priced) {
+      comm_delta(rank, +1);
+      if (peer != rank) comm_delta(peer, +1);
     }
     const double delay =
-        std::max(0.0, op.extra_latency_s) + (op.peer != op.rank ? routes.get(op.rank, op.peer).latency_s : 0.0);
+        std::max(0.0, stored.extra_latency_s) + (peer != rank ? routes.get(rank, peer).latency_s : 0.0);
     if (const uint32_t p = opt.pipelines ? g.pipeline_of(id) : UINT32_MAX; p != UINT32_MAX) {
       join_pipeline(p, sg4::Engine::get_clock() + delay);
       return;
