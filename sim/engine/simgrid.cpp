@@ -257,12 +257,14 @@ struct Replay {
   }
 
   void launch_comm(OpId id) {
-    const auto& op = g.op(id);
-    if (op.rank == op.peer) {
+    int32_t shift;
+    const schedule::Op& op = g.stored_op(id, shift);  // (in place: see start)
+    const int rank = op.rank + shift, peer = op.peer + shift;
+    if (rank == peer) {
       instant.push_back(id);
       return;
     }
-    const detail::RouteInfo& ri = routes.get(op.rank, op.peer);
+    const detail::RouteInfo& ri = routes.get(rank, peer);
     const auto [lb, le] = routes.links(ri);
     const double bytes = static_cast<double>(std::llround(std::max(0.0, op.bytes)));
     const double cap = op.max_rate_Bps > 0 ? op.max_rate_Bps : 0.0;
@@ -272,11 +274,11 @@ struct Replay {
       for (const uint32_t* l = lb; l != le; ++l) alone = alone && link_flows[*l] == 0;
       uint32_t b = detail::RouteBundles::kNone;
       if (alone)
-        b = solos.open(op.rank, op.peer, ri.bw_Bps, lb, le);
+        b = solos.open(rank, peer, ri.bw_Bps, lb, le);
       else if (const uint32_t on = solos.on_link(*lb); on != detail::RouteBundles::kNone)
-        b = solos.same(on, op.rank, op.peer) ? on : detail::RouteBundles::kNone;
+        b = solos.same(on, rank, peer) ? on : detail::RouteBundles::kNone;
       else
-        b = regroup(op, ri, lb, le);
+        b = regroup(rank, peer, ri, lb, le);
       if (b != detail::RouteBundles::kNone) {
         for (const uint32_t* l = lb; l != le; ++l) ++link_flows[*l];
         solos.join(b, id, bytes, cap, sg4::Engine::get_clock(), queue_solo());
@@ -288,16 +290,16 @@ struct Replay {
     start_comm(id, bytes);
   }
 
-  /// The links of op's route carry Comms of that route only: they become a group of
-  /// timers (route_bundles.hpp) for their bytes left, which op then joins; else kNone. A
+  /// The links of route rank -> peer carry Comms of that route only: they become a group of
+  /// timers (route_bundles.hpp) for their bytes left, which the transfer then joins; else kNone. A
   /// route's transfers that overlap in a chain (a ring step's K,V sent while the previous dK,dV
   /// is in flight) would otherwise stay Comms for as long as the chain lasts once a group of
   /// them was dissolved: counted, 127 regroups on llama3-8b-128k-4nodes (27,198 Comms), none on
   /// the 70B full replay. (When groups required equal caps, K,V and dK,dV could not group and
   /// chained as Comms there: 1,419 in flight on average, each end scanning them all.)
-  uint32_t regroup(const schedule::Op& op, const detail::RouteInfo& ri, const uint32_t* lb,
+  uint32_t regroup(int rank, int peer, const detail::RouteInfo& ri, const uint32_t* lb,
                    const uint32_t* le) {
-    auto it = route_comms.find(route_key(op.rank, op.peer));
+    auto it = route_comms.find(route_key(rank, peer));
     if (it == route_comms.end() || it->second.empty()) return detail::RouteBundles::kNone;
     const std::vector<OpId>& same = it->second;
     for (const uint32_t* l = lb; l != le; ++l)
@@ -305,7 +307,7 @@ struct Replay {
     for (const OpId c : same)  // one ends now: SimGrid may be posting it, let it (as repipe)
       if (!(running.at(c)->get_remaining() >= 1)) return detail::RouteBundles::kNone;
     const double now = sg4::Engine::get_clock();
-    const uint32_t b = solos.open(op.rank, op.peer, ri.bw_Bps, lb, le);
+    const uint32_t b = solos.open(rank, peer, ri.bw_Bps, lb, le);
     for (const OpId c : same) {
       auto r = running.find(c);
       const double left = r->second->get_remaining();
