@@ -45,7 +45,7 @@
 //    rails' 8,188 tree edges were ~7,800 distinct completions, each re-solving its rail's whole
 //    max-min component (127.6 s); as 16 pipelines they are 16 flows. Links only the
 //    pipeline's own members cross are left out of its route for one cap link (route_pipeline),
-//    and graphs with lanes of 128+ members use SimGrid's Full update (full_update).
+//    and graphs with lanes of 128+ members use SimGrid's Full update (full_update, simgrid_platform.cpp).
 #include <xbt/log.h>
 
 #include <chrono>
@@ -528,30 +528,6 @@ struct Replay {
 
 bool g_engine_used = false;
 
-/// Pipelines of this many members or more make SimGrid solve the whole max-min system at each
-/// event (network/optim:Full) instead of the connected part that changed (Lazy, the default).
-/// A pipeline's Comm joins every link its members cross, so one DP x CP ring lane makes the
-/// platform one component, and Lazy's walk of it (System::update_modified_cnst_set_rec) costs
-/// ~k^2 / 2 per solve for a variable of k links (see route_pipeline). Measured, whole SimGrid
-/// run, Lazy -> Full (both with private links left out):
-///  - 405B, 16,384 GPUs, tp 2, cp 16, pp 8, dp 64, USP (1,024-member lanes): 150 -> 59 s;
-///  - the same, tp 2, cp 8, pp 16, dp 64 (512-member lanes): 26.8 -> 18.0 s;
-///  - Llama-3 70B, 1,024 GPUs, tp 4, cp 8, dp 32 (256-member lanes, before the private
-///    links): 162 -> 71 s;  tp 2, cp 16, dp 32, ZeRO-2 (512): 1,050 -> 188 s;
-///  - Llama-3 8B, 4 nodes, pipelined (32-member lanes): 0.74 -> 0.61 s.
-/// Without pipelines Lazy wins where the platform falls into many small components (the 70B
-/// full replay, 1,024 GPUs: 34 -> 82 s with Full; DeepSeek-V3, 32 nodes: 8.3 -> 10.9 s), so the
-/// graph decides. Both are SimGrid's exact solve; Full keeps each flow's remaining bytes by
-/// subtraction at every event, Lazy by date, so times differ by rounding: 3e-11 relative on
-/// the 405B runs above, 1.3e-5 on the 70B tp 2 one (compute interference feeds transfer times
-/// back into compute and amplifies it, as for the solo timers).
-constexpr uint32_t kFullUpdateMembers = 128;
-
-bool full_update(const schedule::TaskGraph& g) {
-  for (const schedule::Pipeline& p : g.pipelines())
-    if (p.count >= kFullUpdateMembers) return true;
-  return false;
-}
 
 }  // namespace
 
@@ -570,7 +546,7 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:0");
-  if (opt.pipelines && full_update(g)) sg4::Engine::set_config("network/optim:Full");
+  if (opt.pipelines && detail::full_update(g)) sg4::Engine::set_config("network/optim:Full");
 
   const size_t n = g.size();
   Trace tr;

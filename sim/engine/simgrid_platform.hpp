@@ -54,5 +54,8 @@ struct SimgridPlatform {
 
 /// The platform for replaying `g` on `topo` in the process's Engine (created first), sealed.
 SimgridPlatform build_platform(const schedule::TaskGraph& g, const model::Topology& topo, bool pipelines);
+/// Whether `g`'s pipelines are wide enough that SimGrid should solve the whole max-min system
+/// at each event (network/optim:Full) rather than the part that changed (see the .cpp).
+bool full_update(const schedule::TaskGraph& g);
 
 }  // namespace cpsim::engine::detail
