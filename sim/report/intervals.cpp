@@ -1,12 +1,17 @@
 #include "report/intervals.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
+
+#include "report/run_sort.hpp"
 
 namespace cpsim::report {
 
 Intervals merged(Intervals v) {
-  if (!std::is_sorted(v.begin(), v.end())) std::sort(v.begin(), v.end());
+  // A rank's intervals come as a few sorted lists shuffled (its streams): see run_sort.hpp.
+  thread_local RunSortScratch<std::pair<double, double>> scratch;
+  sort_runs(v, std::less<>(), scratch);
   Intervals out;
   for (const auto& iv : v) {
     if (iv.second <= iv.first) continue;

@@ -3,6 +3,7 @@
 #include "report/comm_split.hpp"
 #include "report/intervals.hpp"
 #include "report/rank_ops.hpp"
+#include "report/run_sort.hpp"
 #include "schedule/threads.hpp"
 
 #include <algorithm>
@@ -306,6 +307,7 @@ class WaitCharges {
   /// A thread's buffers, kept from one rank to the next.
   struct Scratch {
     std::vector<Entry> ops, host;
+    RunSortScratch<Entry> sort;
   };
   /// Rank k's (any thread: it touches rank k's entry of the result only).
   void rank(int k, const RankOps& ro, size_t first, size_t end, const RankTimelines& t, Scratch& s) const {
@@ -339,7 +341,7 @@ class WaitCharges {
     }
     if (ops.empty() && host.empty()) return;
     for (std::vector<Entry>* v : {&ops, &host})
-      if (!std::is_sorted(v->begin(), v->end(), before)) std::sort(v->begin(), v->end(), before);
+      sort_runs(*v, before, s.sort);
     const size_t kernels = ops.size();
     ops.insert(ops.end(), host.begin(), host.end());
     std::inplace_merge(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(kernels), ops.end(), before);
