@@ -114,7 +114,9 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     const OpId id = ev.op;
     const auto& op = g.op(id);
     // A kernel interference can move: its end unless it moved since.
-    if (ev.kernel != 0 && !running[op.rank].finish(id, ev.t)) continue;
+    if (ev.kernel != 0 &&
+        !running[op.rank].take(id, ev.t, [&](OpId k, double end) { events.push({end, k, 1}); }))
+      continue;
     if (opt.keep_times) tr.end_s[id] = ev.t;
     detail::extend_makespan(tr, ev.t);
     ++done;

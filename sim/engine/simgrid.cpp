@@ -168,17 +168,26 @@ struct Replay {
     });
   }
 
-  /// (A kernel's event carries its GPU: reading a copied op costs a search and a copy.)
-  bool live(const Event& e) {
-    if (e.kind() == Ev::Kernel) return kernels[e.aux()].current(e.op, e.t);
+  /// Whether event e is one to run (a kernel's event carries its GPU: reading a copied op
+  /// costs a search and a copy).
+  bool live(const Event& e) const {
+    if (e.kind() == Ev::Kernel) return kernels[e.aux()].ends(e.op, e.t);
     if (e.kind() == Ev::Solo) return solos.current(e.op, e.t);
     return true;
+  }
+  /// Event e, taken off the queue, came due: whether to run it. A kernel that moved later since
+  /// its end was queued has its end now queued instead (GpuKernels::take); one that ends is
+  /// removed from its GPU's.
+  bool take(const Event& e) {
+    if (e.kind() != Ev::Kernel) return live(e);
+    return kernels[e.aux()].take(e.op, e.t, [&](OpId id, double end) {
+      events.push(event(end, id, Ev::Kernel, e.aux()));
+    });
   }
   void fire(const Event& e) {
     switch (e.kind()) {
       case Ev::Kernel:
-        kernels[e.aux()].finish(e.op, e.t);  // (live: checked when popped)
-        complete_compute(e.op);
+        complete_compute(e.op);  // (taken off its GPU's kernels by take)
         break;
       case Ev::Plain: complete_compute(e.op); break;
       case Ev::Launch: launch_comm(e.op); break;
@@ -200,14 +209,18 @@ struct Replay {
     while (!events.empty() && events.top().t <= now) {
       const Event e = events.top();
       events.pop();
-      if (live(e)) fire(e);
+      if (take(e)) fire(e);
     }
     arm_wake();
   }
   /// Keeps SimGrid's one timer at our earliest live event; called whenever SimGrid hands back
   /// control (its timer, a Comm's end) and before it runs.
   void arm_wake() {
-    while (!events.empty() && !live(events.top())) events.pop();
+    while (!events.empty() && !live(events.top())) {
+      const Event e = events.top();
+      events.pop();
+      take(e);  // (a kernel moved later: its end queued now)
+    }
     if (events.empty() || (wake != nullptr && wake_t != events.top().t)) {
       if (wake != nullptr) wake->remove();
       wake = nullptr;

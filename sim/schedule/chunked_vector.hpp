@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "schedule/chunk_warmer.hpp"
 #include "schedule/huge_pages.hpp"
 
 namespace cpsim::schedule {
@@ -35,8 +36,11 @@ class ChunkedVector {
   static Chunk new_chunk() {
     // operator new, not aligned_alloc: out of memory goes through the new-handler, which names
     // what the process was doing (app/boundary.cpp).
-    void* p = ::operator new(kChunkBytes, std::align_val_t(kHugePage));
-    huge_page_hint(p, kChunkBytes);
+    void* p = ChunkWarmer::take(kChunkBytes);  // faulted in ahead on another core, if warming
+    if (p == nullptr) {
+      p = ::operator new(kChunkBytes, std::align_val_t(kHugePage));
+      huge_page_hint(p, kChunkBytes);
+    }
     return Chunk(static_cast<T*>(p));
   }
 
