@@ -16,9 +16,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <unordered_map>
 #include <vector>
 
+#include "engine/op_map.hpp"
 #include "engine/replay_common.hpp"
 #include "schedule/task_graph.hpp"
 
@@ -59,24 +59,23 @@ class RouteBundles {
     Bundle& x = b_[b];
     advance(x, now);
     x.m.push_back({id, bytes, cap > 0 ? cap : kUncapped, 0, 0.0});
-    of_[id] = b;
+    of_.set(id, b);
     retime(x, now, at);
   }
   /// Whether `t` is member id's current end (a queued end at another time is stale; two at
   /// the same time are the same end: the first taken ends it).
   bool current(schedule::OpId id, double t) const {
-    auto it = of_.find(id);
-    if (it == of_.end()) return false;
-    for (const Member& m : b_[it->second].m)
+    const uint32_t* b = of_.find(id);
+    if (b == nullptr) return false;
+    for (const Member& m : b_[*b].m)
       if (m.id == id) return same_time(t, m.end);
     return false;
   }
   /// Member id's bytes are through at `now`: it leaves, the others speed up (at as in join).
   template <class At>
   void finish(schedule::OpId id, double now, At&& at) {
-    auto it = of_.find(id);
-    const uint32_t b = it->second;
-    of_.erase(it);
+    const uint32_t b = *of_.find(id);
+    of_.erase(id);
     Bundle& x = b_[b];
     advance(x, now);
     for (size_t i = 0; i < x.m.size(); ++i)
@@ -151,7 +150,7 @@ class RouteBundles {
   std::vector<Bundle> b_;
   std::vector<uint32_t> free_;
   std::vector<uint32_t> link_;  ///< per Topology link: its group, or kNone
-  std::unordered_map<schedule::OpId, uint32_t> of_;  ///< member -> group
+  OpMap of_;  ///< member -> group
 };
 
 }  // namespace cpsim::engine::detail
