@@ -63,6 +63,7 @@
 #include "engine/replay.hpp"
 #include "engine/replay_common.hpp"
 #include "engine/route_bundles.hpp"
+#include "engine/simgrid_event.hpp"
 #include "engine/simgrid_platform.hpp"
 
 namespace cpsim::engine {
@@ -98,26 +99,10 @@ struct Replay {
   std::vector<int> inflight{};                ///< transfers in flight per GPU
   std::vector<detail::GpuKernels> kernels{};  ///< per GPU: its kernels in flight
   std::deque<OpId> instant{};                 ///< completed without SimGrid, to process
-  /// Our timers, in one heap ordered as the analytic engine's (time, then op), behind one
-  /// SimGrid timer at the earliest live one (`wake`). SimGrid 3.32 keeps timers in a Fibonacci
-  /// heap of heap-allocated callbacks; one per kernel end (16.9 M, 7.5 M more moved by
-  /// interference, on the 70B full replay) spent ~20 % of the run in its consolidation,
-  /// allocation and removal. Stale entries (a kernel moved since, a solo transfer that became a
-  /// Comm) are skipped, never woken for.
-  enum class Ev : uint8_t { Kernel, Plain, Launch, Solo, Pipeline };
-  /// 16 B (the queue moves each ~3 times): a kernel's or a solo transfer's end is live while it
-  /// is still that op's current end (GpuKernels, RouteBundles), so no version is kept.
-  struct Event {
-    double t;
-    OpId op;        ///< its op (a pipeline: its first member)
-    uint32_t meta;  ///< kind << kKindShift | aux (Kernel: its GPU; Pipeline: its index)
-    static constexpr int kKindShift = 29;
-    Ev kind() const { return static_cast<Ev>(meta >> kKindShift); }
-    uint32_t aux() const { return meta & ((uint32_t{1} << kKindShift) - 1); }
-  };
-  static Event event(double t, OpId op, Ev kind, uint32_t aux = 0) {
-    return {t, op, static_cast<uint32_t>(kind) << Event::kKindShift | aux};
-  }
+  /// Our timers, behind one SimGrid timer at the earliest live one (`wake`): simgrid_event.hpp.
+  using Ev = detail::SgEv;
+  using Event = detail::SgEvent;
+  static Event event(double t, OpId op, Ev kind, uint32_t aux = 0) { return Event::make(t, op, kind, aux); }
   detail::EventQueue<Event> events{};
   simgrid::kernel::timer::Timer* wake = nullptr;
   double wake_t = 0;
@@ -147,9 +132,8 @@ struct Replay {
   detail::RouteCache routes;                ///< wire latency per (src, dst)
   bool draining = false;
   size_t done = 0;
-  /// SimGrid's clock, read once each time SimGrid hands over control (our timer, a Comm's
-  /// end): it does not move until we return, and reading it (a call into libsimgrid, ~5 per op)
-  /// was ~4 % of the replay's instructions (callgrind, 70B on 64 GPUs).
+  /// SimGrid's clock, read when SimGrid hands over control (our timer, a Comm's end); reading
+  /// it ~5 times per op was ~4 % of the replay's instructions (callgrind, 70B on 64 GPUs).
   double now_ = 0;
 
   /// Comm data: op id + 1, or a pipeline index with the top bit set.
