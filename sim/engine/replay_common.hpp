@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/flat_map.hpp"
 #include "model/topology.hpp"
 #include "schedule/huge_pages.hpp"
 #include "schedule/lone_transfer.hpp"
@@ -238,19 +239,15 @@ struct RouteInfo {
 };
 
 /// Route latency, bottleneck bandwidth and link classes per (src, dst) pair the graph uses.
-/// Looked up ~3 times per transfer (its latency, its links at launch and at its end): an open-
-/// addressed table of keys beside the infos, not std::unordered_map, whose prime-modulo bucket
-/// index and node chase were 2.9 % of the 70B full replay's samples.
+/// Looked up ~3 times per transfer (its latency, its links at launch and at its end), in a
+/// FlatMap (flat_map.hpp) of (src, dst) to the infos.
 class RouteCache {
  public:
-  explicit RouteCache(const model::Topology& topo) : topo_(topo) { slots_.resize(kFirstSlots); }
+  explicit RouteCache(const model::Topology& topo) : topo_(topo) {}
   /// (References stay valid: the infos never move.)
   const RouteInfo& get(int src, int dst) {
-    const uint64_t key = (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst);
-    for (size_t i = home(key);; i = (i + 1) & (slots_.size() - 1)) {
-      if (slots_[i].key == key) return infos_[slots_[i].info];
-      if (slots_[i].key == kEmpty) break;
-    }
+    const uint64_t key = (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst);  // (src >= 0)
+    if (const uint32_t* i = index_.find(key)) return infos_[*i];
     return add(key, src, dst);
   }
   /// The Topology link ids a route crosses, in order.
@@ -260,15 +257,6 @@ class RouteCache {
   }
 
  private:
-  static constexpr uint64_t kEmpty = std::numeric_limits<uint64_t>::max();  // (src is >= 0)
-  static constexpr size_t kFirstSlots = 1024;
-  struct Slot {
-    uint64_t key = kEmpty;
-    uint32_t info = 0;
-  };
-  size_t home(uint64_t key) const {  // Fibonacci hashing: the product's top bits
-    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - std::countr_zero(slots_.size())));
-  }
   const RouteInfo& add(uint64_t key, int src, int dst) {
     RouteInfo ri;
     const std::vector<uint32_t> route = topo_.route(src, dst);
@@ -282,23 +270,12 @@ class RouteCache {
       ri.links_of_class[static_cast<int>(link.cls)]++;
     }
     infos_.push_back(ri);
-    if (2 * infos_.size() > slots_.size()) {  // at most half full: probes stay short
-      std::vector<Slot> old(slots_.size() * 2);
-      old.swap(slots_);
-      for (const Slot& s : old)
-        if (s.key != kEmpty) place(s);
-    }
-    place({key, static_cast<uint32_t>(infos_.size() - 1)});
+    index_.set(key, static_cast<uint32_t>(infos_.size() - 1));
     return infos_.back();
-  }
-  void place(const Slot& s) {
-    size_t i = home(s.key);
-    while (slots_[i].key != kEmpty) i = (i + 1) & (slots_.size() - 1);
-    slots_[i] = s;
   }
 
   const model::Topology& topo_;
-  std::vector<Slot> slots_;
+  FlatMap<uint64_t> index_;
   std::deque<RouteInfo> infos_;
   std::vector<uint32_t> pool_;  ///< every cached route's links, back to back
 };

@@ -18,7 +18,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/op_map.hpp"
+#include "engine/flat_map.hpp"
 #include "engine/replay_common.hpp"
 #include "schedule/task_graph.hpp"
 

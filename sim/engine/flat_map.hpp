@@ -1,31 +1,36 @@
 #pragma once
-/// A map from op id to a small value for the few thousand ops in flight at once (the transfers
-/// running as timers, route_bundles.hpp): open addressing with linear probing, deletion by
-/// backward shift (no tombstones), Fibonacci hashing.
+/// The engines' hash map from a key (an op id, a route's ends) to a small index: open
+/// addressing with linear probing, at most half full, deletion by backward shift (no
+/// tombstones), Fibonacci hashing (the product's top bits).
 ///
-/// Why not std::unordered_map: each transfer run as a timer was one node allocated on join and
-/// freed on finish, with a lookup per queued end; callgrind on the 70B full replay cut to 64
-/// GPUs put that map's allocations and frees at ~6 % of the replay's instructions.
+/// Why not std::unordered_map: its prime-modulo bucket index and node chase were 2.9 % of the
+/// 70B full replay's samples in the route cache (looked up ~3 times per transfer), and the
+/// solo transfers' member map allocated a node per transfer on join and freed it on finish:
+/// callgrind on the 70B full replay cut to 64 GPUs put those at ~6 % of the replay's
+/// instructions.
 #include <bit>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "schedule/task_graph.hpp"
 
 namespace cpsim::engine::detail {
 
-class OpMap {
+/// Key's largest value is never a key (it marks an empty slot).
+template <class Key>
+class FlatMap {
  public:
-  OpMap() : slots_(kFirstSlots) {}
+  FlatMap() : slots_(kFirstSlots) {}
   /// id's value, or nullptr if it has none.
-  const uint32_t* find(schedule::OpId id) const {
+  const uint32_t* find(Key id) const {
     for (size_t i = home(id);; i = next(i)) {
       if (slots_[i].id == id) return &slots_[i].value;
       if (slots_[i].id == kEmpty) return nullptr;
     }
   }
-  /// Sets id's value (id is never kNoOp).
-  void set(schedule::OpId id, uint32_t value) {
+  /// Sets id's value.
+  void set(Key id, uint32_t value) {
     if (2 * (used_ + 1) > slots_.size()) grow();
     size_t i = home(id);
     for (; slots_[i].id != kEmpty; i = next(i))
@@ -37,7 +42,7 @@ class OpMap {
     ++used_;
   }
   /// Removes id's value, if any.
-  void erase(schedule::OpId id) {
+  void erase(Key id) {
     size_t i = home(id);
     for (; slots_[i].id != id; i = next(i))
       if (slots_[i].id == kEmpty) return;
@@ -57,13 +62,13 @@ class OpMap {
   size_t size() const { return used_; }
 
  private:
-  static constexpr schedule::OpId kEmpty = schedule::kNoOp;
+  static constexpr Key kEmpty = std::numeric_limits<Key>::max();
   static constexpr size_t kFirstSlots = 64;
   struct Slot {
-    schedule::OpId id = kEmpty;
+    Key id = kEmpty;
     uint32_t value = 0;
   };
-  size_t home(schedule::OpId id) const {
+  size_t home(Key id) const {
     return static_cast<size_t>((id * 0x9E3779B97F4A7C15ull) >> (64 - std::countr_zero(slots_.size())));
   }
   size_t next(size_t i) const { return (i + 1) & (slots_.size() - 1); }
@@ -77,5 +82,8 @@ class OpMap {
   std::vector<Slot> slots_;
   size_t used_ = 0;
 };
+
+/// Op id -> value (kNoOp is never an op).
+using OpMap = FlatMap<schedule::OpId>;
 
 }  // namespace cpsim::engine::detail
