@@ -141,6 +141,7 @@ OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_l
   }
   const size_t copied = copies_.empty() ? 0 : copies_.back().copied_before + copies_.back().count;
   copies_.push_back({base, last - first, first, rank_offset, copied, internal, INT32_MAX, INT32_MIN});
+  index_copies();
   if (std::find(copied_sources_.begin(), copied_sources_.end(), std::pair{first, last}) == copied_sources_.end())
     copied_sources_.emplace_back(first, last);
   size_ += last - first;

@@ -14,6 +14,17 @@
 
 namespace cpsim::schedule {
 
+void TaskGraph::index_copies() {
+  const OpId lo = copies_.front().base, hi = copies_.back().base;
+  range_block_.assign(((hi - lo) >> kRangeBlockShift) + 1, 0);
+  size_t k = 0;
+  for (size_t b = 0; b < range_block_.size(); ++b) {
+    const OpId at = lo + static_cast<OpId>(b << kRangeBlockShift);
+    while (k + 1 < copies_.size() && copies_[k + 1].base <= at) ++k;
+    range_block_[b] = static_cast<uint32_t>(k);
+  }
+}
+
 void TaskGraph::too_deep() {
   throw std::logic_error("TaskGraph: copies of copies nested past " + std::to_string(kMaxCopyDepth));
 }

@@ -147,4 +147,41 @@ TEST(CopyLinks, EdgesThatACopyWouldMissAreRefused) {
   EXPECT_EQ(g.succs(0), (std::vector<OpId>{1, 4}));
 }
 
+// Copies longer than range_of's index blocks (2^14 ids), a stored op between them and after,
+// and a copy of a copy: every id resolves to its own original, shifted by its ranges' offsets.
+TEST(CopyLinks, LongCopiesResolveEveryIdToItsOriginal) {
+  TaskGraph g;
+  OpLabel l;
+  l.name = g.intern("long");
+  constexpr OpId n = 40000;
+  for (OpId i = 0; i < n; ++i) g.add_compute(0, stream::kCompute, 1.0 + i, l);
+  const size_t e = g.num_edges();
+  const OpId c1 = g.copy_ops(0, n, e, e, 1);
+  const OpId mid = g.add_compute(9, stream::kCompute, -1.0, l);
+  const OpId c2 = g.copy_ops(c1, c1 + n, e, e, 2);
+  const OpId tail = g.add_compute(8, stream::kCompute, -2.0, l);
+  g.finalize();
+  auto expect = [&](OpId id, int rank, double duration) {
+    int32_t shift = -1;
+    const Op& stored = g.stored_op(id, shift);
+    EXPECT_EQ(stored.rank + shift, rank) << id;
+    EXPECT_EQ(stored.duration_s, duration) << id;
+    EXPECT_EQ(g.op(id).rank, rank) << id;
+  };
+  for (OpId i = 0; i < n; i += 997) {
+    expect(i, 0, 1.0 + i);
+    expect(c1 + i, 1, 1.0 + i);
+    expect(c2 + i, 3, 1.0 + i);
+  }
+  for (const OpId i : {OpId{16383}, OpId{16384}, n - 1}) {
+    expect(c1 + i, 1, 1.0 + i);
+    expect(c2 + i, 3, 1.0 + i);
+  }
+  expect(mid, 9, -1.0);
+  expect(tail, 8, -2.0);
+  // Each copy's ops follow one another on its rank's queue, as the original's do.
+  EXPECT_EQ(g.queue_next(c2 + 16383, 0), c2 + 16384);
+  EXPECT_EQ(g.queue_prev(c1 + 16384, 0), c1 + 16383);
+}
+
 }  // namespace CPSIM_TEST_TU
