@@ -52,6 +52,9 @@ struct SimgridPlatform {
   std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> pipe_hosts;
 };
 
+/// The (GPU, cap) of every capped transfer of `g` (Op::max_rate_Bps), each once, in the order
+/// of the first op with it: one cap link and shadow host each.
+std::vector<std::pair<int, double>> capped_pairs(const schedule::TaskGraph& g);
 /// The platform for replaying `g` on `topo` in the process's Engine (created first), sealed.
 SimgridPlatform build_platform(const schedule::TaskGraph& g, const model::Topology& topo, bool pipelines);
 /// Whether `g`'s pipelines are wide enough that SimGrid should solve the whole max-min system

@@ -294,6 +294,20 @@ class TaskGraph {
     }
     for (; id < hi; ++id) f(id, static_cast<const Op&>(ops_[id - copied]));
   }
+  /// The ops in id order as stretches: stored(lo, hi) for ops [lo, hi) held as they are,
+  /// copied(base, count, src, rank_offset) for a copied range (op base + k is op src + k on
+  /// ranks rank_offset higher). For a pass that needs what a range holds, not each of its ops:
+  /// eight replicas' copies are one range read once.
+  template <class S, class C>
+  void for_each_stretch(S&& stored, C&& copied) const {
+    OpId id = 0;
+    for (const CopyRange& c : copies_) {
+      if (id < c.base) stored(id, c.base);
+      copied(c.base, c.count, c.src, c.rank_offset);
+      id = c.base + c.count;
+    }
+    if (id < size_) stored(id, static_cast<OpId>(size_));
+  }
   /// Ops held in memory (size() less the copies).
   size_t stored_ops() const { return ops_.size(); }
   int num_ranks() const { return num_ranks_; }
