@@ -23,6 +23,7 @@ void TaskGraph::index_copies() {
     while (k + 1 < copies_.size() && copies_[k + 1].base <= at) ++k;
     range_block_[b] = static_cast<uint32_t>(k);
   }
+  for (CopyRange& c : copies_) c.one_hop = size_t{c.src} + c.count <= lo;
 }
 
 void TaskGraph::too_deep() {
@@ -34,6 +35,11 @@ uint64_t link_key(OpId id, int side, int dir) {
   return static_cast<uint64_t>(id) << 2 | static_cast<uint64_t>(dir) << 1 | static_cast<uint64_t>(side);
 }
 }  // namespace
+
+OpId TaskGraph::own_queue_link(OpId id, int side, int dir) const {
+  auto it = copy_links_.find(link_key(id, side, dir));
+  return it == copy_links_.end() ? kNoOp : it->second;
+}
 
 OpId TaskGraph::copied_queue_link(OpId id, int side, int dir) const { return chain_queue_link(chain(id), side, dir); }
 
