@@ -24,7 +24,7 @@ struct Writer {
     u64(s.size());
     raw(s.data(), s.size());
   }
-  void vec(const std::vector<double>& v) {
+  void vec(const schedule::TimeArray& v) {
     u64(v.size());
     raw(v.data(), v.size() * sizeof(double));
   }
@@ -53,8 +53,8 @@ struct Reader {
     raw(s.data(), s.size());
     return s;
   }
-  std::vector<double> vec() {
-    std::vector<double> v(u64());
+  schedule::TimeArray vec() {
+    schedule::TimeArray v(u64());
     raw(v.data(), v.size() * sizeof(double));
     return v;
   }

@@ -39,9 +39,8 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
 
   Trace tr;
   tr.engine = "analytic";
-  std::optional<detail::Waits> counted;
-  detail::beside_trace_arrays(tr, n, opt.keep_times, [&] { counted.emplace(g); });
-  detail::Waits& waits = *counted;
+  detail::Waits waits(g);
+  const auto warm = detail::trace_arrays(tr, n, opt.keep_times);  // (after the counts' threads)
   detail::RouteCache routes(topo);
   detail::EventQueue<Event> events;
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -162,27 +163,19 @@ class Waits {
   std::unordered_map<schedule::OpId, uint32_t> big_;
 };
 
-/// Runs setup() here while the trace's per-op times (with keep_times) are allocated and faulted
-/// in on another core. Why: in this project's VM a first touch of memory costs the host's page
-/// faults too, and those two arrays are 16 B per op: 0.6 s of the 70B full replay's (24.3 M
-/// ops) setup, before the platform (0.25 s) and the wait counts (0.4 s), one after another.
-template <class F>
-void beside_trace_arrays(schedule::Trace& tr, size_t n, bool keep_times, F&& setup) {
-  auto arrays = [&] {
-    schedule::assign_huge(tr.start_s, n, 0.0);
-    schedule::assign_huge(tr.end_s, n, 0.0);
-  };
-  if (!keep_times || schedule::threads_for(0, n) == 1) {  // (small: not worth a thread's start)
-    if (keep_times) arrays();
-    setup();
-    return;
-  }
-  schedule::on_threads(2, [&](unsigned w) {
-    if (w == 0)
-      setup();
-    else
-      arrays();
-  });
+/// The trace's per-op times for n ops, sized without a page touched (schedule::TimeArray), and
+/// faulted in on another core while the replay writes them (schedule::TouchAhead, destroyed
+/// when the replay ends). In 8 parts: a replay works through each data-parallel replica's ops
+/// at once, and a full graph holds up to 8 of them in id order (16 B per op: the 70B full
+/// replay's 24.3 M ops are 389 MB).
+inline std::unique_ptr<schedule::TouchAhead> trace_arrays(schedule::Trace& tr, size_t n, bool keep_times) {
+  if (!keep_times) return nullptr;
+  tr.start_s = schedule::TimeArray(n);
+  tr.end_s = schedule::TimeArray(n);
+  if (schedule::threads_for(0, n) == 1) return nullptr;  // (small: not worth a thread's start)
+  return std::make_unique<schedule::TouchAhead>(
+      std::vector<std::pair<void*, size_t>>{{tr.start_s.data(), n * sizeof(double)}, {tr.end_s.data(), n * sizeof(double)}},
+      8);
 }
 
 /// Op id is done: start(s) for each successor s that waits for nothing more, in the graph's

@@ -558,10 +558,9 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   // --- platform, wait counts and the trace's arrays ---
   std::optional<detail::SimgridPlatform> pf;
   std::optional<detail::Waits> waits;
-  detail::beside_trace_arrays(tr, n, opt.keep_times, [&] {
-    pf.emplace(detail::build_platform(g, topo, opt.pipelines));
-    waits.emplace(g);
-  });
+  pf.emplace(detail::build_platform(g, topo, opt.pipelines));
+  waits.emplace(g);
+  const auto warm = detail::trace_arrays(tr, n, opt.keep_times);  // (after the counts' threads)
   Replay rp{.g = g, .topo = topo, .zone = *pf->zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
             .hosts = std::move(pf->hosts), .capped_hosts = std::move(pf->capped_hosts),
             .waits = std::move(*waits), .solos = detail::RouteBundles(topo.links().size()),

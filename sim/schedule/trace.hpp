@@ -5,11 +5,16 @@
 #include <string>
 #include <vector>
 
+#include "schedule/zeroed_alloc.hpp"
+
 namespace cpsim::schedule {
 
+/// Per-op times: sized without touching a page (zeroed_alloc.hpp).
+using TimeArray = std::vector<double, ZeroedAlloc<double>>;
+
 struct Trace {
-  std::vector<double> start_s;   ///< per op, simulated seconds
-  std::vector<double> end_s;
+  TimeArray start_s;   ///< per op, simulated seconds
+  TimeArray end_s;
   double makespan_s = 0;
   std::string engine;            ///< "simgrid" or "analytic"
   double wall_s = 0;             ///< host wall time the replay took
