@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "schedule/huge_pages.hpp"
+#include "schedule/trace.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -32,6 +33,29 @@ TEST(HugePages, PrefaultKeepsWhatTheCallerWroteMeanwhile) {
   }
   for (size_t i = 0; i < n; i += 4099) ASSERT_EQ(v[i], i * 2654435761u) << i;
   EXPECT_EQ(v.back(), (n - 1) * 2654435761u);
+}
+
+// The trace's arrays (schedule::TimeArray) read as zeros however large, without a write, and a
+// TouchAhead faulting them in meanwhile in parts keeps every value the caller writes.
+TEST(HugePages, TimeArraysAreZerosAndTouchAheadKeepsTheirWrites) {
+  for (const size_t n : {size_t{0}, size_t{5}, schedule::Prefault::kPrefaultBytes / sizeof(double) * 3 + 11}) {
+    schedule::TimeArray a(n), b(n);
+    ASSERT_EQ(a.size(), n);
+    EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](double x) { return x == 0.0; })) << n;
+    {
+      const schedule::TouchAhead warm({{a.data(), n * sizeof(double)}, {b.data(), n * sizeof(double)}}, 8);
+      for (size_t i = 0; i < n; i += 7) {  // written while it faults, in a few places at once
+        a[i] = static_cast<double>(i) + 0.5;
+        b[n - 1 - i] = -static_cast<double>(i);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(a[i], i % 7 == 0 ? static_cast<double>(i) + 0.5 : 0.0) << i;
+      ASSERT_EQ(b[n - 1 - i], i % 7 == 0 ? -static_cast<double>(i) : 0.0) << i;
+    }
+  }
+  schedule::TimeArray c{1.0, 2.0};  // values given are written as given
+  EXPECT_EQ(c[1], 2.0);
 }
 
 }  // namespace CPSIM_TEST_TU
