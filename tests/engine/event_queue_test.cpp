@@ -2,6 +2,7 @@
 // detail::Later (time, then op), however pushes and peeks interleave.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <queue>
 #include <random>
@@ -86,6 +87,35 @@ TEST(EventQueue, EventsAtOneInstantComeOutByOpWhateverTheirPushOrder) {
     q.pop();
   }
   EXPECT_EQ(ops, (std::vector<uint32_t>{20, 1, 3, 7, 9}));
+}
+
+TEST(EventQueue, ManyEventsOfOneTimeAmongOthersComeOutWholeAndByOp) {
+  // Replicas in step queue the same ends many at a time: a time's group spans several blocks,
+  // is reused once taken, and times that share a slot of the cache of open groups stay apart.
+  EventQueue<Ev> q;
+  std::priority_queue<Ev, std::vector<Ev>, Later> ref;
+  uint32_t tag = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (uint32_t op = 0; op < 100; ++op)
+      for (const double t : {3.0 + round, 3.5 + round, 3.0 + round + std::ldexp(1.0, -40)}) {
+        const Ev e{t, (op * 37) % 100 + 1000 * static_cast<uint32_t>(t == 3.5 + round), tag++};
+        q.push(e);
+        ref.push(e);
+      }
+    for (int k = 0; k < 250; ++k) {
+      ASSERT_EQ(q.top().t, ref.top().t) << round << " " << k;
+      ASSERT_EQ(q.top().op, ref.top().op) << round << " " << k;
+      q.pop();
+      ref.pop();
+    }
+  }
+  while (!ref.empty()) {
+    ASSERT_EQ(q.top().t, ref.top().t);
+    ASSERT_EQ(q.top().op, ref.top().op);
+    q.pop();
+    ref.pop();
+  }
+  EXPECT_TRUE(q.empty());
 }
 
 TEST(EventQueue, APeekDoesNotStopAnEarlierEventPushedAfterItFromComingFirst) {
