@@ -445,37 +445,13 @@ class TaskGraph {
     OpId at[kMaxCopyDepth + 1];  // (left uninitialised past depth: built per op on hot paths)
     const CopyRange* hop[kMaxCopyDepth];
   };
-  CopyChain chain(OpId id) const {
-    CopyChain ch;
-    ch.depth = 0;
-    ch.at[0] = id;
-    for (;;) {
-      if (id < copies_.front().base) {
-        ch.stored = id;
-        return ch;
-      }
-      const CopyRange* it = range_of(id);
-      if (id - it->base >= it->count) {
-        ch.stored = id - it->copied_before - it->count;
-        return ch;
-      }
-      if (ch.depth == kMaxCopyDepth) too_deep();
-      ch.hop[ch.depth] = it;
-      id = it->src + (id - it->base);
-      ch.at[++ch.depth] = id;
-    }
-  }
+  CopyChain chain(OpId id) const;
   [[noreturn]] static void too_deep();
   /// The last copy range whose base is at most `id` (>= the first's): from range_block_, then
   /// a step or two. Why: chain() is on every start of a copied op, and scanning the ranges
   /// back to front (twice: the copy, then its source) was ~110 instructions a call, 8 % of
   /// the 70B full replay's instructions (callgrind, 80 layers cut to 16).
-  const CopyRange* range_of(OpId id) const {
-    if (id >= copies_.back().base) return &copies_.back();
-    size_t k = range_block_[(id - copies_.front().base) >> kRangeBlockShift];
-    while (copies_[k + 1].base <= id) ++k;
-    return &copies_[k];
-  }
+  const CopyRange* range_of(OpId id) const;
   /// The copy range of copied op `id` when it copies a stored op in one hop (its original's
   /// range is stored ops before any copy, as every replica's is): else nullptr (chain()).
   const CopyRange* one_hop(OpId id) const {
@@ -487,27 +463,7 @@ class TaskGraph {
   /// Why: every start and end of the 70B full replay's copied ops walks these; through chain()
   /// they were ~100 instructions an op more (callgrind, cut to 16 layers).
   template <class F>
-  void one_hop_neighbours(int dir, const CopyRange& c, OpId id, F&& f) const {
-    const OpId k = id - c.base, stored = c.src + k;
-    const OpId* to = edge_csr_[dir].data();
-    const auto& off = edge_off_[dir];
-    for (uint32_t e = off[stored]; e < off[stored + 1]; ++e)
-      if (const OpId t = to[e] - c.src; t < c.count) f(t + c.base);  // (one outside the range: not the copy's)
-    if (extra_flag(dir, id)) {
-      const auto& ex = extra_[dir];
-      for (auto it = std::lower_bound(ex.begin(), ex.end(), std::pair<OpId, OpId>{id, 0}); it != ex.end() && it->first == id; ++it)
-        f(it->second);
-    }
-    for (int side = 0; side < 2; ++side) {
-      const OpId t = qlink_[dir][side][stored];
-      if (t == kNotQueued) continue;
-      if (t != kNoOp && t - c.src < c.count) {
-        f(t - c.src + c.base);
-      } else if (const OpId own = own_queue_link(id, side, dir); own != kNoOp) {
-        f(own);
-      }
-    }
-  }
+  void one_hop_neighbours(int dir, const CopyRange& c, OpId id, F&& f) const;
   /// A copied op's queue neighbour that is not its original's shifted (copy_links_), or kNoOp.
   OpId own_queue_link(OpId id, int side, int dir) const;
   /// Per block of 2^kRangeBlockShift ids from the first copy's base to the last's: the last
@@ -538,25 +494,7 @@ class TaskGraph {
     chain_edges(dir, chain(id), f);
   }
   template <class F>
-  void chain_edges(int dir, const CopyChain& ch, F&& f) const {
-    auto emit = [&](OpId t, int level) {
-      for (int j = level - 1; j >= 0; --j) {
-        const CopyRange& h = *ch.hop[j];
-        if (t < h.src || t - h.src >= h.count) return;
-        t = t - h.src + h.base;
-      }
-      f(t);
-    };
-    const auto& off = edge_off_[dir];
-    const OpId* to = edge_csr_[dir].data();
-    for (uint32_t e = off[ch.stored]; e < off[ch.stored + 1]; ++e) emit(to[e], ch.depth);
-    for (int j = ch.depth - 1; j >= 0; --j) {
-      if (!extra_flag(dir, ch.at[j])) continue;
-      const auto& ex = extra_[dir];
-      auto it = std::lower_bound(ex.begin(), ex.end(), std::pair<OpId, OpId>{ch.at[j], 0});
-      for (; it != ex.end() && it->first == ch.at[j]; ++it) emit(it->second, j);
-    }
-  }
+  void chain_edges(int dir, const CopyChain& ch, F&& f) const;
   bool extra_flag(int dir, OpId id) const { return (extra_bits_[dir][id >> 6] >> (id & 63)) & 1; }
   /// Per copied range, the first and last op (offset, side) on each (rank, stream) queue.
   struct QueueEnds {
@@ -633,3 +571,5 @@ class TaskGraph {
 };
 
 }  // namespace cpsim::schedule
+
+#include "schedule/task_graph_copies.hpp"  // (TaskGraph's walks through copied ranges)
