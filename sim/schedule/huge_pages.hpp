@@ -28,39 +28,22 @@ inline void huge_page_hint(void* p, size_t bytes) {
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
 }
 
-/// Faults [p, p + bytes) in, writable, on another core while the caller goes on, if it is
-/// large (kPrefaultBytes); joined when it goes out of scope. It writes nothing: a page the
-/// caller has written meanwhile keeps what it holds (MADV_POPULATE_WRITE, Linux 5.14; where the
-/// kernel refuses, the caller's own writes fault the pages in as before).
+/// Faults ranges in, writable, on another thread while the caller works in them, 2 MB at a
+/// time: each range cut in `parts` equal parts, taken a chunk each in turn, for a caller that
+/// works through every part at about the same pace (the replay through each replica's ops).
+/// It writes nothing: a page the caller has written meanwhile keeps what it holds
+/// (MADV_POPULATE_WRITE, Linux 5.14; where the kernel refuses, the caller's own writes fault
+/// the pages in as before). Stops early when destroyed; does nothing below kMinBytes.
 ///
 /// Why: in this project's VM the first touch of memory the guest has not touched lately costs
 /// the host's page faults too: measured, 1 GB memset in a fresh process 1.9-2.3 s on one core
-/// and 1.06 s split over two (0.05 s once faulted in); the 70B full replay touches ~1 GB.
-class Prefault {
- public:
-  static constexpr size_t kPrefaultBytes = size_t{32} << 20;
-  Prefault(void* p, size_t bytes);
-  ~Prefault();
-  Prefault(const Prefault&) = delete;
-  Prefault& operator=(const Prefault&) = delete;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-};
-
-/// Faults ranges in, writable, on another thread while the caller works in them, writing
-/// nothing (MADV_POPULATE_WRITE), 2 MB at a time: each range cut in `parts` equal parts, and
-/// the parts taken a chunk each in turn, for a caller that works through every part at about
-/// the same pace (the replay through each replica's ops). Stops early when destroyed. Does
-/// nothing when the ranges hold less than Prefault::kPrefaultBytes.
-///
-/// Why: the trace's times (zeroed_alloc.hpp) are written as ops start and end, over the whole
-/// replay, while its second core idles; faulted in beforehand they held the replay's start
-/// back (0.6 s of the 70B full replay's setup, cold).
+/// and 1.06 s split over two (0.05 s once faulted in); the 70B full replay touches ~1 GB. The
+/// trace's times (zeroed_alloc.hpp) are written over the whole replay while its second core
+/// idles: faulted in beforehand they held the replay's start back (0.6 s of its setup, cold).
 class TouchAhead {
  public:
-  TouchAhead(std::vector<std::pair<void*, size_t>> ranges, size_t parts);
+  static constexpr size_t kMinBytes = size_t{32} << 20;
+  TouchAhead(std::vector<std::pair<void*, size_t>> ranges, size_t parts = 1);
   ~TouchAhead();
   TouchAhead(const TouchAhead&) = delete;
   TouchAhead& operator=(const TouchAhead&) = delete;
@@ -71,14 +54,14 @@ class TouchAhead {
 };
 
 /// v.assign(n, value) on huge pages: reserve (untouched memory), hint, then fill; the second
-/// half faulted in on another core meanwhile (Prefault).
+/// half faulted in on another core meanwhile (TouchAhead).
 template <class T>
 void assign_huge(std::vector<T>& v, size_t n, const T& value) {
   std::vector<T>().swap(v);
   v.reserve(n);
   huge_page_hint(v.data(), n * sizeof(T));
   const size_t half = n / 2;
-  const Prefault ahead(v.data() + half, (n - half) * sizeof(T));
+  const TouchAhead ahead({{v.data() + half, (n - half) * sizeof(T)}});
   v.assign(n, value);
 }
 

@@ -142,24 +142,24 @@ OpId TaskGraph::copy_ops(OpId first, OpId last, size_t edge_first, size_t edge_l
   const size_t copied = copies_.empty() ? 0 : copies_.back().copied_before + copies_.back().count;
   copies_.push_back({base, last - first, first, rank_offset, copied, internal, INT32_MAX, INT32_MIN});
   index_copies();
-  if (std::find(copied_sources_.begin(), copied_sources_.end(), std::pair{first, last}) == copied_sources_.end())
-    copied_sources_.emplace_back(first, last);
   size_ += last - first;
   // The range's ranks, read once per source range (the 70B full replay copies one range of
   // 3.0 M ops seven times: reading it per copy was 8 % of its build's samples).
-  auto [span, fresh] = source_spans_.try_emplace({first, last});
-  if (fresh)
+  auto src = std::find_if(copied_sources_.begin(), copied_sources_.end(),
+                          [&](const CopiedSource& cs) { return cs.first == first && cs.last == last; });
+  if (src == copied_sources_.end()) {
+    CopiedSource cs{first, last};
     for (OpId i = first; i < last; ++i) {
       const Op o = op(i);
-      span->second.lo = std::min({span->second.lo, o.rank, o.peer >= 0 ? o.peer : INT32_MAX});
-      span->second.hi = std::max({span->second.hi, o.rank, o.peer});
+      cs.lo = std::min({cs.lo, o.rank, o.peer >= 0 ? o.peer : INT32_MAX});
+      cs.hi = std::max({cs.hi, o.rank, o.peer});
     }
-  CopyRange& c = copies_.back();
-  if (span->second.lo <= span->second.hi) {
-    c.min_rank = span->second.lo + rank_offset;
-    c.max_rank = span->second.hi + rank_offset;
-    num_ranks_ = std::max(num_ranks_, c.max_rank + 1);
+    src = copied_sources_.insert(copied_sources_.end(), cs);
   }
+  CopyRange& c = copies_.back();
+  c.min_rank = src->lo + rank_offset;  // (a range holds an op: lo <= hi)
+  c.max_rank = src->hi + rank_offset;
+  num_ranks_ = std::max(num_ranks_, c.max_rank + 1);
   if (!bystander_.empty())
     for (OpId i = first; i < last; ++i) {
       const Op o = op(i);
@@ -227,8 +227,8 @@ OpId TaskGraph::add_transfer(int src, uint16_t src_stream, int dst, uint16_t dst
 void TaskGraph::add_edge(OpId before, OpId after) {
   if (before == kNoOp || after == kNoOp || before == after) return;
   if (finalized_) throw std::logic_error("TaskGraph::add_edge after finalize");
-  for (const auto& [a, b] : copied_sources_)
-    if (before >= a && before < b && after >= a && after < b)
+  for (const CopiedSource& cs : copied_sources_)
+    if (before >= cs.first && before < cs.last && after >= cs.first && after < cs.last)
       throw std::logic_error("TaskGraph::add_edge: inside a range already copied (its copies would miss it)");
   backward_edge_ = backward_edge_ || after < before;
   edge_from_.push_back(before);

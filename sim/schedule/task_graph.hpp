@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <functional>
 #include <iterator>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -528,12 +527,12 @@ class TaskGraph {
   std::unordered_map<uint64_t, OpId> copy_links_;
   size_t edges_total_ = 0;
   /// Ranges already copied: an edge added inside one later would be missing from its copies.
-  std::vector<std::pair<OpId, OpId>> copied_sources_;
-  /// Per source range copied: the lowest rank or peer (>= 0) of its ops and the highest.
-  struct RankSpan {
+  /// Each with the lowest rank or peer (>= 0) of its ops and the highest, read once per range.
+  struct CopiedSource {
+    OpId first, last;
     int32_t lo = INT32_MAX, hi = INT32_MIN;
   };
-  std::map<std::pair<OpId, OpId>, RankSpan> source_spans_;
+  std::vector<CopiedSource> copied_sources_;
   std::array<size_t, 4> last_copied_range_{};  ///< copy_ops' last checked range and edges
   std::vector<std::string> strings_{""};
   /// Looked up by string_view: intern() is called for every label of every op, and building a

@@ -1,5 +1,5 @@
 // assign_huge fills what it is asked to while another core faults the second half in
-// (Prefault): that core must never write over what the caller has written.
+// (TouchAhead): that core must never write over what the caller has written.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,8 +13,8 @@ namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles uni
 
 using namespace cpsim;
 
-TEST(HugePages, AssignHugeFillsEveryElementAboveThePrefaultSize) {
-  const size_t n = schedule::Prefault::kPrefaultBytes / sizeof(uint32_t) * 3 + 17;  // ~96 MB
+TEST(HugePages, AssignHugeFillsEveryElementAboveTheTouchAheadSize) {
+  const size_t n = schedule::TouchAhead::kMinBytes / sizeof(uint32_t) * 3 + 17;  // ~96 MB
   std::vector<uint32_t> v{1, 2, 3};
   schedule::assign_huge<uint32_t>(v, n, 7u);
   ASSERT_EQ(v.size(), n);
@@ -23,12 +23,12 @@ TEST(HugePages, AssignHugeFillsEveryElementAboveThePrefaultSize) {
   EXPECT_EQ(v, std::vector<uint32_t>(5, 9u));
 }
 
-TEST(HugePages, PrefaultKeepsWhatTheCallerWroteMeanwhile) {
-  const size_t n = schedule::Prefault::kPrefaultBytes / sizeof(uint64_t) * 2;
+TEST(HugePages, TouchAheadKeepsWhatTheCallerWroteMeanwhile) {
+  const size_t n = schedule::TouchAhead::kMinBytes / sizeof(uint64_t) * 2;
   std::vector<uint64_t> v;
   v.reserve(n);
   {
-    const schedule::Prefault ahead(v.data(), n * sizeof(uint64_t));
+    const schedule::TouchAhead ahead({{v.data(), n * sizeof(uint64_t)}});
     for (size_t i = 0; i < n; ++i) v.push_back(i * 2654435761u);  // written while it faults
   }
   for (size_t i = 0; i < n; i += 4099) ASSERT_EQ(v[i], i * 2654435761u) << i;
@@ -38,7 +38,7 @@ TEST(HugePages, PrefaultKeepsWhatTheCallerWroteMeanwhile) {
 // The trace's arrays (schedule::TimeArray) read as zeros however large, without a write, and a
 // TouchAhead faulting them in meanwhile in parts keeps every value the caller writes.
 TEST(HugePages, TimeArraysAreZerosAndTouchAheadKeepsTheirWrites) {
-  for (const size_t n : {size_t{0}, size_t{5}, schedule::Prefault::kPrefaultBytes / sizeof(double) * 3 + 11}) {
+  for (const size_t n : {size_t{0}, size_t{5}, schedule::TouchAhead::kMinBytes / sizeof(double) * 3 + 11}) {
     schedule::TimeArray a(n), b(n);
     ASSERT_EQ(a.size(), n);
     EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](double x) { return x == 0.0; })) << n;
