@@ -17,7 +17,7 @@
 
 #include "engine/flat_map.hpp"
 #include "model/topology.hpp"
-#include "schedule/huge_pages.hpp"
+#include "schedule/touch_ahead.hpp"
 #include "schedule/lone_transfer.hpp"
 #include "schedule/task_graph.hpp"
 #include "schedule/threads.hpp"
@@ -129,7 +129,7 @@ class Waits {
   /// them copies) one thread took 0.63-0.68 s.
   explicit Waits(const schedule::TaskGraph& g) {
     const size_t n = g.size();
-    schedule::assign_huge<uint16_t>(w_, n, 0);
+    schedule::assign_ahead<uint16_t>(w_, n, 0);
     const unsigned threads = schedule::threads_for(0, n);
     std::vector<std::vector<std::pair<schedule::OpId, uint32_t>>> big(threads);
     schedule::on_threads(threads, [&](unsigned w) {

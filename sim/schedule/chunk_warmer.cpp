@@ -10,13 +10,13 @@
 #include <thread>
 #include <vector>
 
-#include "schedule/huge_pages.hpp"
+#include "schedule/touch_ahead.hpp"
 
 namespace cpsim::schedule {
 
 namespace {
 /// ChunkedVector's default chunk, the one the graph's ops and edges use.
-constexpr size_t kBytes = 2 * kHugePage;
+constexpr size_t kBytes = 2 * kTouchStep;
 std::mutex g_mu;
 ChunkWarmer::Impl* g_live = nullptr;  // under g_mu
 }  // namespace
@@ -38,12 +38,9 @@ struct ChunkWarmer::Impl {
       if (stop) return;
       lk.unlock();
       // (No new-handler here: out of memory, the builder's own allocation reports it.)
-      void* p = ::operator new(kBytes, std::align_val_t(kHugePage), std::nothrow);
-      if (p != nullptr) {
-        huge_page_hint(p, kBytes);
-        // Faulted in without writing (Linux 5.14); where refused, the builder's writes fault them.
-        madvise(p, kBytes, MADV_POPULATE_WRITE);
-      }
+      void* p = ::operator new(kBytes, std::align_val_t(kTouchStep), std::nothrow);
+      // Faulted in without writing (Linux 5.14); where refused, the builder's writes fault them.
+      if (p != nullptr) madvise(p, kBytes, MADV_POPULATE_WRITE);
       lk.lock();
       if (p == nullptr) return;
       ready.push_back(p);
@@ -70,7 +67,7 @@ ChunkWarmer::~ChunkWarmer() {
   // Those left over go back to the kernel (their memory may stay in the allocator's heap).
   for (void* p : impl_->ready) {
     madvise(p, kBytes, MADV_DONTNEED);
-    ::operator delete(p, std::align_val_t(kHugePage));
+    ::operator delete(p, std::align_val_t(kTouchStep));
   }
 }
 

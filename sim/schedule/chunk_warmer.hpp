@@ -1,12 +1,12 @@
 #pragma once
-/// Huge-page chunks for ChunkedVector faulted in ahead, on another core, while the task graph
+/// Chunks for ChunkedVector faulted in ahead, on another core, while the task graph
 /// is built (issue 20).
 ///
 /// Why: in this project's VM the first touch of memory the guest has not touched lately costs
-/// the host's page faults too (huge_pages.hpp: ~2 s per GB on one core). Building the 70B full
-/// replay's graph stores 3.2 M ops and their edges, ~400 MB of chunks; measured with perf on a
-/// cold run, page clearing was ~55 % of the build's samples (1.9 s against 0.75 s warm), all
-/// on the building thread while the other core sat idle.
+/// the host's page faults too (touch_ahead.hpp). Building the 70B full replay's graph stores
+/// 3.2 M ops and their edges, ~400 MB of chunks; measured with perf on a cold run (huge pages
+/// then), page clearing was ~55 % of the build's samples (1.9 s against 0.75 s warm), all on
+/// the building thread while the other core sat idle.
 ///
 /// While a ChunkWarmer is alive, ChunkedVector's 4 MB chunks come from it: a thread keeps a few
 /// chunks faulted in ahead of the builder, as many as it has taken so far up to kAhead, so a
@@ -29,7 +29,7 @@ class ChunkWarmer {
   ChunkWarmer& operator=(const ChunkWarmer&) = delete;
 
   /// A chunk of `bytes` from the live warmer, faulted in, aligned and released as
-  /// ChunkedVector's own (operator new with the huge page's alignment); nullptr if there is no
+  /// ChunkedVector's own (operator new with kTouchStep's alignment); nullptr if there is no
   /// warmer, it warms chunks of another size, or none is ready yet.
   static void* take(size_t bytes);
 

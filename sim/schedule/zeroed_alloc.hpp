@@ -4,9 +4,8 @@
 /// cleared by calloc for a small one), so value-initialising an element writes nothing.
 ///
 /// Why (issue 20): the trace's per-op times are 16 B per op, 389 MB on the 70B full replay. In
-/// this project's VM a first touch of memory costs the host's page faults too (~2 s per GB on
-/// one core, huge_pages.hpp), and sizing them with std::vector wrote every page before the
-/// replay began; now they are faulted in on the idle core while the replay runs (TouchAhead).
+/// this project's VM a first touch of memory costs the host's page faults too (touch_ahead.hpp),
+/// and sizing them with std::vector wrote every page before the replay began; now they are faulted in on the idle core while the replay runs (TouchAhead).
 ///
 /// The price of writing nothing: a vector shrunk and then grown again keeps what its memory
 /// held past the shrink, not zeros. The trace's arrays are sized once.
@@ -15,8 +14,6 @@
 #include <new>
 #include <type_traits>
 #include <utility>
-
-#include "schedule/huge_pages.hpp"
 
 namespace cpsim::schedule {
 
@@ -30,7 +27,6 @@ struct ZeroedAlloc {
   T* allocate(size_t n) {
     void* p = std::calloc(n, sizeof(T));
     if (p == nullptr) throw std::bad_alloc();
-    huge_page_hint(p, n * sizeof(T));
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t) noexcept { std::free(p); }

@@ -1,4 +1,6 @@
-#include "schedule/huge_pages.hpp"
+#include "schedule/touch_ahead.hpp"
+
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -27,8 +29,8 @@ TouchAhead::TouchAhead(std::vector<std::pair<void*, size_t>> ranges, size_t part
           for (size_t k = 0; k < parts; ++k) {
             const auto b = reinterpret_cast<uintptr_t>(p);
             const uintptr_t part_lo = b + bytes * k / parts, part_hi = b + bytes * (k + 1) / parts;
-            const uintptr_t lo = (part_lo + j * kHugePage + kPage - 1) & ~(kPage - 1);
-            const uintptr_t hi = std::min(part_hi, part_lo + (j + 1) * kHugePage);
+            const uintptr_t lo = (part_lo + j * kTouchStep + kPage - 1) & ~(kPage - 1);
+            const uintptr_t hi = std::min(part_hi, part_lo + (j + 1) * kTouchStep);
             if (lo >= hi) continue;
             more = true;
             madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);

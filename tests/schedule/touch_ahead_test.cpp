@@ -1,4 +1,4 @@
-// assign_huge fills what it is asked to while another core faults the second half in
+// assign_ahead fills what it is asked to while another core faults the second half in
 // (TouchAhead): that core must never write over what the caller has written.
 #include <gtest/gtest.h>
 
@@ -6,24 +6,24 @@
 #include <cstdint>
 #include <vector>
 
-#include "schedule/huge_pages.hpp"
+#include "schedule/touch_ahead.hpp"
 #include "schedule/trace.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
 using namespace cpsim;
 
-TEST(HugePages, AssignHugeFillsEveryElementAboveTheTouchAheadSize) {
+TEST(TouchAhead, AssignHugeFillsEveryElementAboveTheTouchAheadSize) {
   const size_t n = schedule::TouchAhead::kMinBytes / sizeof(uint32_t) * 3 + 17;  // ~96 MB
   std::vector<uint32_t> v{1, 2, 3};
-  schedule::assign_huge<uint32_t>(v, n, 7u);
+  schedule::assign_ahead<uint32_t>(v, n, 7u);
   ASSERT_EQ(v.size(), n);
   EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](uint32_t x) { return x == 7u; }));
-  schedule::assign_huge<uint32_t>(v, 5, 9u);  // and below it, on one core
+  schedule::assign_ahead<uint32_t>(v, 5, 9u);  // and below it, on one core
   EXPECT_EQ(v, std::vector<uint32_t>(5, 9u));
 }
 
-TEST(HugePages, TouchAheadKeepsWhatTheCallerWroteMeanwhile) {
+TEST(TouchAhead, TouchAheadKeepsWhatTheCallerWroteMeanwhile) {
   const size_t n = schedule::TouchAhead::kMinBytes / sizeof(uint64_t) * 2;
   std::vector<uint64_t> v;
   v.reserve(n);
@@ -37,7 +37,7 @@ TEST(HugePages, TouchAheadKeepsWhatTheCallerWroteMeanwhile) {
 
 // The trace's arrays (schedule::TimeArray) read as zeros however large, without a write, and a
 // TouchAhead faulting them in meanwhile in parts keeps every value the caller writes.
-TEST(HugePages, TimeArraysAreZerosAndTouchAheadKeepsTheirWrites) {
+TEST(TouchAhead, TimeArraysAreZerosAndTouchAheadKeepsTheirWrites) {
   for (const size_t n : {size_t{0}, size_t{5}, schedule::TouchAhead::kMinBytes / sizeof(double) * 3 + 11}) {
     schedule::TimeArray a(n), b(n);
     ASSERT_EQ(a.size(), n);

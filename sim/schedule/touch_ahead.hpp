@@ -1,0 +1,61 @@
+#pragma once
+/// Large arrays faulted in on the idle core while the caller works in them (issue 20).
+///
+/// Why: in this project's VM the first touch of memory costs the host's page faults too, and
+/// the 70B full replay touches ~0.9 GB. Done on the second core, that cost hides behind work.
+///
+/// Why 4 KB pages, not transparent huge pages: until 2026-12-03 the graph's chunks and arrays
+/// asked for THP (MADV_HUGEPAGE). In this VM each huge-page fault costs ~5 ms unless the same
+/// 2 MB frames were freed by a huge-page process just before: measured with /proc/vmstat, one
+/// 70B full replay took 406 thp_fault_alloc (no compaction) and 2.2-2.5 s of system time,
+/// against 0.52-0.65 s with 4 KB pages, whether it ran after 8 s idle, after a 4 KB run or
+/// after a link. Five runs of each, alternating, 2 s idle before each: whole process
+/// 7.62-9.00 s with THP, 7.16-7.95 s without; replay 4.80-5.63 s against 4.74-5.11 s. Warm
+/// (THP after THP, the 70B cut to 16 layers, eight runs each) the two were the same, 1.23-1.60 s
+/// against 1.27-1.56 s: this VM gains nothing from fewer TLB misses that would pay for it.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+namespace cpsim::schedule {
+
+/// How much TouchAhead faults in at a time, and the alignment of ChunkedVector's chunks.
+inline constexpr size_t kTouchStep = size_t{2} << 20;
+
+/// Faults ranges in, writable, on another thread while the caller works in them, 2 MB at a
+/// time: each range cut in `parts` equal parts, taken a chunk each in turn, for a caller that
+/// works through every part at about the same pace (the replay through each replica's ops).
+/// It writes nothing: a page the caller has written meanwhile keeps what it holds
+/// (MADV_POPULATE_WRITE, Linux 5.14; where the kernel refuses, the caller's own writes fault
+/// the pages in as before). Stops early when destroyed; does nothing below kMinBytes.
+///
+/// Why: measured in this VM, 900 MB of fresh 4 KB pages written in 0.37-0.64 s on one core (it
+/// was 1.9-2.3 s per GB with huge pages, 0.05 s once faulted in). The
+/// trace's times (zeroed_alloc.hpp) are written over the whole replay while its second core
+/// idles: faulted in beforehand they held the replay's start back (0.6 s of its setup, cold).
+class TouchAhead {
+ public:
+  static constexpr size_t kMinBytes = size_t{32} << 20;
+  TouchAhead(std::vector<std::pair<void*, size_t>> ranges, size_t parts = 1);
+  ~TouchAhead();
+  TouchAhead(const TouchAhead&) = delete;
+  TouchAhead& operator=(const TouchAhead&) = delete;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// v.assign(n, value) with the second half faulted in on another core meanwhile (TouchAhead).
+template <class T>
+void assign_ahead(std::vector<T>& v, size_t n, const T& value) {
+  std::vector<T>().swap(v);
+  v.reserve(n);
+  const size_t half = n / 2;
+  const TouchAhead ahead({{v.data() + half, (n - half) * sizeof(T)}});
+  v.assign(n, value);
+}
+
+}  // namespace cpsim::schedule
