@@ -12,6 +12,7 @@
 #include "engine/event_queue.hpp"
 #include "engine/replay.hpp"
 #include "engine/replay_common.hpp"
+#include "engine/trace_writer.hpp"
 
 namespace cpsim::engine {
 
@@ -40,7 +41,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
   Trace tr;
   tr.engine = "analytic";
   detail::Waits waits(g);
-  const auto warm = detail::trace_arrays(tr, n, opt.keep_times);  // (after the counts' threads)
+  detail::TraceWriter times(tr, n, opt.keep_times);  // (after the counts' threads)
   detail::RouteCache routes(topo);
   detail::EventQueue<Event> events;
 
@@ -68,7 +69,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
 
   auto start = [&](OpId id, double t) {
     const auto& op = g.op(id);
-    if (opt.keep_times) tr.start_s[id] = t;
+    times.start(id, t);
     if (op.kind == OpKind::Compute) {
       const double d = detail::compute_time_s(op, id, noise);
       if (interfere && d > 0 && op.noisy) {  // (runtime overheads: host-side, not slowed)
@@ -116,7 +117,7 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
     if (ev.kernel != 0 &&
         !running[op.rank].take(id, ev.t, [&](OpId k, double end) { events.push({end, k, 1}); }))
       continue;
-    if (opt.keep_times) tr.end_s[id] = ev.t;
+    times.end(id, ev.t);
     detail::extend_makespan(tr, ev.t);
     ++done;
     if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(ev.t, done, n);
@@ -124,10 +125,10 @@ Trace replay_analytic(const schedule::TaskGraph& g, const model::Topology& topo,
       comm_delta(op.rank, -1, ev.t);
       if (op.peer != op.rank) comm_delta(op.peer, -1, ev.t);
     }
-    detail::release_successors(g, waits, id, opt.keep_times ? tr.start_s.data() : nullptr,
-                               [&](OpId s) { start(s, ev.t); });
+    detail::release_successors(g, waits, id, [&](OpId s) { start(s, ev.t); });
   }
   if (done != n) throw std::logic_error("analytic replay: ops left unreplayed (graph deadlock)");
+  times.finish();
 
   tr.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return tr;

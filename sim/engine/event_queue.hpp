@@ -79,14 +79,6 @@ class EventQueue {
     return b0_.back();
   }
 
-  /// Calls f(e) for every event queued at the next event's time (in no particular order).
-  template <class F>
-  void for_each_next(F&& f) {
-    if (!past_.empty()) return;
-    if (b0_.empty()) spread();
-    for (const E& e : b0_) f(e);
-  }
-
   void pop() {
     --size_;
     if (!past_.empty()) {

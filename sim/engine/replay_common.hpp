@@ -163,35 +163,18 @@ class Waits {
   std::unordered_map<schedule::OpId, uint32_t> big_;
 };
 
-/// The trace's per-op times for n ops, sized without a page touched (schedule::TimeArray), and
-/// faulted in on another core while the replay writes them (schedule::TouchAhead, destroyed
-/// when the replay ends). In 8 parts: a replay works through each data-parallel replica's ops
-/// at once, and a full graph holds up to 8 of them in id order (16 B per op: the 70B full
-/// replay's 24.3 M ops are 389 MB).
-inline std::unique_ptr<schedule::TouchAhead> trace_arrays(schedule::Trace& tr, size_t n, bool keep_times) {
-  if (!keep_times) return nullptr;
-  tr.start_s = schedule::TimeArray(n);
-  tr.end_s = schedule::TimeArray(n);
-  if (schedule::threads_for(0, n) == 1) return nullptr;  // (small: not worth a thread's start)
-  return std::make_unique<schedule::TouchAhead>(
-      std::vector<std::pair<void*, size_t>>{{tr.start_s.data(), n * sizeof(double)}, {tr.end_s.data(), n * sizeof(double)}},
-      8);
-}
-
 /// Op id is done: start(s) for each successor s that waits for nothing more, in the graph's
-/// order. The successors are gathered first and their counts (and, with start_s, their start
-/// times' slots) fetched together: a rank's ops lie ~1,000 ids apart, so each is a cache miss,
+/// order. The successors are gathered first and their counts fetched together: a rank's ops lie ~1,000 ids apart, so each is a cache miss,
 /// and fetched one after another they were the replay's stalls (70B full replay, five runs of
 /// each alternating: replay median 5.34 -> 5.08 s).
 template <class F>
-void release_successors(const schedule::TaskGraph& g, Waits& waits, schedule::OpId id, double* start_s, F&& start) {
+void release_successors(const schedule::TaskGraph& g, Waits& waits, schedule::OpId id, F&& start) {
   constexpr size_t kGathered = 16;
   schedule::OpId succ[kGathered];
   size_t n = 0;
   g.for_each_successor(id, [&](schedule::OpId s) {
     if (n < kGathered) {
       waits.prefetch(s);
-      if (start_s != nullptr) __builtin_prefetch(start_s + s, 1);
       succ[n] = s;
     }
     ++n;

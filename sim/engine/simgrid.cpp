@@ -65,6 +65,7 @@
 #include "engine/route_bundles.hpp"
 #include "engine/simgrid_event.hpp"
 #include "engine/simgrid_platform.hpp"
+#include "engine/trace_writer.hpp"
 
 namespace cpsim::engine {
 
@@ -81,6 +82,7 @@ struct Replay {
   detail::TopologyZone& zone;
   const ReplayOptions& opt;
   Trace& tr;
+  detail::TraceWriter& times;  ///< tr's per-op times
   const schedule::ComputeNoise& noise;  ///< opt.noise or the graph's
   std::vector<sg4::Host*> hosts{};                              ///< per GPU
   std::map<std::pair<int, double>, sg4::Host*> capped_hosts{};  ///< (GPU, cap) -> shadow host
@@ -190,10 +192,6 @@ struct Replay {
   /// SimGrid's timer: runs our events due now (those they queue for now too), then re-arms.
   void run_due() {
     const double now = now_ = sg4::Engine::get_clock();
-    // The ends of this instant's ops fetched together (a cache miss each): ~45 events share an
-    // instant on the 70B full replay.
-    if (opt.keep_times && !events.empty())
-      events.for_each_next([&](const Event& e) { __builtin_prefetch(&tr.end_s[e.op], 1); });
     while (!events.empty() && events.top().t <= now) {
       const Event e = events.top();
       events.pop();
@@ -222,7 +220,7 @@ struct Replay {
   }
 
   void start(OpId id) {
-    if (opt.keep_times) tr.start_s[id] = now_;
+    times.start(id, now_);
     int32_t shift;
     const schedule::Op& stored = g.stored_op(id, shift);
     if (stored.kind == OpKind::Compute) {
@@ -473,12 +471,11 @@ struct Replay {
   void complete_compute(OpId id) { release_successors(id); }
   void release_successors(OpId id) {
     const double now = now_;
-    if (opt.keep_times) tr.end_s[id] = now;
+    times.end(id, now);
     detail::extend_makespan(tr, now);
     ++done;
     if (opt.progress && done % ReplayOptions::kProgressEvery == 0) opt.progress(now, done, g.size());
-    detail::release_successors(g, waits, id, opt.keep_times ? tr.start_s.data() : nullptr,
-                               [this](OpId s) { start(s); });
+    detail::release_successors(g, waits, id, [this](OpId s) { start(s); });
   }
 
   /// Completes the ops that finished without SimGrid; they may release more of them.
@@ -560,8 +557,8 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
   std::optional<detail::Waits> waits;
   pf.emplace(detail::build_platform(g, topo, opt.pipelines));
   waits.emplace(g);
-  const auto warm = detail::trace_arrays(tr, n, opt.keep_times);  // (after the counts' threads)
-  Replay rp{.g = g, .topo = topo, .zone = *pf->zone, .opt = opt, .tr = tr, .noise = opt.noise ? *opt.noise : g.noise(),
+  detail::TraceWriter times(tr, n, opt.keep_times);  // (after the counts' threads)
+  Replay rp{.g = g, .topo = topo, .zone = *pf->zone, .opt = opt, .tr = tr, .times = times, .noise = opt.noise ? *opt.noise : g.noise(),
             .hosts = std::move(pf->hosts), .capped_hosts = std::move(pf->capped_hosts),
             .waits = std::move(*waits), .solos = detail::RouteBundles(topo.links().size()),
             .routes = detail::RouteCache(topo)};
@@ -585,6 +582,7 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
 
   rp.graveyard.clear();
   rp.running.clear();
+  times.finish();
   if (rp.done != n) {
     OpId stuck = 0;
     while (stuck < n && rp.waits.ready(stuck)) ++stuck;

@@ -14,27 +14,20 @@ struct TouchAhead::Impl {
   std::thread t;
 };
 
-TouchAhead::TouchAhead(std::vector<std::pair<void*, size_t>> ranges, size_t parts) {
+TouchAhead::TouchAhead(std::vector<std::pair<void*, size_t>> ranges) {
   size_t total = 0;
   for (const auto& r : ranges) total += r.second;
-  if (total < kMinBytes || parts == 0) return;
+  if (total < kMinBytes) return;
   impl_ = std::make_unique<Impl>();
   try {
-    impl_->t = std::thread([ranges = std::move(ranges), parts, stop = &impl_->stop] {
+    impl_->t = std::thread([ranges = std::move(ranges), stop = &impl_->stop] {
       constexpr uintptr_t kPage = 4096;
-      bool more = true;
-      for (size_t j = 0; more && !stop->load(std::memory_order_relaxed); ++j) {
-        more = false;
-        for (const auto& [p, bytes] : ranges)
-          for (size_t k = 0; k < parts; ++k) {
-            const auto b = reinterpret_cast<uintptr_t>(p);
-            const uintptr_t part_lo = b + bytes * k / parts, part_hi = b + bytes * (k + 1) / parts;
-            const uintptr_t lo = (part_lo + j * kTouchStep + kPage - 1) & ~(kPage - 1);
-            const uintptr_t hi = std::min(part_hi, part_lo + (j + 1) * kTouchStep);
-            if (lo >= hi) continue;
-            more = true;
-            madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
-          }
+      for (const auto& [p, bytes] : ranges) {
+        const auto b = reinterpret_cast<uintptr_t>(p);
+        for (uintptr_t lo = (b + kPage - 1) & ~(kPage - 1); lo < b + bytes; lo += kTouchStep) {
+          if (stop->load(std::memory_order_relaxed)) return;
+          madvise(reinterpret_cast<void*>(lo), std::min(b + bytes, lo + kTouchStep) - lo, MADV_POPULATE_WRITE);
+        }
       }
     });
   } catch (const std::system_error&) {  // no thread: the caller faults them in itself

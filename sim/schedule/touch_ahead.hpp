@@ -25,20 +25,18 @@ namespace cpsim::schedule {
 inline constexpr size_t kTouchStep = size_t{2} << 20;
 
 /// Faults ranges in, writable, on another thread while the caller works in them, 2 MB at a
-/// time: each range cut in `parts` equal parts, taken a chunk each in turn, for a caller that
-/// works through every part at about the same pace (the replay through each replica's ops).
-/// It writes nothing: a page the caller has written meanwhile keeps what it holds
+/// time from the front. It writes nothing: a page the caller has written meanwhile keeps what it holds
 /// (MADV_POPULATE_WRITE, Linux 5.14; where the kernel refuses, the caller's own writes fault
 /// the pages in as before). Stops early when destroyed; does nothing below kMinBytes.
 ///
 /// Why: measured in this VM, 900 MB of fresh 4 KB pages written in 0.37-0.64 s on one core (it
 /// was 1.9-2.3 s per GB with huge pages, 0.05 s once faulted in). The
-/// trace's times (zeroed_alloc.hpp) are written over the whole replay while its second core
-/// idles: faulted in beforehand they held the replay's start back (0.6 s of its setup, cold).
+/// arrays that assign_ahead fills (the replay's wait counts, the graph's CSR) are written front
+/// to back, so the other core faults in the back half meanwhile.
 class TouchAhead {
  public:
   static constexpr size_t kMinBytes = size_t{32} << 20;
-  TouchAhead(std::vector<std::pair<void*, size_t>> ranges, size_t parts = 1);
+  explicit TouchAhead(std::vector<std::pair<void*, size_t>> ranges);
   ~TouchAhead();
   TouchAhead(const TouchAhead&) = delete;
   TouchAhead& operator=(const TouchAhead&) = delete;

@@ -5,7 +5,8 @@
 ///
 /// Why (issue 20): the trace's per-op times are 16 B per op, 389 MB on the 70B full replay. In
 /// this project's VM a first touch of memory costs the host's page faults too (touch_ahead.hpp),
-/// and sizing them with std::vector wrote every page before the replay began; now they are faulted in on the idle core while the replay runs (TouchAhead).
+/// and sizing them with std::vector wrote every page before the replay began; now they are
+/// written, faults and all, on the idle core while the replay runs (engine/trace_writer.hpp).
 ///
 /// The price of writing nothing: a vector shrunk and then grown again keeps what its memory
 /// held past the shrink, not zeros. The trace's arrays are sized once.

@@ -13,7 +13,7 @@ namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles uni
 
 using namespace cpsim;
 
-TEST(TouchAhead, AssignHugeFillsEveryElementAboveTheTouchAheadSize) {
+TEST(TouchAhead, AssignAheadFillsEveryElementAboveTheTouchAheadSize) {
   const size_t n = schedule::TouchAhead::kMinBytes / sizeof(uint32_t) * 3 + 17;  // ~96 MB
   std::vector<uint32_t> v{1, 2, 3};
   schedule::assign_ahead<uint32_t>(v, n, 7u);
@@ -36,14 +36,14 @@ TEST(TouchAhead, TouchAheadKeepsWhatTheCallerWroteMeanwhile) {
 }
 
 // The trace's arrays (schedule::TimeArray) read as zeros however large, without a write, and a
-// TouchAhead faulting them in meanwhile in parts keeps every value the caller writes.
+// TouchAhead faulting them in meanwhile keeps every value the caller writes.
 TEST(TouchAhead, TimeArraysAreZerosAndTouchAheadKeepsTheirWrites) {
   for (const size_t n : {size_t{0}, size_t{5}, schedule::TouchAhead::kMinBytes / sizeof(double) * 3 + 11}) {
     schedule::TimeArray a(n), b(n);
     ASSERT_EQ(a.size(), n);
     EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](double x) { return x == 0.0; })) << n;
     {
-      const schedule::TouchAhead warm({{a.data(), n * sizeof(double)}, {b.data(), n * sizeof(double)}}, 8);
+      const schedule::TouchAhead warm({{a.data(), n * sizeof(double)}, {b.data(), n * sizeof(double)}});
       for (size_t i = 0; i < n; i += 7) {  // written while it faults, in a few places at once
         a[i] = static_cast<double>(i) + 0.5;
         b[n - 1 - i] = -static_cast<double>(i);
