@@ -1,5 +1,3 @@
-#include <chrono>
-#include <cstdio>
 #include "report/metrics.hpp"
 
 #include "report/comm_split.hpp"
@@ -497,7 +495,6 @@ Result analyze_with(const schedule::Plan& plan, const schedule::Trace& tr, const
   // only): the per-op sums, the critical path, and the graph's part when it is not built yet.
   // Measured in one process on the 70B full replay, the whole report with two at a time and
   // one after the other, three times each: 2.15-2.70 s against 2.60-2.93 s.
-  std::fprintf(stderr, "REPORT start %.3f\n", std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
   std::optional<RankTimes> times;
   std::optional<WaitCharges> waits;
   auto sums = [&] {
@@ -516,7 +513,6 @@ Result analyze_with(const schedule::Plan& plan, const schedule::Trace& tr, const
       critical_path(g, tr, r);
     }
   });
-  std::fprintf(stderr, "REPORT passes done %.3f\n", std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
   GraphPart::Impl& gp = part->impl();
   r.links = std::move(gp.links.links);
   for (LinkLoad& ll : r.links) ll.utilisation = r.step_time_s > 0 ? ll.busy_s / r.step_time_s : 0;
@@ -542,7 +538,6 @@ Result analyze_with(const schedule::Plan& plan, const schedule::Trace& tr, const
       comm.add(k, shares[static_cast<size_t>(k - r0)]);
     }
   });
-  std::fprintf(stderr, "REPORT walk done %.3f\n", std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
   times->finish();
   r.communication = comm.result();
   return r;

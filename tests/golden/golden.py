@@ -78,6 +78,10 @@ def render(cpsim, scenario, args):
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if p.returncode != 0:
             raise SystemExit(f"golden: {' '.join(cmd)} exited {p.returncode}\n{p.stdout}{p.stderr}")
+        # Off a terminal a run that succeeds writes nothing to stderr (progress draws on a
+        # terminal only): a debugging print left in once went unnoticed.
+        if p.stderr:
+            raise SystemExit(f"golden: {' '.join(cmd)} wrote to stderr:\n{p.stderr[:2000]}")
         doc = json.loads(out.read_text())
     lines = [l.rstrip() for l in p.stdout.splitlines()
              if not l.lstrip().startswith("simulated ")]  # wall-clock time: not reproducible
