@@ -164,8 +164,9 @@ class Waits {
 };
 
 /// Op id is done: start(s) for each successor s that waits for nothing more, in the graph's
-/// order. The successors are gathered first and their counts fetched together: a rank's ops lie ~1,000 ids apart, so each is a cache miss,
-/// and fetched one after another they were the replay's stalls (70B full replay, five runs of
+/// order. The successors are gathered first and their counts fetched together: a rank's ops
+/// lie ~1,000 ids apart, so each is a cache miss, and fetched one after another they were the
+/// replay's stalls (70B full replay, five runs of
 /// each alternating: replay median 5.34 -> 5.08 s).
 template <class F>
 void release_successors(const schedule::TaskGraph& g, Waits& waits, schedule::OpId id, F&& start) {

@@ -5,6 +5,8 @@
 #include <system_error>
 #include <thread>
 
+#include "schedule/threads.hpp"
+
 namespace cpsim::engine::detail {
 
 namespace {
@@ -44,13 +46,13 @@ struct TraceWriter::Ring {
   }
 };
 
-TraceWriter::TraceWriter(schedule::Trace& tr, size_t n, bool keep, size_t min_ops) {
+TraceWriter::TraceWriter(schedule::Trace& tr, size_t n, bool keep, unsigned threads) {
   if (!keep) return;
   tr.start_s = schedule::TimeArray(n);
   tr.end_s = schedule::TimeArray(n);
   start_s_ = tr.start_s.data();
   end_s_ = tr.end_s.data();
-  if (n < min_ops || std::thread::hardware_concurrency() < 2) return;
+  if (schedule::threads_for(threads, n) < 2) return;
   auto ring = std::make_unique<Ring>();
   try {
     ring->t = std::thread([r = ring.get()] { r->run(); });

@@ -11,7 +11,8 @@
 /// the arrays hold the same bytes as if written in place; the replay waits only when the writer
 /// is a whole ring behind, and then writes that block itself.
 ///
-/// Below kMinOps, or where no thread can be started, the times are written in place.
+/// For a small graph or a one-core machine (schedule::threads_for gives 1), or where no thread
+/// can be started, the times are written in place.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,12 +24,10 @@ namespace cpsim::engine::detail {
 
 class TraceWriter {
  public:
-  /// Ops below which no thread is started (a thread's start and the last block's hand-over
-  /// cost more than the writes).
-  static constexpr size_t kMinOps = size_t{1} << 18;
   /// Sizes tr's arrays for n ops (zeros, no page touched: schedule::TimeArray) if `keep`; with
-  /// keep false it writes nothing.
-  TraceWriter(schedule::Trace& tr, size_t n, bool keep, size_t min_ops = kMinOps);
+  /// keep false it writes nothing. `threads`: as schedule::threads_for's `asked` (0: by the
+  /// graph's size and the machine's cores; 2 or more: a writer thread).
+  TraceWriter(schedule::Trace& tr, size_t n, bool keep, unsigned threads = 0);
   /// Every time handed over is in the trace once this returns (or the destructor ran).
   void finish();
   ~TraceWriter();

@@ -10,13 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "schedule/touch_ahead.hpp"
-
 namespace cpsim::schedule {
 
 namespace {
-/// ChunkedVector's default chunk, the one the graph's ops and edges use.
-constexpr size_t kBytes = 2 * kTouchStep;
+constexpr size_t kBytes = ChunkWarmer::kChunkBytes;
 std::mutex g_mu;
 ChunkWarmer::Impl* g_live = nullptr;  // under g_mu
 }  // namespace
@@ -38,7 +35,7 @@ struct ChunkWarmer::Impl {
       if (stop) return;
       lk.unlock();
       // (No new-handler here: out of memory, the builder's own allocation reports it.)
-      void* p = ::operator new(kBytes, std::align_val_t(kTouchStep), std::nothrow);
+      void* p = ::operator new(kBytes, std::align_val_t(ChunkWarmer::kAlign), std::nothrow);
       // Faulted in without writing (Linux 5.14); where refused, the builder's writes fault them.
       if (p != nullptr) madvise(p, kBytes, MADV_POPULATE_WRITE);
       lk.lock();
@@ -67,7 +64,7 @@ ChunkWarmer::~ChunkWarmer() {
   // Those left over go back to the kernel (their memory may stay in the allocator's heap).
   for (void* p : impl_->ready) {
     madvise(p, kBytes, MADV_DONTNEED);
-    ::operator delete(p, std::align_val_t(kTouchStep));
+    ::operator delete(p, std::align_val_t(kAlign));
   }
 }
 

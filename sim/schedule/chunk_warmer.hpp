@@ -20,6 +20,11 @@ namespace cpsim::schedule {
 
 class ChunkWarmer {
  public:
+  /// ChunkedVector's default chunk, the one the graph's ops and edges use.
+  static constexpr size_t kChunkBytes = size_t{4} << 20;
+  /// Chunks' alignment: a page, since MADV_POPULATE_WRITE wants a page-aligned start (2 MB
+  /// while chunks asked for huge pages, touch_ahead.hpp).
+  static constexpr size_t kAlign = 4096;
   /// Chunks kept ready at most (16 MB): faulting one in takes the other core ~8 ms, filling it
   /// the builder ~10 ms (3.2 M ops of 104 B in ~0.75 s warm), so a few ahead keep it fed.
   static constexpr size_t kAhead = 4;
@@ -29,7 +34,7 @@ class ChunkWarmer {
   ChunkWarmer& operator=(const ChunkWarmer&) = delete;
 
   /// A chunk of `bytes` from the live warmer, faulted in, aligned and released as
-  /// ChunkedVector's own (operator new with kTouchStep's alignment); nullptr if there is no
+  /// ChunkedVector's own (operator new with kAlign); nullptr if there is no
   /// warmer, it warms chunks of another size, or none is ready yet.
   static void* take(size_t bytes);
 

@@ -21,7 +21,7 @@
 
 namespace cpsim::schedule {
 
-/// How much TouchAhead faults in at a time, and the alignment of ChunkedVector's chunks.
+/// How much TouchAhead faults in at a time.
 inline constexpr size_t kTouchStep = size_t{2} << 20;
 
 /// Faults ranges in, writable, on another thread while the caller works in them, 2 MB at a

@@ -41,7 +41,7 @@ TEST(TraceWriter, EveryTimeLandsInItsSlotThroughTheRingAndBesideIt) {
   const size_t n = 40 * TraceWriter::kBlock * 32 + 123;  // 40 rings of 32 blocks, and a partial block
   const std::vector<OpId> ids = scattered(n);
   schedule::Trace tr;
-  TraceWriter w(tr, n, true, 0);
+  TraceWriter w(tr, n, true, 2);
   ASSERT_TRUE(w.threaded());
   for (const OpId id : ids) w.start(id, start_of(id));
   for (auto it = ids.rbegin(); it != ids.rend(); ++it) w.end(*it, end_of(*it));
@@ -52,7 +52,8 @@ TEST(TraceWriter, EveryTimeLandsInItsSlotThroughTheRingAndBesideIt) {
   RecordProperty("blocks_written_here", static_cast<int>(w.blocks_written_here()));
 }
 
-// Below its threshold, and with keep off, nothing is handed over: written in place, or not at all.
+// A small graph (threads_for gives one thread), and keep off: nothing is handed over;
+// written in place, or not at all.
 TEST(TraceWriter, SmallGraphsWriteInPlaceAndKeepOffWritesNothing) {
   const size_t n = 1000;
   {
@@ -69,7 +70,7 @@ TEST(TraceWriter, SmallGraphsWriteInPlaceAndKeepOffWritesNothing) {
   }
   schedule::Trace tr;
   {
-    TraceWriter w(tr, n, false, 0);
+    TraceWriter w(tr, n, false, 2);
     EXPECT_FALSE(w.threaded());
     w.start(3, 1.0);
     w.end(3, 2.0);
@@ -84,7 +85,7 @@ TEST(TraceWriter, DestroyedUnfinishedItStillWritesWhatItWasGiven) {
   const size_t n = 3 * TraceWriter::kBlock + 5;
   schedule::Trace tr;
   {
-    TraceWriter w(tr, n, true, 0);
+    TraceWriter w(tr, n, true, 2);
     for (OpId id = 0; id < n; ++id) {
       w.start(id, start_of(id));
       w.end(id, end_of(id));

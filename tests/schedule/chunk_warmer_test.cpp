@@ -18,11 +18,10 @@ namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles uni
 
 using namespace cpsim;
 using schedule::ChunkWarmer;
-using schedule::kTouchStep;
 
 namespace {
-constexpr size_t kChunk = 2 * kTouchStep;  // ChunkedVector's default chunk
-void release(void* p) { ::operator delete(p, std::align_val_t(kTouchStep)); }
+constexpr size_t kChunk = ChunkWarmer::kChunkBytes;  // ChunkedVector's default chunk
+void release(void* p) { ::operator delete(p, std::align_val_t(ChunkWarmer::kAlign)); }
 }  // namespace
 
 TEST(ChunkWarmer, HandsOutReadyChunksOnlyWhileAliveAndOnlyOfItsSize) {
@@ -31,9 +30,9 @@ TEST(ChunkWarmer, HandsOutReadyChunksOnlyWhileAliveAndOnlyOfItsSize) {
     const ChunkWarmer warm;
     EXPECT_EQ(ChunkWarmer::take(kChunk), nullptr);  // the first: nothing warmed yet
     EXPECT_EQ(ChunkWarmer::take(kChunk), nullptr);  // the second starts the thread
-    EXPECT_EQ(ChunkWarmer::take(kTouchStep), nullptr);
+    EXPECT_EQ(ChunkWarmer::take(kChunk / 2), nullptr);
     // The thread warms ahead: a chunk is ready within a few seconds at most, writable, and
-    // aligned to kTouchStep as ChunkedVector's own.
+    // aligned to ChunkWarmer::kAlign as ChunkedVector's own.
     void* p = nullptr;
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (p == nullptr && std::chrono::steady_clock::now() < until) {
@@ -41,7 +40,7 @@ TEST(ChunkWarmer, HandsOutReadyChunksOnlyWhileAliveAndOnlyOfItsSize) {
       p = ChunkWarmer::take(kChunk);
     }
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kTouchStep, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % ChunkWarmer::kAlign, 0u);
     static_cast<uint64_t*>(p)[kChunk / sizeof(uint64_t) - 1] = 42;
     release(p);
     {
