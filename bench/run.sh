@@ -73,6 +73,9 @@ row "cpsim collective 1 GiB all-reduce, 1,024 GPUs (SimGrid)" \
 if [ "$ROW_LIMIT_S" != 0 ]; then
   row "cpsim collective 1 GiB all-reduce, 16,384 GPUs (SimGrid)" \
       "$CPSIM" collective --platform h100-cluster --param nodes=2048 --op allreduce --ranks 16384 -b 1G -e 1G
+  # (268 M pairs as transfers: killed at 24 GB after 108 s before the pipelined all-to-all)
+  row "cpsim collective 1 GiB all-to-all, 16,384 GPUs (SimGrid)" \
+      "$CPSIM" collective --platform h100-cluster --param nodes=2048 --op alltoall --ranks 16384 -b 1G -e 1G
   # The straggler what-if (4 more full replays) is left out: the critical path names the
   # straggler, and each what-if replay costs as much as a sample.
   # -j 3: the two other seeds replay beside the main run (each child reads the parent's graph

@@ -62,7 +62,8 @@ Row run_one(const CollArgs& a, const model::Topology& topo, int n, double bytes,
     req.algorithm = a.algorithm;
     req.channels = a.channels;
     const auto res = schedule::add_collective(g, topo, req);
-    row.algo = n > 1 ? schedule::algorithm_name(res.algorithm) : "-";
+    // (All-to-all is NCCL's grouped send/recv, no collective algorithm: "P2P" as sendrecv.)
+    row.algo = n < 2 ? "-" : a.op == CollOp::AllToAll ? "P2P" : schedule::algorithm_name(res.algorithm);
     row.proto = n > 1 ? schedule::protocol_name(res.protocol) : "-";
     row.channels = n > 1 ? res.channels : 0;
     row.predicted_s = res.predicted_s;
@@ -90,8 +91,18 @@ int run_collective(const CollArgs& raw) {
     if (n > topo.gpus())
       throw UsageError("--ranks " + std::to_string(n) + " exceeds the " +
                        std::to_string(topo.gpus()) + " GPUs of platform " + spec.name);
-    const bool pipelined = a.collectives == "pipelined" || (a.collectives == "auto" && n > 512);
-    if (!pipelined && !a.sendrecv) {
+    // All-to-all pairs run at once (all_to_all.cpp): past schedule::kMaxAllToAllPairs of them
+    // it is pipelined, as every collective past 512 ranks.
+    const bool a2a = !a.sendrecv && a.op == CollOp::AllToAll;
+    const double pairs = static_cast<double>(n) * (n - 1);
+    const bool pipelined = a.collectives == "pipelined" ||
+                           (a.collectives == "auto" && (n > 512 || (a2a && pairs > schedule::kMaxAllToAllPairs)));
+    if (!pipelined && a2a && pairs > schedule::kMaxAllToAllPairs)
+      throw UsageError("--collectives steps: an all-to-all on " + std::to_string(n) + " ranks is " +
+                       std::to_string(static_cast<long long>(pairs)) + " transfers at once (limit " +
+                       std::to_string(static_cast<long long>(schedule::kMaxAllToAllPairs)) +
+                       ", 128 ranks); use --collectives pipelined or auto");
+    if (!pipelined && !a.sendrecv && !a2a) {
       const double steps = a.op == CollOp::AllReduce ? 2.0 * (n - 1) : n - 1;
       const double transfers = steps * n * std::max(1, spec.nics_per_node);
       if (transfers > kMaxStepwiseTransfers)

@@ -112,7 +112,7 @@ void add_collective_options(CLI::App& sub, CollArgs& a) {
   sub.add_option("--channels", a.channels, "channels (NCCL_MIN/MAX_NCHANNELS; default: NCCL's)");
   sub.add_option("--collectives", a.collectives,
                  "auto | steps | pipelined: ring steps as transfers, or one pipelined transfer "
-                 "per rank and lane (auto: pipelined above 512 ranks)");
+                 "per rank and lane (auto: pipelined above 512 ranks, an all-to-all above 128)");
   sub.add_option("--json", a.json, "write {\"results\": [...]} with one object per size");
 }
 

@@ -28,14 +28,6 @@ constexpr uint32_t kNone = UINT32_MAX;
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-/// ECMP: a fixed hash of (src, dst), so every run and both engines pick the same spine.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 }  // namespace
 
 // Link latencies fold in the switch traversals a hop ends in (leaf or spine), so a route's
@@ -246,8 +238,13 @@ std::vector<uint32_t> Topology::route(int src, int dst) const {
   }
   r.push_back(nic_up_[a * nics + rs]);
   if (rs != rd || la != lb) {
-    const auto key = (static_cast<uint64_t>(src) << 32) | static_cast<uint32_t>(dst);
-    const int spine = static_cast<int>(mix(key) % static_cast<uint64_t>(s.spines));
+    // The spine by destination node (D-mod-k), as InfiniBand's subnet manager routes a fat tree:
+    // OpenSM's fat-tree engine fills each leaf's forwarding table by destination, spread evenly
+    // over the up-ports, so a shift pattern (rank i to i + d) meets no contention
+    // (doc/current-routing.txt). A hash of (src, dst) instead met by chance: harmless for many
+    // small flows, but a pipelined all-to-all's 8 flows per GPU over 128 nodes put up to 44
+    // where 32 fit on a leaf-spine link (busbw 35 GB/s where NCCL's rule and the pairs give 47).
+    const int spine = b % s.spines;
     r.push_back(leaf_up_[(rs * leaves_per_rail + la) * s.spines + spine]);
     r.push_back(leaf_down_[(rd * leaves_per_rail + lb) * s.spines + spine]);
   }

@@ -58,14 +58,19 @@ struct Fence {
   bool sharers_set = false;  ///< lean_lanes set each transfer's sharers (close_fence leaves them)
 };
 Fence open_fence(TaskGraph& g, const CollectiveRequest& req, const OpLabel& label);
-/// Adds a fenced transfer between group indices (after both ranks' begin and `after`).
+/// Adds a fenced transfer between group indices (after both ranks' begin and `after`), at most
+/// `max_Bps` (0: the links decide).
 OpId fenced_transfer(TaskGraph& g, Fence& f, const CollectiveRequest& req, int from, int to,
-                     double wire_bytes, const OpLabel& label, double extra_s, OpId after = kNoOp);
+                     double wire_bytes, const OpLabel& label, double extra_s, OpId after = kNoOp,
+                     double max_Bps = 0);
 /// The end ops; returns done per group index. Sets each fenced transfer's `sharers`: its
 /// route's bottleneck bandwidth over min_l(bw_l / transfers of the same step on l) (label.step;
-/// all of them when pipelined).
+/// all of them when pipelined, or when not `by_step`: every transfer runs at once).
 std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& f,
-                              const CollectiveRequest& req, const OpLabel& label);
+                              const CollectiveRequest& req, const OpLabel& label, bool by_step = true);
+
+/// Group indices per node, nodes in order of first appearance, members by rank.
+std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::vector<int>& ranks);
 
 /// What a pipelined ring lane's transfer costs: the algorithm's steps, the protocol (index)
 /// and its efficiency.
@@ -107,6 +112,13 @@ std::vector<char> lean_ring_members(TaskGraph& g, const model::Topology& topo, c
 /// stay and end when every lane has. lean_lanes.cpp.
 void lean_lanes(TaskGraph& g, const model::Topology& topo, Fence& f, const CollectiveRequest& req,
                 const std::vector<Lane>& lanes, const OpLabel& label, OpId join, const LaneCost& cost);
+
+/// All-to-all as NCCL's grouped send/recv, every transfer at once (stepwise: one per pair;
+/// pipelined: a few per rank carrying its node's and the network's shares). all_to_all.cpp.
+/// NCCL's protocol for an all-to-all of `bytes` per rank over n ranks (its peers' sends').
+Protocol all_to_all_protocol(double bytes, int n);
+std::vector<OpId> build_all_to_all(TaskGraph& g, const model::Topology& topo, const CollectiveRequest& req,
+                                   const OpLabel& label, int protocol, double efficiency);
 
 /// Tree / NVLS / NVLS-Tree all-reduce, built pipelined (every transfer streams once all ranks
 /// joined) with the tuner's latency as software latency. nccl_algos.cpp.

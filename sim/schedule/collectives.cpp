@@ -113,6 +113,20 @@ std::vector<Lane> ring_lanes(const model::Topology& topo, const std::vector<int>
   return out;
 }
 
+/// Group indices per node, nodes in order of first appearance, members by rank.
+std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::vector<int>& ranks) {
+  std::vector<int> ids;
+  std::map<int, std::vector<int>> m;
+  for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
+    const int node = topo.node_of(ranks[i]);
+    if (!m.count(node)) ids.push_back(node);
+    m[node].push_back(i);
+  }
+  std::vector<std::vector<int>> out;
+  for (int id : ids) out.push_back(m[id]);
+  return out;
+}
+
 Fence open_fence(TaskGraph& g, const CollectiveRequest& req, const OpLabel& label) {
   const int n = static_cast<int>(req.ranks.size());
   Fence f;
@@ -128,9 +142,9 @@ Fence open_fence(TaskGraph& g, const CollectiveRequest& req, const OpLabel& labe
 }
 
 OpId fenced_transfer(TaskGraph& g, Fence& f, const CollectiveRequest& req, int from, int to,
-                     double wire_bytes, const OpLabel& label, double extra_s, OpId after) {
+                     double wire_bytes, const OpLabel& label, double extra_s, OpId after, double max_Bps) {
   const OpId t = g.add_transfer(req.ranks[from], req.send_stream, req.ranks[to], req.recv_stream,
-                                wire_bytes, label, 0, extra_s, /*unordered=*/true);
+                                wire_bytes, label, max_Bps, extra_s, /*unordered=*/true);
   if (after == kNoOp) {
     g.add_edge(f.begin[from], t);
     g.add_edge(f.begin[to], t);
@@ -143,7 +157,7 @@ OpId fenced_transfer(TaskGraph& g, Fence& f, const CollectiveRequest& req, int f
 }
 
 std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& f,
-                              const CollectiveRequest& req, const OpLabel& label) {
+                              const CollectiveRequest& req, const OpLabel& label, bool by_step) {
   const int n = static_cast<int>(req.ranks.size());
   std::map<std::pair<int32_t, uint32_t>, uint32_t> load;  // (step, link) -> transfers
   std::vector<std::pair<OpId, std::vector<uint32_t>>> routes;
@@ -152,10 +166,10 @@ std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& 
       if (f.sharers_set) break;
       const Op& op = g.op(t);
       routes.emplace_back(t, topo.route(op.rank, op.peer));
-      for (uint32_t l : routes.back().second) ++load[{op.label.step, l}];
+      for (uint32_t l : routes.back().second) ++load[{by_step ? op.label.step : 0, l}];
     }
   for (const auto& [t, route] : routes) {
-    const int32_t step = g.op(t).label.step;
+    const int32_t step = by_step ? g.op(t).label.step : 0;
     g.op_mut(t).sharers = fair_sharers(topo, route, [&](uint32_t l) { return load[{step, l}]; });
   }
   OpLabel l = label;
@@ -182,11 +196,6 @@ using detail::make_hop;
 
 /// Broadcast pipelines the buffer: the first chunk travels hop by hop, the rest streams behind.
 constexpr double kBroadcastChunkBytes = 512.0 * 1024;
-
-/// All-to-all pairwise exchange, round k = 1..n-1 (as MPICH's): with a power-of-two group,
-/// rank i exchanges with i XOR k, so rounds k < node size stay inside aligned nodes and the
-/// others all cross the network together; otherwise i sends to i + k and receives from i - k.
-int a2a_peer(int i, int k, int n) { return (n & (n - 1)) == 0 ? i ^ k : (i + k) % n; }
 
 int proto_index(Protocol p) { return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2; }
 
@@ -230,14 +239,16 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
     if (it == memo->shapes.end()) it = memo->shapes.emplace(group, group_shape(topo, req.ranks)).first;
     shape = it->second;
   }
-  // All-to-all is NCCL p2p (no tuner algorithm): its protocol as for a ring of the same size.
+  // All-to-all is NCCL p2p (no tuner algorithm): the protocol by each peer's bytes, as NCCL
+  // picks it (all_to_all.cpp); the tuner's figures as for a ring of that protocol.
   const bool p2p_op = req.op == CollOp::AllToAll;
   if (p2p_op && req.algorithm != Algorithm::Auto && req.algorithm != Algorithm::Ring)
     throw std::invalid_argument("collective: all-to-all runs as NCCL p2p, not " +
                                 std::string(algorithm_name(req.algorithm)));
+  const Protocol proto =
+      p2p_op && req.protocol == Protocol::Auto ? detail::all_to_all_protocol(req.bytes, n) : req.protocol;
   const TunerChoice choice =
-      nccl_tune(topo, req.op, shape, req.bytes, p2p_op ? Algorithm::Ring : req.algorithm,
-                req.protocol, req.channels);
+      nccl_tune(topo, req.op, shape, req.bytes, p2p_op ? Algorithm::Ring : req.algorithm, proto, req.channels);
   const int p = proto_index(choice.protocol);
   res.protocol = choice.protocol;
   res.algorithm = choice.algorithm;
@@ -361,19 +372,7 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
   }
 
   if (req.op == CollOp::AllToAll) {
-    const double step_bytes = req.bytes / n;
-    for (int k = 1; k < n; ++k)
-      for (int i = 0; i < n; ++i) {
-        const int peer = a2a_peer(i, k, n);
-        const Hop h = make_hop(topo, req.ranks[i], req.ranks[peer]);
-        const OpId t = add(h, k - 1, step_bytes,
-                           hop_latency_s(nc, h.cls, p) + (k == 1 ? nc.base_latency_s[p] : 0));
-        if (k == 1) {
-          g.add_edge(dep(i), t);
-          g.add_edge(dep(peer), t);
-        }
-        if (k == n - 1) res.done[peer] = t;
-      }
+    res.done = detail::build_all_to_all(g, topo, req, label, p, eff);
     return res;
   }
 

@@ -48,20 +48,6 @@ struct Builder {
   }
 };
 
-/// Group indices per node, nodes in order of first appearance, members by rank.
-std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::vector<int>& ranks) {
-  std::vector<int> ids;
-  std::map<int, std::vector<int>> m;
-  for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
-    const int node = topo.node_of(ranks[i]);
-    if (!m.count(node)) ids.push_back(node);
-    m[node].push_back(i);
-  }
-  std::vector<std::vector<int>> out;
-  for (int id : ids) out.push_back(m[id]);
-  return out;
-}
-
 /// The lane's member in the node block [b, e) of lane.order that sits on the lane's NIC rail
 /// (ring_lanes walks odd nodes backwards, so there it is the last): NCCL builds each channel's
 /// tree between the same NIC index on every node (NCCL_CROSS_NIC, rail-optimised fabrics), so

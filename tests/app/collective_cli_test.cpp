@@ -93,4 +93,27 @@ TEST(CollectiveCli, EnginesAgreeAcrossALeafSpineFabric) {
   EXPECT_GT(sg, 250);  // 8 rails x 47 GB/s through NVLS-Tree, not one NIC
 }
 
+TEST(CollectiveCli, AllToAllIsBoundedAtAnySize) {
+  // Pairs at once up to 128 ranks; past that auto pipelines it (16,384 ranks: 268 M pairs were
+  // killed at 24 GB), and an explicit --collectives steps is refused with the count, exit 2.
+  const Output refused = run(kCpsim + " collective --platform h100-cluster --param nodes=32 --op alltoall "
+                                      "--collectives steps -b 1G -e 1G");
+  EXPECT_EQ(refused.rc, 2) << refused.text;
+  EXPECT_NE(refused.text.find("an all-to-all on 256 ranks is 65280 transfers at once"), std::string::npos)
+      << refused.text;
+  const fs::path out = fs::temp_directory_path() / ("cpsim-a2a-" + std::to_string(::getpid()) + ".json");
+  const Output o = run(kCpsim + " collective --platform h100-cluster --param nodes=2048 --op alltoall "
+                                "-b 1G -e 1G --json " + out.string());
+  ASSERT_EQ(o.rc, 0) << o.text;
+  EXPECT_NE(o.text.find("collectives pipelined"), std::string::npos) << o.text;
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in);
+  fs::remove(out);
+  const auto& r = j.at("results").at(0);
+  EXPECT_EQ(r.at("algo").get<std::string>(), "P2P");
+  EXPECT_EQ(r.at("proto").get<std::string>(), "Simple");
+  // NCCL's rule (nccl-tests #130): N/(N-1) x one NIC (47 GB/s) x (n-1)/n on N = 2,048 nodes.
+  EXPECT_NEAR(r.at("busbw_GBps").get<double>(), 47.0 * 2048 / 2047 * 16383 / 16384, 0.01 * 47);
+}
+
 }  // namespace CPSIM_TEST_TU

@@ -71,7 +71,9 @@ TEST(Golden, Llama8bOnFourNodes) {
   // 3.502271913346943 s until transfers of one route ran as one group of timers, regrouped from
   // Comms when only their route is on their links (engine/route_bundles.hpp): rounding again
   // (-0.031 %). Plain SimGrid Comms give 3.500988 s: 0.006 % from this, 0.037 % from the former.
-  EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.5011901344207956, 3.51e-9);
+  // 3.5011901344207956 s until the spine was chosen by destination node instead of a hash of
+  // (src, dst) (model/topology.cpp): the cross-rail hops meet otherwise (+0.023 %).
+  EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.5019982469342916, 3.51e-9);
 }
 
 }  // namespace
