@@ -113,10 +113,10 @@ std::vector<char> lean_ring_members(TaskGraph& g, const model::Topology& topo, c
 void lean_lanes(TaskGraph& g, const model::Topology& topo, Fence& f, const CollectiveRequest& req,
                 const std::vector<Lane>& lanes, const OpLabel& label, OpId join, const LaneCost& cost);
 
-/// All-to-all as NCCL's grouped send/recv, every transfer at once (stepwise: one per pair;
-/// pipelined: a few per rank carrying its node's and the network's shares). all_to_all.cpp.
 /// NCCL's protocol for an all-to-all of `bytes` per rank over n ranks (its peers' sends').
 Protocol all_to_all_protocol(double bytes, int n);
+/// All-to-all as NCCL's grouped send/recv, every transfer at once (stepwise: one per pair;
+/// pipelined: a few per rank carrying its node's and the network's shares). all_to_all.cpp.
 std::vector<OpId> build_all_to_all(TaskGraph& g, const model::Topology& topo, const CollectiveRequest& req,
                                    const OpLabel& label, int protocol, double efficiency);
 
