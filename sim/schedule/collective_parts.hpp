@@ -69,7 +69,7 @@ OpId fenced_transfer(TaskGraph& g, Fence& f, const CollectiveRequest& req, int f
 std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& f,
                               const CollectiveRequest& req, const OpLabel& label, bool by_step = true);
 
-/// Group indices per node, nodes in order of first appearance, members by rank.
+/// Group indices per node, nodes in order of first appearance, members in group order.
 std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::vector<int>& ranks);
 
 /// What a pipelined ring lane's transfer costs: the algorithm's steps, the protocol (index)

@@ -71,6 +71,20 @@ double hop_latency_s(const scenario::NcclSpec& nc, model::LinkClass c, int p) {
   return nc.hop_net_s[p];
 }
 
+/// (collective_parts.hpp)
+std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::vector<int>& ranks) {
+  std::vector<int> ids;
+  std::map<int, std::vector<int>> m;
+  for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
+    const int node = topo.node_of(ranks[i]);
+    if (!m.count(node)) ids.push_back(node);
+    m[node].push_back(i);
+  }
+  std::vector<std::vector<int>> out;
+  for (int id : ids) out.push_back(m[id]);
+  return out;
+}
+
 std::vector<Lane> ring_lanes(const model::Topology& topo, const std::vector<int>& ranks,
                              int lanes, int channels) {
   const int n = static_cast<int>(ranks.size());
@@ -83,18 +97,11 @@ std::vector<Lane> ring_lanes(const model::Topology& topo, const std::vector<int>
     return out;
   }
   // Members per node, nodes in order of first appearance, members sorted by local index.
-  std::vector<int> node_ids;
-  std::map<int, std::vector<int>> members;
-  for (int i = 0; i < n; ++i) {
-    const int node = topo.node_of(ranks[i]);
-    if (!members.count(node)) node_ids.push_back(node);
-    members[node].push_back(i);
-  }
-  for (auto& [node, m] : members)
-    std::sort(m.begin(), m.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
+  std::vector<std::vector<int>> members = nodes_of(topo, ranks);
+  for (auto& m : members) std::sort(m.begin(), m.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
   for (int l = 0; l < lanes; ++l) {
-    for (size_t k = 0; k < node_ids.size(); ++k) {
-      const auto& m = members[node_ids[k]];
+    for (size_t k = 0; k < members.size(); ++k) {
+      const auto& m = members[k];
       const int sz = static_cast<int>(m.size());
       // Lane l leaves from the node's l-th member (by local index), each on its own rail. A
       // match on rail number l instead gave two lanes the same start wherever the members'
@@ -110,20 +117,6 @@ std::vector<Lane> ring_lanes(const model::Topology& topo, const std::vector<int>
       }
     }
   }
-  return out;
-}
-
-/// Group indices per node, nodes in order of first appearance, members by rank.
-std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::vector<int>& ranks) {
-  std::vector<int> ids;
-  std::map<int, std::vector<int>> m;
-  for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
-    const int node = topo.node_of(ranks[i]);
-    if (!m.count(node)) ids.push_back(node);
-    m[node].push_back(i);
-  }
-  std::vector<std::vector<int>> out;
-  for (int id : ids) out.push_back(m[id]);
   return out;
 }
 
