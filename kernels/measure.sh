@@ -15,8 +15,10 @@
 #   <gpu>-gemm-measured.csv, <gpu>-membound-measured.csv, <gpu>-attention-extra-measured.csv,
 #   <gpu>-provenance.json    bench_compute's profiles and the GPU, driver, CUDA, library versions
 #   flash2.csv, vendor.csv   each attention benchmark's profile (kernels/profiles CSV format)
-#   <gpu>-measured.csv       both merged: copy it into kernels/profiles/ and the cost model's
-#                            "auto" uses it for that GPU (the fastest kernel per shape)
+#   <gpu>-measured.csv       the vendor rows, and <gpu>-<impl>-measured.csv one per attention
+#                            implementation (tools/profiles_from_measure.py): copy them into
+#                            kernels/profiles/ and the cost model's "auto" uses the first for
+#                            that GPU (the fastest kernel per shape)
 #   measure.log              steps, durations, the GPU, driver and clocks (not pinned)
 #   build.log, tests.log, flash2_bench.log, vendor.log, compute.log (MEASURE_PACK=1 packs these
 #   and the two attention CSVs into logs.tar.gz, for transports that bring back few files)
@@ -134,13 +136,14 @@ else
   log "flash2_bench exit $rc, $(rows "$out/flash2.csv") rows (see flash2_bench.log)"
 fi
 
-# Merged profile for the cost model.
-merged="$out/$slug-measured.csv"
-{
-  for f in "$out/flash2.csv" "$out/vendor.csv"; do [ -f "$f" ] && { head -1 "$f"; break; }; done
-  for f in "$out/flash2.csv" "$out/vendor.csv"; do [ -f "$f" ] && tail -n +2 "$f"; done
-} >"$merged"
-log "merged profile: $merged ($(rows "$merged") rows); copy it to kernels/profiles/ to use it"
+# The attention profiles the cost model looks up, one per implementation (our kernel's apart).
+if python3 "$root/tools/profiles_from_measure.py" "$out" "$slug" 2>>"$out/measure.log"; then
+  log "attention profiles: $(cd "$out" && ls "$slug"-*measured.csv | grep -v -e gemm -e membound -e attention-extra | tr '\n' ' ')"
+  log "copy $slug-*-measured.csv into kernels/profiles/ to use them"
+else
+  status=1
+  log "no attention profile written (see measure.log)"
+fi
 if [ "${MEASURE_PACK:-0}" = 1 ]; then
   (cd "$out" && tar czf logs.tar.gz --remove-files $(ls build.log tests.log flash2_bench.log vendor.log \
      compute.log flash2.csv vendor.csv 2>/dev/null)) && log "logs packed into logs.tar.gz"
