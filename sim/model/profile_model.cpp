@@ -24,6 +24,28 @@ int mask_class(scenario::Mask m) {
 
 }  // namespace
 
+// Why per wave: a FlashAttention-style kernel runs one thread block (CTA) per 128-row tile of
+// queries (forward; per column tile of keys backward) of each (batch, head) slice, in waves
+// over the SMs (tile_cost.hpp). Its time is the waves times one wave's time, and one wave's
+// time depends on the work of one CTA (its loop over the other side), not on how many slices
+// there are. So the curves interpolate one wave's time against one CTA's FLOPs, and a call's
+// price is that time times the call's waves: the price grows with heads and batch only in
+// whole waves, and the rate moves only where a wave fills (at most by one wave in `waves`),
+// whatever the head count of the rows it was read from (they fold batch x heads = 16K tokens).
+double ProfileModel::tile_extent(const AttentionCall& c) const {
+  const TileShape t = tile_shape(fallback_.impl(), c.head_dim, c.backward, c.mask != scenario::Mask::Full);
+  return c.backward ? static_cast<double>(c.kv_len) / t.n : static_cast<double>(c.q_len) / t.m;
+}
+
+double ProfileModel::waves(const AttentionCall& c) const {
+  const double slices = static_cast<double>(c.batch) * c.heads_q;
+  return std::ceil(slices * std::ceil(tile_extent(c) - 1e-9) / sms_);
+}
+
+double ProfileModel::cta_flops(const AttentionCall& c, double flops) const {
+  return flops / (static_cast<double>(c.batch) * c.heads_q * tile_extent(c));
+}
+
 ProfileModel::ExactKey ProfileModel::exact_key(const AttentionCall& c) {
   return {c.backward, c.q_len, c.kv_len, static_cast<int>(c.mask),
           std::llround(c.unmasked_fraction * 1e6), c.heads_q, c.heads_kv, c.head_dim};
@@ -47,7 +69,7 @@ double ProfileModel::interpolate(const Curve& curve, double x) {
 
 ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
                            scenario::AttnImpl impl, std::shared_ptr<const GdnProfile> gdn)
-    : path_(table.path), fallback_(gpu, impl, std::move(gdn)) {
+    : path_(table.path), fallback_(gpu, impl, std::move(gdn)), sms_(gpu.sm_count > 0 ? gpu.sm_count : 132) {
   struct Point {
     double flops, time_s;
     CostSource source;
@@ -67,10 +89,13 @@ ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::
     call.backward = row.backward;
     const double flops = attention_flops(call);
     const CostSource src = row_source(row.source);
+    // One CTA's FLOPs and one wave's time (the rows are timed on a GPU of this SM count: the
+    // bundled profiles are matched to the GPU by name).
+    const double per_cta = cta_flops(call, flops), wave_s = row.time_s / waves(call);
     // Several kernels may time one shape: a framework would pick the fastest.
     auto [it, inserted] = exact_.emplace(exact_key(call), std::make_pair(row.time_s, src));
     if (!inserted && row.time_s < it->second.first) it->second = {row.time_s, src};
-    points[{row.backward, row.head_dim, mask_class(row.mask)}].push_back({flops, row.time_s, src});
+    points[{row.backward, row.head_dim, mask_class(row.mask)}].push_back({per_cta, wave_s, src});
     ++rows_;
     ++sources[scenario::kRowSourceNames[static_cast<size_t>(row.source)]];
     ++gpus[row.gpu];
@@ -130,10 +155,11 @@ Cost ProfileModel::attention(const AttentionCall& c) const {
   if (curve == nullptr && c.mask == scenario::Mask::Document) {
     curve = find_curve(c.backward, c.head_dim, 1);
   }
-  const double x = std::log(flops);
+  const double n_waves = waves(c);
+  const double x = std::log(cta_flops(c, flops));
   if (curve != nullptr && x >= curve->log_flops.front() - 1e-9 &&
       x <= curve->log_flops.back() + 1e-9) {
-    return Cost{std::exp(interpolate(*curve, x)), flops, curve->source, false};
+    return Cost{std::exp(interpolate(*curve, x)) * n_waves, flops, curve->source, false};
   }
   // No curve for this mask class: the dense curve at the FLOPs of the dense call that runs as
   // many tile-equivalents (tile_cost.hpp): partial tiles computed whole, masked-kernel rate.
@@ -145,9 +171,9 @@ Cost ProfileModel::attention(const AttentionCall& c) const {
       full.unmasked_fraction = 1;
       const double ratio = tile_equivalents(c, tile) /
                            tile_equivalents(full, tile_shape(fallback_.impl(), c.head_dim, c.backward, false));
-      const double xe = std::log(attention_flops(full) * ratio);
+      const double xe = std::log(cta_flops(c, attention_flops(full) * ratio));
       if (xe >= dense->log_flops.front() - 1e-9 && xe <= dense->log_flops.back() + 1e-9) {
-        return Cost{std::exp(interpolate(*dense, xe)), flops, dense->source, false};
+        return Cost{std::exp(interpolate(*dense, xe)) * n_waves, flops, dense->source, false};
       }
     }
   }
@@ -169,7 +195,8 @@ std::string ProfileModel::describe() const {
   }
   return "profile " + path_ + " (" + std::to_string(rows_) + " rows, " + source_names_ +
          ", gpu " + gpus_ + "; attention interpolated in log-log between measured FLOPs per " +
-         "direction / head dim / mask class: " + classes + "); outside that range and for " +
+         "direction / head dim / mask class (one wave's time against one CTA's FLOPs, times the call's waves over " +
+         std::to_string(sms_) + " SMs): " + classes + "); outside that range and for " +
          "other kernels: " + fallback_.describe();
 }
 
