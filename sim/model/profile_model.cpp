@@ -57,6 +57,7 @@ const ProfileModel::Curve* ProfileModel::find_curve(bool bwd, int d, int cls) co
 }
 
 double ProfileModel::interpolate(const Curve& curve, double x) {
+  // (x at or above the last point: its time; wave_time extends past it.)
   const auto& xs = curve.log_flops;
   const auto& ys = curve.log_time;
   const size_t i =
@@ -144,7 +145,25 @@ ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::
   for (const auto& [g, n] : gpus) gpus_ += (gpus_.empty() ? "" : "+") + g;
 }
 
+double ProfileModel::wave_time(const Curve& curve, double x, CostSource& source) {
+  source = curve.source;
+  if (x <= curve.log_flops.back() + kLogTolerance) return std::exp(interpolate(curve, x));
+  // Past the longest measured CTA loop, the loop goes on at the last point's rate: the
+  // published long-sequence rates have reached their plateau (FA3 d128 causal on H100: 602
+  // TFLOP/s at 8K, 616 at 16K), and a longer loop adds tiles of the same kind. Computed from
+  // the rows, so it says derived.
+  source = CostSource::Derived;
+  return std::exp(curve.log_time.back() + (x - curve.log_flops.back()));
+}
+
 Cost ProfileModel::attention(const AttentionCall& c) const {
+  if (!c.backward) return priced(c);
+  AttentionCall f = c;
+  f.backward = false;
+  return backward_at_forward_rate(priced(c), priced(f));
+}
+
+Cost ProfileModel::priced(const AttentionCall& c) const {
   const double flops = attention_flops(c);
   if (!(flops > 0)) return fallback_.attention(c);
   if (c.batch == 1) {
@@ -157,13 +176,14 @@ Cost ProfileModel::attention(const AttentionCall& c) const {
   }
   const double n_waves = waves(c);
   const double x = std::log(cta_flops(c, flops));
-  if (curve != nullptr && x >= curve->log_flops.front() - 1e-9 &&
-      x <= curve->log_flops.back() + 1e-9) {
-    return Cost{std::exp(interpolate(*curve, x)) * n_waves, flops, curve->source, false};
+  CostSource source;
+  if (curve != nullptr && x >= curve->log_flops.front() - kLogTolerance) {
+    const double t = wave_time(*curve, x, source);
+    return Cost{t * n_waves, flops, source, false};
   }
   // No curve for this mask class: the dense curve at the FLOPs of the dense call that runs as
   // many tile-equivalents (tile_cost.hpp): partial tiles computed whole, masked-kernel rate.
-  if (c.mask != scenario::Mask::Full) {
+  if (c.mask != scenario::Mask::Full && curve == nullptr) {
     if (const Curve* dense = find_curve(c.backward, c.head_dim, 0)) {
       const TileShape tile = tile_shape(fallback_.impl(), c.head_dim, c.backward, true);
       AttentionCall full = c;
@@ -172,8 +192,9 @@ Cost ProfileModel::attention(const AttentionCall& c) const {
       const double ratio = tile_equivalents(c, tile) /
                            tile_equivalents(full, tile_shape(fallback_.impl(), c.head_dim, c.backward, false));
       const double xe = std::log(cta_flops(c, attention_flops(full) * ratio));
-      if (xe >= dense->log_flops.front() - 1e-9 && xe <= dense->log_flops.back() + 1e-9) {
-        return Cost{std::exp(interpolate(*dense, xe)) * n_waves, flops, dense->source, false};
+      if (xe >= dense->log_flops.front() - kLogTolerance) {
+        const double t = wave_time(*dense, xe, source);
+        return Cost{t * n_waves, flops, source, false};
       }
     }
   }

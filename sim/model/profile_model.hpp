@@ -53,6 +53,14 @@ class ProfileModel final : public CostModel {
   double cta_flops(const AttentionCall& c, double flops) const;
   const Curve* find_curve(bool bwd, int d, int cls) const;
   static double interpolate(const Curve& curve, double log_flops);
+  /// One wave's time on `curve` at log CTA FLOPs x (x at or past its first point): interpolated,
+  /// or past its last point at that point's rate (source then Derived).
+  static double wave_time(const Curve& curve, double x, CostSource& source);
+  /// The price before the backward's bound by its forward.
+  Cost priced(const AttentionCall& c) const;
+  /// Tolerance on log CTA FLOPs when a call meets a curve's end: the CSV's unmasked fractions
+  /// have six decimals (a 512-token causal row's 0.500977 for 513/1024), 1e-6 relative.
+  static constexpr double kLogTolerance = 1e-5;
 
   std::string path_;
   RooflineModel fallback_;

@@ -299,7 +299,13 @@ TEST(Profile, OutsideTheMeasuredRangeFallsBackAndSaysSo) {
     EXPECT_EQ(c.source, CostSource::Roofline) << why;
     EXPECT_DOUBLE_EQ(c.time_s, roof->attention(a).time_s) << why;
   };
-  expect_fallback(call(65536, 65536, 16, 128), "beyond the largest measured FLOPs");
+  // Past the longest measured CTA loop (64K keys, the rows stop at 16K) the loop goes on at
+  // the last row's rate: derived from the rows, at the 16K row's rate within one wave.
+  const model::Cost longer = m->attention(call(65536, 65536, 16, 128));
+  const model::Cost last_row = m->attention(call(16384, 16384, 16, 128));
+  EXPECT_FALSE(longer.extrapolated);
+  EXPECT_EQ(longer.source, CostSource::Derived);
+  EXPECT_NEAR((longer.flops / longer.time_s) / (last_row.flops / last_row.time_s), 1.0, 0.02);
   expect_fallback(call(256, 256, 16, 128), "below the smallest");
   expect_fallback(call(4096, 4096, 16, 96), "no d96 rows");
   // The anchor ring step (24 heads, d256, causal 16K) has three times the FLOPs of the
