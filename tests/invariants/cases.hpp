@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "scenario/enum_names.hpp"
+#include "support/fixtures.hpp"
 #include "scenario/specs.hpp"
 
 namespace cpsim::invariants {
@@ -109,6 +110,32 @@ inline std::vector<WorkCase> work_cases() {
             }
         }
   return out;
+}
+
+/// The cases' model: one full-attention layer, 16 query and 16 KV heads of 128 (every Ulysses
+/// degree of the cases divides them).
+inline constexpr int kHeads = 16, kHeadDim = 128;
+
+inline scenario::Scenario work_scenario(const WorkCase& c) {
+  scenario::Scenario sc;
+  sc.model = fixtures::anchor_model();
+  sc.model.layers = 1;
+  sc.model.pattern = {scenario::LayerKind::FullAttention};
+  sc.model.heads_q = sc.model.heads_kv = kHeads;
+  sc.model.head_dim = kHeadDim;
+  sc.model.attention_mask = c.mask;
+  sc.model.window = c.window;
+  sc.training.seq_len = c.seq;
+  sc.training.documents = c.docs;
+  sc.parallel.cp = c.cp;
+  auto& a = sc.parallel.attention;
+  a.scheme = c.scheme;
+  a.layout = c.layout;
+  a.stripe_width = static_cast<int>(c.stripe);
+  a.per_document_sharding = c.per_document;
+  a.ulysses_degree = c.scheme == scenario::AttentionScheme::Usp ? c.ulysses : 0;
+  a.inner_ring = c.scheme == scenario::AttentionScheme::DoubleRing ? c.inner_ring : 0;
+  return sc;
 }
 
 }  // namespace cpsim::invariants

@@ -24,29 +24,9 @@ using schedule::Phase;
 
 namespace {
 
-constexpr int kHeads = 16, kHeadDim = 128;
+constexpr int kHeads = invariants::kHeads;
 
-scenario::Scenario scenario_of(const WorkCase& c) {
-  scenario::Scenario sc;
-  sc.model = fixtures::anchor_model();
-  sc.model.layers = 1;
-  sc.model.pattern = {scenario::LayerKind::FullAttention};
-  sc.model.heads_q = sc.model.heads_kv = kHeads;
-  sc.model.head_dim = kHeadDim;
-  sc.model.attention_mask = c.mask;
-  sc.model.window = c.window;
-  sc.training.seq_len = c.seq;
-  sc.training.documents = c.docs;
-  sc.parallel.cp = c.cp;
-  auto& a = sc.parallel.attention;
-  a.scheme = c.scheme;
-  a.layout = c.layout;
-  a.stripe_width = static_cast<int>(c.stripe);
-  a.per_document_sharding = c.per_document;
-  a.ulysses_degree = c.scheme == scenario::AttentionScheme::Usp ? c.ulysses : 0;
-  a.inner_ring = c.scheme == scenario::AttentionScheme::DoubleRing ? c.inner_ring : 0;
-  return sc;
-}
+scenario::Scenario scenario_of(const WorkCase& c) { return invariants::work_scenario(c); }
 
 /// What one case's graph computes: pairs x query heads per rank and phase, and per forward
 /// ring step.
