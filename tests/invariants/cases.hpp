@@ -139,3 +139,46 @@ inline scenario::Scenario work_scenario(const WorkCase& c) {
 }
 
 }  // namespace cpsim::invariants
+
+namespace cpsim::invariants {
+
+/// A whole-run case for the engines: a scheme on one DGX H100 (and two for a step), as YAML.
+struct RunCase {
+  std::string name;
+  std::string yaml;
+};
+
+/// Schemes x scopes on llama3-8b, 32K tokens, CP 8 on one DGX H100 (the roofline prices
+/// kernels, so a faster GPU is faster), and two whole training steps (TP 2 x CP 4; CP 8 x DP 2
+/// over two nodes).
+inline std::vector<RunCase> run_cases() {
+  const char* schemes[][2] = {{"ring-zigzag", "{scheme: ring, layout: zigzag}"},
+                              {"ring-contiguous", "{scheme: ring, layout: contiguous}"},
+                              {"ring-striped", "{scheme: ring, layout: striped}"},
+                              {"allgather", "{scheme: allgather, layout: zigzag}"},
+                              {"ulysses", "{scheme: ulysses}"},
+                              {"usp", "{scheme: usp, ulysses_degree: 2, layout: zigzag}"},
+                              {"double-ring", "{scheme: double-ring, layout: zigzag, inner_ring: 4}"}};
+  std::vector<RunCase> out;
+  for (const char* scope : {"attention-layer", "layer"})
+    for (const auto& s : schemes)
+      out.push_back({std::string(s[0]) + " " + scope,
+                     std::string("name: inv\nplatform: dgx-h100\nmodel: llama3-8b\n"
+                                 "training: {seq_len: 32K, micro_batch: 1}\n"
+                                 "parallel: {cp: 8, attention: ") + s[1] + "}\n" +
+                         "simulation: {scope: " + scope + ", engine: analytic}\n" +
+                         "cost: {profile: none}\n"});
+  out.push_back({"step tp2 cp4 ring-zigzag",
+                 "name: inv\nplatform: dgx-h100\nmodel: llama3-8b\n"
+                 "training: {seq_len: 16K, micro_batch: 1}\n"
+                 "parallel: {tp: 2, cp: 4, attention: {scheme: ring, layout: zigzag}}\n"
+                 "simulation: {scope: step, engine: analytic}\ncost: {profile: none}\n"});
+  out.push_back({"step cp8 dp2 allgather, two nodes",
+                 "name: inv\nplatform: {preset: h100-cluster, nodes: 2}\nmodel: llama3-8b\n"
+                 "training: {seq_len: 16K, micro_batch: 1}\n"
+                 "parallel: {cp: 8, dp: 2, attention: {scheme: allgather, layout: zigzag}}\n"
+                 "simulation: {scope: step, engine: analytic}\ncost: {profile: none}\n"});
+  return out;
+}
+
+}  // namespace cpsim::invariants
