@@ -48,6 +48,15 @@ const std::vector<Change>& changes() {
          l.bw_factor = 0.5;
          s.perturb.links.push_back(l);
        }},
+      {"every GPU's NVLink at 0.7 of its bandwidth", +1,
+       [](scenario::Scenario& s) {
+         for (int g = 0; g < s.platform.nodes * s.platform.gpus_per_node; ++g) {
+           scenario::LinkPerturb l;
+           l.gpu = g;
+           l.bw_factor = 0.7;
+           s.perturb.links.push_back(l);
+         }
+       }},
       {"GPU 2's NVLink +20 us latency", +1,
        [](scenario::Scenario& s) {
          scenario::LinkPerturb l;
