@@ -2,9 +2,9 @@
 // each flow at its route's bottleneck share) and SimGrid (flows sharing links) must give the
 // same step. On one NVSwitch node every flow of a CP group has its own GPU up and down links
 // (a ring's p2p steps) or an equal share of them (all-gather, all-to-all): there the two agree
-// within kTolerance, whole layers included. Two nodes' CP and DP traffic meet on the NICs and
-// the leaf switch, where SimGrid's sharing and the analytic share may differ: held to
-// kContendedTolerance (measured +5.4 % on the two-node step).
+// within kLayerTolerance for a layer, kTolerance for a one-node step. Two nodes' CP and DP
+// traffic meet on the NICs and the leaf switch, where SimGrid's sharing and the analytic share
+// may differ: held to kContendedTolerance (measured +5.4 % on the two-node step).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,7 +20,9 @@ namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles uni
 using namespace cpsim;
 
 namespace {
-// 1 %: measured within 0.06 % (double ring) and 0.63 % (the one-node TP 2 x CP 4 step).
+// Measured: layers and attention layers within 0.06 % (the double ring), the one-node TP 2 x
+// CP 4 step 0.63 % (its DP-free TP collectives meet the CP ring on NVLink).
+constexpr double kLayerTolerance = 0.002;
 constexpr double kTolerance = 0.01;
 constexpr double kContendedTolerance = 0.10;
 }  // namespace
@@ -41,7 +43,8 @@ TEST(InvariantEngines, AnalyticAndSimGridAgreeWithoutContention) {
     ASSERT_GT(ta[i], 0) << names[i];
     ASSERT_GT(ts[i], 0) << names[i];
     const bool quiet = names[i].find("two nodes") == std::string::npos;
-    const double tol = quiet ? kTolerance : kContendedTolerance;
+    const bool layer = names[i].find("step") == std::string::npos;
+    const double tol = !quiet ? kContendedTolerance : layer ? kLayerTolerance : kTolerance;
     std::printf("%-40s analytic %.6f s simgrid %.6f s (%+.2f %%)\n", names[i].c_str(), ta[i], ts[i],
                 100 * (ts[i] / ta[i] - 1));
     EXPECT_NEAR(ts[i] / ta[i], 1.0, tol) << "case: " << names[i] << "\n  analytic " << ta[i]
