@@ -27,6 +27,20 @@ void Pricer::count_again(const Sources& since, long extrapolated_since, int time
   extrapolated_ += (extrapolated_ - extrapolated_since) * times;
 }
 
+namespace {
+/// Whether the document boundaries mask a pair of q x kv that the mask alone would keep. A block
+/// inside one document (an all-gather chunk against its document's keys, a ring step between two
+/// chunks of one document) is a causal or full block, not a document-masked one: the kernels'
+/// tiles are those of the causal boundary, and the tile model's document shape (causal blocks
+/// along the diagonal) would price an 8K x 32K prefix block as one 8K causal square.
+bool cut_by_documents(const std::vector<TokenRun>& q, const std::vector<TokenRun>& kv,
+                      const Documents& docs, int64_t pairs) {
+  Documents one = docs;
+  one.starts = {0};
+  return count_pairs(q, kv, one) != pairs;
+}
+}  // namespace
+
 BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>& kv,
                      const Documents& docs) {
   BlockWork w;
@@ -49,7 +63,7 @@ BlockWork block_work(const std::vector<TokenRun>& q, const std::vector<TokenRun>
     w.mask = scenario::Mask::Full;
   } else if (docs.mask == scenario::AttentionMask::SlidingWindow) {
     w.mask = scenario::Mask::SlidingWindow;
-  } else if (docs.starts.size() > 1) {
+  } else if (docs.starts.size() > 1 && cut_by_documents(q, kv, docs, w.pairs)) {
     w.mask = scenario::Mask::Document;
   } else {
     w.mask = scenario::Mask::Causal;

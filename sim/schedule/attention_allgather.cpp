@@ -9,6 +9,48 @@
 
 namespace cpsim::schedule {
 
+namespace {
+
+/// Start of the document holding position x.
+int64_t document_start(const Documents& docs, int64_t x) {
+  int64_t b = 0;
+  for (int64_t s : docs.starts)
+    if (s <= x) b = s;
+  return b;
+}
+
+/// A contiguous chunk cut at the first document start inside it (at most two runs); a strided
+/// chunk whole.
+std::vector<TokenRun> split_at_document(const TokenRun& q, const Documents& docs) {
+  if (q.count != 1) return {q};
+  for (int64_t s : docs.starts)
+    if (s > q.begin && s < q.begin + q.length)
+      return {TokenRun{q.begin, s - q.begin, 0, 1}, TokenRun{s, q.begin + q.length - s, 0, 1}};
+  return {q};
+}
+
+/// The keys queries `q` need from the gathered K,V: from the start of the document holding its
+/// first query (a sliding window: from the window before it) to its last query (causal), or to
+/// the end of the document holding its last query (full).
+TokenRun keys_of(const TokenRun& q, const Documents& docs, int64_t seq_len) {
+  const int64_t q_first = q.begin;
+  const int64_t q_last = q.begin + (q.count - 1) * q.stride + q.length;
+  int64_t kv_begin = document_start(docs, q_first), kv_end = q_last;
+  if (docs.mask == scenario::AttentionMask::SlidingWindow)
+    kv_begin = std::max(kv_begin, q_first - docs.window + 1);
+  if (docs.mask == scenario::AttentionMask::Full) {
+    kv_end = seq_len;
+    for (int64_t s : docs.starts)
+      if (s >= q_last) {
+        kv_end = s;
+        break;
+      }
+  }
+  return TokenRun{kv_begin, kv_end - kv_begin, 0, 1};
+}
+
+}  // namespace
+
 std::vector<OpId> allgather_pass(AttentionCtx& ctx, const Partition& part, bool backward,
                                  const std::vector<OpId>& entry) {
   TaskGraph& g = ctx.g;
@@ -42,31 +84,24 @@ std::vector<OpId> allgather_pass(AttentionCtx& ctx, const Partition& part, bool 
   for (int i = 0; i < n; ++i) {
     tail[i] = gathered.done[i];
     int c = 0;
-    for (const TokenRun& q : part.chunks[i]) {
-      // Keys needed: from the start of the document holding the chunk's first query to its
-      // last query (causal), taken from the gathered full-sequence K,V.
-      const int64_t q_first = q.begin;
-      const int64_t q_last = q.begin + (q.count - 1) * q.stride + q.length;
-      int64_t kv_begin = 0, kv_end = q_last;
-      for (int64_t s : ctx.docs.starts)
-        if (s <= q_first) kv_begin = s;
-      if (sliding) kv_begin = std::max(kv_begin, q_first - ctx.docs.window + 1);
-      if (ctx.docs.mask == scenario::AttentionMask::Full) {  // to the end of the last document
-        kv_end = part.seq_len;
-        for (int64_t s : ctx.docs.starts)
-          if (s >= q_last) {
-            kv_end = s;
-            break;
-          }
+    for (const TokenRun& chunk : part.chunks[i]) {
+      // Each rank computes its own queries against the gathered K,V of their documents only
+      // (Llama 3's all-gather CP with document masks, a varlen call). A contiguous chunk is cut
+      // where a document starts inside it: the queries of the document it opens in see that
+      // document's keys from its start (a causal block offset by the keys before the chunk),
+      // the rest see the documents that start inside the chunk (causal blocks on the diagonal).
+      // A strided chunk (striped layout) touches every document: one call over the keys up to
+      // its last query, the pairs counted under the document mask.
+      for (const TokenRun& q : split_at_document(chunk, ctx.docs)) {
+        const BlockWork w = block_work({q}, {keys_of(q, ctx.docs, part.seq_len)}, ctx.docs);
+        OpLabel l = make_label(g, ctx, backward ? "attn_bwd" : "attn_fwd", scheme, phase);
+        l.chunk_q = c;
+        const OpId k = add_attention_kernel(ctx, ctx.group[i], w, geo, backward, l);
+        if (k == kNoOp) continue;
+        g.add_edge(gathered.done[i], k);
+        tail[i] = k;
       }
-      TokenRun kv{kv_begin, kv_end - kv_begin, 0, 1};
-      const BlockWork w = block_work({q}, {kv}, ctx.docs);
-      OpLabel l = make_label(g, ctx, backward ? "attn_bwd" : "attn_fwd", scheme, phase);
-      l.chunk_q = c++;
-      const OpId k = add_attention_kernel(ctx, ctx.group[i], w, geo, backward, l);
-      if (k == kNoOp) continue;
-      g.add_edge(gathered.done[i], k);
-      tail[i] = k;
+      ++c;
     }
   }
   if (!backward) return tail;
