@@ -124,11 +124,16 @@ std::string pivot_table(const std::string& csv_path, const std::string& spec) {
     add_unique(cols, col);
     cell[{rec[r], col}] = rec[st] == "ok" ? human_time(rec[t]) : rec[st];
   }
+  // A (row, column) pair no point has shows "-".
+  auto shown = [&](const std::string& x, const std::string& col) {
+    const auto it = cell.find({x, col});
+    return it == cell.end() ? std::string("-") : it->second;
+  };
   std::vector<size_t> width(cols.size() + 1, down.size());
   for (const auto& x : rows) width[0] = std::max(width[0], x.size());
   for (size_t j = 0; j < cols.size(); ++j) {
     width[j + 1] = cols[j].size();
-    for (const auto& x : rows) width[j + 1] = std::max(width[j + 1], cell[{x, cols[j]}].size());
+    for (const auto& x : rows) width[j + 1] = std::max(width[j + 1], shown(x, cols[j]).size());
   }
   auto pad = [](const std::string& s, size_t w, bool right) {
     const std::string fill(w > s.size() ? w - s.size() : 0, ' ');
@@ -139,10 +144,7 @@ std::string pivot_table(const std::string& csv_path, const std::string& spec) {
   out += "\n";
   for (const auto& x : rows) {
     out += pad(x, width[0], false);
-    for (size_t j = 0; j < cols.size(); ++j) {
-      const auto it = cell.find({x, cols[j]});
-      out += "  " + pad(it == cell.end() ? "-" : it->second, width[j + 1], true);
-    }
+    for (size_t j = 0; j < cols.size(); ++j) out += "  " + pad(shown(x, cols[j]), width[j + 1], true);
     out += "\n";
   }
   return out;
