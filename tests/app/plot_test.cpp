@@ -188,17 +188,17 @@ std::map<int, std::vector<std::pair<double, double>>> compute_spans(const nlohma
 /// micro-batch (never -1) on every stream; waiting drawn only where no op of any layer runs on
 /// the compute stream; the backward marker at the GPU's first backward kernel.
 void check_timeline(const nlohmann::json& trace, const nlohmann::json& data) {
-  const auto& p = data["panels"][0];
-  SCOPED_TRACE(p["title"].get<std::string>());
-  EXPECT_GE(p["micro_batch"].get<int>(), 0);
-  EXPECT_GT(p["ops_drawn"].value("attention", 0), 0) << p["ops_drawn"];
+  const auto& p = data.at("panels").at(0);
+  SCOPED_TRACE(p.at("title").get<std::string>());
+  EXPECT_GE(p.at("micro_batch").get<int>(), 0);
+  EXPECT_GT(p.at("ops_drawn").value("attention", 0), 0) << p.at("ops_drawn");
   std::string lanes;
-  for (const auto& l : p["lanes"]) lanes += l.get<std::string>() + "|";
+  for (const auto& l : p.at("lanes")) lanes += l.get<std::string>() + "|";
   EXPECT_NE(lanes.find("GPU 0 compute|"), std::string::npos) << lanes;
   EXPECT_NE(lanes.find("GPU 0 cp-send|"), std::string::npos) << lanes;
-  const double t0 = p["t0_us"];
+  const double t0 = p.at("t0_us");
   const auto busy = compute_spans(trace);
-  for (const auto& [rank, gaps] : p["waiting_us"].items())
+  for (const auto& [rank, gaps] : p.at("waiting_us").items())
     for (const auto& g : gaps)
       for (const auto& [s, f] : busy.at(std::stoi(rank))) {
         const double gs = t0 + g[0].get<double>(), gf = t0 + g[1].get<double>();
@@ -212,13 +212,13 @@ void check_timeline(const nlohmann::json& trace, const nlohmann::json& data) {
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] != "X" || names[{e["pid"], e["tid"]}] != "compute") continue;
     const auto& a = e["args"];
-    if (a["layer"] != p["layer"] || a["micro_batch"] != p["micro_batch"] || a["phase"] != "bwd") continue;
+    if (a["layer"] != p.at("layer") || a["micro_batch"] != p.at("micro_batch") || a["phase"] != "bwd") continue;
     const int r = e["pid"].get<int>() - 1;
     first_bwd[r] = first_bwd.count(r) ? std::min(first_bwd[r], e["ts"].get<double>()) : e["ts"].get<double>();
   }
   ASSERT_FALSE(first_bwd.empty());
-  EXPECT_EQ(p["backward_starts_us"].size(), p["ranks"].size());
-  for (const auto& [rank, x] : p["backward_starts_us"].items())
+  EXPECT_EQ(p.at("backward_starts_us").size(), p.at("ranks").size());
+  for (const auto& [rank, x] : p.at("backward_starts_us").items())
     EXPECT_NEAR(x.get<double>(), first_bwd.at(std::stoi(rank)) - t0, 1e-6) << "GPU " << rank;
 }
 
@@ -236,7 +236,7 @@ TEST_F(PlotTest, TimelineDefaultsShowTheLayersOwnWork) {
   check_timeline(nlohmann::json::parse(slurp(p("step.json"))), step);
   check_timeline(nlohmann::json::parse(slurp(p("al.json"))), nlohmann::json::parse(slurp(p("al-data.json"))));
   // The other layers' work between this layer's forward and backward is drawn as such.
-  for (const auto& [rank, us] : step["panels"][0]["other_work_us"].items()) EXPECT_GT(us.get<double>(), 0) << rank;
+  for (const auto& [rank, us] : step.at("panels").at(0).at("other_work_us").items()) EXPECT_GT(us.get<double>(), 0) << rank;
   std::string legend;
   for (const auto& l : step["legend"]) legend += l.get<std::string>() + "|";
   EXPECT_NE(legend.find("other layers / micro-batches"), std::string::npos) << legend;

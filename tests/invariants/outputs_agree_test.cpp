@@ -84,7 +84,7 @@ class OutputsAgree : public cpsim::test::TempDir {
     return slurp(out);
   }
   json point(size_t i) const {
-    char id[8];
+    char id[32];
     std::snprintf(id, sizeof id, "%04zu", i);
     return json::parse(slurp(dir_ / "out" / "runs" / (std::string(id) + ".json")));
   }
@@ -117,8 +117,9 @@ TEST_F(OutputsAgree, SummaryJsonResultsCsvAndPivotReadTheSameNumbers) {
     const std::string summary = slurp(spath);
     SCOPED_TRACE(summary);
     EXPECT_EQ(summary_value(summary, c["simulation.scope"] == "step" ? "step time" : "time"), fmt("%.4f s", step));
-    if (c["simulation.scope"] != "attention-layer")
+    if (c["simulation.scope"] != "attention-layer") {
       EXPECT_EQ(summary_value(summary, "throughput"), fmt("%.0f tokens/s", tps));
+    }
     EXPECT_EQ(summary_value(summary, "exposed communication").substr(0, fmt("%.4f s", exposed).size() + 1),
               fmt("%.4f s", exposed) + " ");
     const std::string verdict = j["memory"]["verdict"];

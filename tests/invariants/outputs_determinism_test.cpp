@@ -93,7 +93,7 @@ TEST_F(OutputsDeterminism, SweepWithOneOrTwoWorkersWritesTheSameBytes) {
             csv_without_wall_time(slurp(dir_ / "out-j2" / "results.csv")));
   for (size_t i = 0; i < cs.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i) + ": " + cs[i].text());
-    char id[16];
+    char id[32];
     std::snprintf(id, sizeof id, "%04zu.json", i);
     EXPECT_EQ(masked(dir_ / "out-j1" / "runs" / id), masked(dir_ / "out-j2" / "runs" / id));
   }
