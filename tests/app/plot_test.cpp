@@ -242,6 +242,28 @@ TEST_F(PlotTest, TimelineDefaultsShowTheLayersOwnWork) {
   EXPECT_NE(legend.find("other layers / micro-batches"), std::string::npos) << legend;
 }
 
+TEST_F(PlotTest, HeatmapNeverCallsAPointThatDoesNotFitBest) {
+  // One attention layer never runs out of memory, so the bundled sweeps above have no OOM cell:
+  // a results.csv of whole steps written here, the fastest point out of memory.
+  fs::create_directories(p("oom"));
+  std::ofstream(p("oom/results.csv")) << "id,status,reason,training.seq_len,parallel.cp,step_time_s,fits\n"
+                                         "0000,ok,,64K,4,1.5,true\n0001,ok,,64K,8,0.9,false\n"
+                                         "0002,ok,,128K,4,3.0,true\n0003,ok,,128K,8,2.0,true\n";
+  plot("heatmap " + p("oom") + " --x parallel.cp --y training.seq_len --best row --data " + p("oom.json"), "heatmap-oom");
+  const auto hm = nlohmann::json::parse(slurp(p("oom.json")));
+  int oom = 0;
+  for (const auto& c : hm["cells"]) {
+    SCOPED_TRACE(c.dump());
+    const bool fits = !(c["row"] == "64K" && c["column"] == "8");
+    EXPECT_EQ(c["oom"].get<bool>(), !fits);
+    oom += !fits;
+    // Each row's best is its fastest point that fits: 1.5 s at 64K (not the 0.9 s OOM), 2.0 s at 128K
+    // (in seconds: the cells pass 1,000 ms).
+    EXPECT_EQ(c["best"].get<bool>(), c["value"].get<double>() == 1.5 || c["value"].get<double>() == 2.0);
+  }
+  EXPECT_EQ(oom, 1);
+}
+
 TEST_F(PlotTest, BadInputsExitTwo) {
   std::ofstream(p("not-a-trace.json")) << "{\"a\": 1}\n";
   fs::create_directories(p("empty-dir"));
