@@ -33,6 +33,16 @@ double attention_flops(const AttentionCall& c) {
   return c.backward ? 2.5 * fwd : fwd;
 }
 
+Cost backward_at_forward_rate(Cost bwd, const Cost& fwd) {
+  if (!(bwd.flops > 0) || !(fwd.flops > 0) || !(fwd.time_s > 0)) return bwd;
+  const double floor = fwd.time_s * bwd.flops / fwd.flops;
+  if (bwd.time_s >= floor) return bwd;
+  bwd.time_s = floor;
+  bwd.extrapolated = fwd.extrapolated;
+  bwd.source = fwd.source == CostSource::Roofline ? CostSource::Roofline : CostSource::Derived;
+  return bwd;
+}
+
 double linear_attention_flops(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                               bool backward) {
   // Chunkwise Gated DeltaNet, per chunk of C tokens and per head, with K = key_dim,

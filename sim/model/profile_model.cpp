@@ -24,6 +24,28 @@ int mask_class(scenario::Mask m) {
 
 }  // namespace
 
+// Why per wave: a FlashAttention-style kernel runs one thread block (CTA) per 128-row tile of
+// queries (forward; per column tile of keys backward) of each (batch, head) slice, in waves
+// over the SMs (tile_cost.hpp). Its time is the waves times one wave's time, and one wave's
+// time depends on the work of one CTA (its loop over the other side), not on how many slices
+// there are. So the curves interpolate one wave's time against one CTA's FLOPs, and a call's
+// price is that time times the call's waves: the price grows with heads and batch only in
+// whole waves, and the rate moves only where a wave fills (at most by one wave in `waves`),
+// whatever the head count of the rows it was read from (they fold batch x heads = 16K tokens).
+double ProfileModel::tile_extent(const AttentionCall& c) const {
+  const TileShape t = tile_shape(fallback_.impl(), c.head_dim, c.backward, c.mask != scenario::Mask::Full);
+  return c.backward ? static_cast<double>(c.kv_len) / t.n : static_cast<double>(c.q_len) / t.m;
+}
+
+double ProfileModel::waves(const AttentionCall& c) const {
+  const double slices = static_cast<double>(c.batch) * c.heads_q;
+  return std::ceil(slices * std::ceil(tile_extent(c) - 1e-9) / sms_);
+}
+
+double ProfileModel::cta_flops(const AttentionCall& c, double flops) const {
+  return flops / (static_cast<double>(c.batch) * c.heads_q * tile_extent(c));
+}
+
 ProfileModel::ExactKey ProfileModel::exact_key(const AttentionCall& c) {
   return {c.backward, c.q_len, c.kv_len, static_cast<int>(c.mask),
           std::llround(c.unmasked_fraction * 1e6), c.heads_q, c.heads_kv, c.head_dim};
@@ -35,6 +57,7 @@ const ProfileModel::Curve* ProfileModel::find_curve(bool bwd, int d, int cls) co
 }
 
 double ProfileModel::interpolate(const Curve& curve, double x) {
+  // (x at or above the last point: its time; wave_time extends past it.)
   const auto& xs = curve.log_flops;
   const auto& ys = curve.log_time;
   const size_t i =
@@ -47,7 +70,7 @@ double ProfileModel::interpolate(const Curve& curve, double x) {
 
 ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
                            scenario::AttnImpl impl, std::shared_ptr<const GdnProfile> gdn)
-    : path_(table.path), fallback_(gpu, impl, std::move(gdn)) {
+    : path_(table.path), fallback_(gpu, impl, std::move(gdn)), sms_(gpu.sm_count > 0 ? gpu.sm_count : 132) {
   struct Point {
     double flops, time_s;
     CostSource source;
@@ -67,10 +90,13 @@ ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::
     call.backward = row.backward;
     const double flops = attention_flops(call);
     const CostSource src = row_source(row.source);
+    // One CTA's FLOPs and one wave's time (the rows are timed on a GPU of this SM count: the
+    // bundled profiles are matched to the GPU by name).
+    const double per_cta = cta_flops(call, flops), wave_s = row.time_s / waves(call);
     // Several kernels may time one shape: a framework would pick the fastest.
     auto [it, inserted] = exact_.emplace(exact_key(call), std::make_pair(row.time_s, src));
     if (!inserted && row.time_s < it->second.first) it->second = {row.time_s, src};
-    points[{row.backward, row.head_dim, mask_class(row.mask)}].push_back({flops, row.time_s, src});
+    points[{row.backward, row.head_dim, mask_class(row.mask)}].push_back({per_cta, wave_s, src});
     ++rows_;
     ++sources[scenario::kRowSourceNames[static_cast<size_t>(row.source)]];
     ++gpus[row.gpu];
@@ -119,7 +145,25 @@ ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::
   for (const auto& [g, n] : gpus) gpus_ += (gpus_.empty() ? "" : "+") + g;
 }
 
+double ProfileModel::wave_time(const Curve& curve, double x, CostSource& source) {
+  source = curve.source;
+  if (x <= curve.log_flops.back() + kLogTolerance) return std::exp(interpolate(curve, x));
+  // Past the longest measured CTA loop, the loop goes on at the last point's rate: the
+  // published long-sequence rates have reached their plateau (FA3 d128 causal on H100: 602
+  // TFLOP/s at 8K, 616 at 16K), and a longer loop adds tiles of the same kind. Computed from
+  // the rows, so it says derived.
+  source = CostSource::Derived;
+  return std::exp(curve.log_time.back() + (x - curve.log_flops.back()));
+}
+
 Cost ProfileModel::attention(const AttentionCall& c) const {
+  if (!c.backward) return priced(c);
+  AttentionCall f = c;
+  f.backward = false;
+  return backward_at_forward_rate(priced(c), priced(f));
+}
+
+Cost ProfileModel::priced(const AttentionCall& c) const {
   const double flops = attention_flops(c);
   if (!(flops > 0)) return fallback_.attention(c);
   if (c.batch == 1) {
@@ -130,14 +174,16 @@ Cost ProfileModel::attention(const AttentionCall& c) const {
   if (curve == nullptr && c.mask == scenario::Mask::Document) {
     curve = find_curve(c.backward, c.head_dim, 1);
   }
-  const double x = std::log(flops);
-  if (curve != nullptr && x >= curve->log_flops.front() - 1e-9 &&
-      x <= curve->log_flops.back() + 1e-9) {
-    return Cost{std::exp(interpolate(*curve, x)), flops, curve->source, false};
+  const double n_waves = waves(c);
+  const double x = std::log(cta_flops(c, flops));
+  CostSource source;
+  if (curve != nullptr && x >= curve->log_flops.front() - kLogTolerance) {
+    const double t = wave_time(*curve, x, source);
+    return Cost{t * n_waves, flops, source, false};
   }
   // No curve for this mask class: the dense curve at the FLOPs of the dense call that runs as
   // many tile-equivalents (tile_cost.hpp): partial tiles computed whole, masked-kernel rate.
-  if (c.mask != scenario::Mask::Full) {
+  if (c.mask != scenario::Mask::Full && curve == nullptr) {
     if (const Curve* dense = find_curve(c.backward, c.head_dim, 0)) {
       const TileShape tile = tile_shape(fallback_.impl(), c.head_dim, c.backward, true);
       AttentionCall full = c;
@@ -145,9 +191,10 @@ Cost ProfileModel::attention(const AttentionCall& c) const {
       full.unmasked_fraction = 1;
       const double ratio = tile_equivalents(c, tile) /
                            tile_equivalents(full, tile_shape(fallback_.impl(), c.head_dim, c.backward, false));
-      const double xe = std::log(attention_flops(full) * ratio);
-      if (xe >= dense->log_flops.front() - 1e-9 && xe <= dense->log_flops.back() + 1e-9) {
-        return Cost{std::exp(interpolate(*dense, xe)), flops, dense->source, false};
+      const double xe = std::log(cta_flops(c, attention_flops(full) * ratio));
+      if (xe >= dense->log_flops.front() - kLogTolerance) {
+        const double t = wave_time(*dense, xe, source);
+        return Cost{t * n_waves, flops, source, false};
       }
     }
   }
@@ -169,7 +216,8 @@ std::string ProfileModel::describe() const {
   }
   return "profile " + path_ + " (" + std::to_string(rows_) + " rows, " + source_names_ +
          ", gpu " + gpus_ + "; attention interpolated in log-log between measured FLOPs per " +
-         "direction / head dim / mask class: " + classes + "); outside that range and for " +
+         "direction / head dim / mask class (one wave's time against one CTA's FLOPs, times the call's waves over " +
+         std::to_string(sms_) + " SMs): " + classes + "); outside that range and for " +
          "other kernels: " + fallback_.describe();
 }
 

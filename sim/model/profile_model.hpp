@@ -32,7 +32,8 @@ class ProfileModel final : public CostModel {
   std::string describe() const override;
 
  private:
-  /// One interpolation curve: log(time) piecewise linear in log(FLOPs) through the rows' points,
+  /// One interpolation curve: log(one wave's time) piecewise linear in log(one CTA's FLOPs)
+  /// through the rows' points,
   /// made monotone (time never falls as FLOPs grow) by pooling adjacent violators.
   struct Curve {
     std::vector<double> log_flops, log_time;
@@ -42,13 +43,30 @@ class ProfileModel final : public CostModel {
   using ExactKey = std::tuple<bool, int64_t, int64_t, int, int64_t, int, int, int>;
 
   static ExactKey exact_key(const AttentionCall& c);
+  /// CTAs of one (batch, head) slice, unrounded: query rows / tile rows (forward), key columns /
+  /// tile columns (backward), tile_shape() of this implementation.
+  double tile_extent(const AttentionCall& c) const;
+  /// Waves of the call's CTAs (every slice's whole tiles) over the SMs.
+  double waves(const AttentionCall& c) const;
+  /// FLOPs of one CTA: the call's FLOPs over its slices and tile_extent (continuous, so a
+  /// longer call never maps to a smaller CTA).
+  double cta_flops(const AttentionCall& c, double flops) const;
   const Curve* find_curve(bool bwd, int d, int cls) const;
   static double interpolate(const Curve& curve, double log_flops);
+  /// One wave's time on `curve` at log CTA FLOPs x (x at or past its first point): interpolated,
+  /// or past its last point at that point's rate (source then Derived).
+  static double wave_time(const Curve& curve, double x, CostSource& source);
+  /// The price before the backward's bound by its forward.
+  Cost priced(const AttentionCall& c) const;
+  /// Tolerance on log CTA FLOPs when a call meets a curve's end: the CSV's unmasked fractions
+  /// have six decimals (a 512-token causal row's 0.500977 for 513/1024), 1e-6 relative.
+  static constexpr double kLogTolerance = 1e-5;
 
   std::string path_;
   RooflineModel fallback_;
   std::map<CurveKey, Curve> curves_;
   std::map<ExactKey, std::pair<double, CostSource>> exact_;
+  int sms_ = 132;
   int rows_ = 0;
   std::string source_names_, gpus_;
 };

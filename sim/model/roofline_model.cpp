@@ -106,6 +106,13 @@ RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::AttnImpl im
 }
 
 Cost RooflineModel::attention(const AttentionCall& c) const {
+  if (!c.backward) return priced(c);
+  AttentionCall f = c;
+  f.backward = false;
+  return backward_at_forward_rate(priced(c), priced(f));
+}
+
+Cost RooflineModel::priced(const AttentionCall& c) const {
   Cost r;
   r.flops = attention_flops(c);
   r.source = CostSource::Roofline;

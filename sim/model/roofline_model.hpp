@@ -17,6 +17,8 @@ class RooflineModel final : public CostModel {
                          scenario::AttnImpl impl = scenario::AttnImpl::Auto,
                          std::shared_ptr<const GdnProfile> gdn = nullptr);
   Cost attention(const AttentionCall& c) const override;
+  /// The tile-level price of one direction, before the backward's bound by its forward.
+  Cost priced(const AttentionCall& c) const;
   Cost gemm(double m, double n, double k) const override;
   Cost gemm_fp8(double m, double n, double k) const override;
   Cost memory_bound(double bytes) const override;

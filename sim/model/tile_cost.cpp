@@ -131,10 +131,14 @@ TileWork count_tiles_uncached(const AttentionCall& c, TileShape t) {
     w.max_cta = c.backward ? rows : cols;
     return w;
   }
-  if (c.mask == scenario::Mask::Document) {
-    // Causal blocks of length D along the diagonal: pairs ~ L D / 2, so D = 2 f L.
-    const double l = std::min(q, kv);
-    const double doc = std::clamp(2 * f * l * std::max(q, kv) / l, 1.0, l);
+  // Causal blocks of length D along the diagonal hold l D / 2 pairs (l = min(q, kv)), so
+  // D = 2 f q kv / l; past D = l they cannot hold the call's pairs (documents under a full mask,
+  // a document's prefix against more keys than queries): the causal boundary that leaves the
+  // call's pairs prices those, as it does a causal-offset call.
+  const double l_doc = std::min(q, kv), d_doc = 2 * f * q * kv / l_doc;
+  if (c.mask == scenario::Mask::Document && d_doc <= l_doc) {
+    const double l = l_doc;
+    const double doc = std::max(1.0, d_doc);
     const double docs = l / doc;
     TileWork one = causal_tiles(doc, doc, 0, t, c.backward);
     w.full = one.full * docs;

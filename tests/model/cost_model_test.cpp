@@ -259,8 +259,35 @@ TEST(Profile, InterpolatesBetweenNeighboursInLogLog) {
   EXPECT_NEAR(c.time_s, std::sqrt(100e-6 * 1000e-6), 1e-12);
   EXPECT_EQ(c.source, CostSource::Measured);
   EXPECT_FALSE(c.extrapolated);
-  // Same FLOPs, another shape: the curve, not an exact match.
-  EXPECT_NEAR(m->attention(call(1024, 4096, 16, 128)).time_s, std::sqrt(100e-6 * 1000e-6), 1e-12);
+  // (1K: 16 x 8 CTAs of 128 query rows, one wave on 132 SMs; 2K: two waves of CTAs a 2K loop
+  // long; 4K: four waves of 4K loops, 250 us each. One wave of 2K loops is the geometric mean
+  // of 100 and 250 us, and 2K's two waves make 316 us.)
+  // Same FLOPs, another shape: 1K queries against 4K keys are one wave of CTAs with the 4K
+  // point's loop, 250 us, not the 2K square's FLOPs on the curve.
+  EXPECT_NEAR(m->attention(call(1024, 4096, 16, 128)).time_s, 250e-6, 1e-12);
+  // More heads: whole waves more. 33 heads of 1K are 264 CTAs, two waves.
+  EXPECT_NEAR(m->attention(call(1024, 1024, 33, 128)).time_s, 200e-6, 1e-12);
+}
+
+TEST(Profile, HeadsChangeTheRateOnlyAtAWaveAndBackwardIsNotFaster) {
+  // FA3 causal 16K d128 on H100: the published row is 616 TFLOP/s at 16 heads. More heads are
+  // more waves of the same CTAs: the rate stays within one wave of it at every head count (it
+  // fell to 450 TFLOP/s past 27 heads when the curve was read at the call's total FLOPs), and
+  // the backward (derived at 0.63 / 0.73 of the forward) is never the faster one.
+  const auto m = CostModel::from_profile(published_h100(), h100());
+  auto rate = [&](int heads, bool bwd) {
+    AttentionCall c = call(16384, 16384, heads, 128, 1, bwd);
+    c.heads_kv = 8;
+    const model::Cost k = m->attention(c);
+    EXPECT_FALSE(k.extrapolated) << heads;
+    return k.flops / k.time_s;
+  };
+  for (int h = 1; h <= 64; ++h) {
+    const double fwd = rate(h, false), bwd = rate(h, true);
+    const double waves = std::ceil(h * 128.0 / 132);
+    EXPECT_NEAR(fwd / 616e12, 1.0, 1.0 / waves + 0.02) << h << " heads";
+    EXPECT_LE(bwd, fwd) << h << " heads";
+  }
 }
 
 TEST(Profile, OutsideTheMeasuredRangeFallsBackAndSaysSo) {
@@ -272,12 +299,27 @@ TEST(Profile, OutsideTheMeasuredRangeFallsBackAndSaysSo) {
     EXPECT_EQ(c.source, CostSource::Roofline) << why;
     EXPECT_DOUBLE_EQ(c.time_s, roof->attention(a).time_s) << why;
   };
-  expect_fallback(call(65536, 65536, 16, 128), "beyond the largest measured FLOPs");
+  // Past the longest measured CTA loop (64K keys, the rows stop at 16K) the loop goes on at
+  // the last row's rate: derived from the rows, at the 16K row's rate within one wave.
+  const model::Cost longer = m->attention(call(65536, 65536, 16, 128));
+  const model::Cost last_row = m->attention(call(16384, 16384, 16, 128));
+  EXPECT_FALSE(longer.extrapolated);
+  EXPECT_EQ(longer.source, CostSource::Derived);
+  EXPECT_NEAR((longer.flops / longer.time_s) / (last_row.flops / last_row.time_s), 1.0, 0.02);
   expect_fallback(call(256, 256, 16, 128), "below the smallest");
   expect_fallback(call(4096, 4096, 16, 96), "no d96 rows");
+  // The anchor ring step (24 heads, d256, causal 16K) has three times the FLOPs of the
+  // published 16K d256 row (8 heads) but the same CTAs, 24 waves of them: the curve prices it,
+  // at the row's rate within one wave.
   AttentionCall ring = call(16384, 16384, 24, 256, 1);
   ring.heads_kv = 4;
-  expect_fallback(ring, "anchor ring step: no d256 causal rows");
+  AttentionCall row = ring;
+  row.heads_q = row.heads_kv = 8;
+  const model::Cost in_range = m->attention(ring), published = m->attention(row);
+  EXPECT_FALSE(in_range.extrapolated);
+  EXPECT_EQ(in_range.source, CostSource::Published);
+  const double rate = in_range.flops / in_range.time_s, row_rate = published.flops / published.time_s;
+  EXPECT_NEAR(rate / row_rate, 1.0, 1.0 / 24);
   // GEMMs and memory-bound ops are not in the profile: the roofline prices them, not flagged.
   EXPECT_FALSE(m->gemm(4096, 4096, 4096).extrapolated);
   EXPECT_EQ(m->memory_bound(1e9).source, CostSource::Roofline);
@@ -308,9 +350,10 @@ TEST(Profile, FastestKernelWinsAndNonMonotoneDataIsPooled) {
   EXPECT_NEAR(m->attention(call(1024, 1024, 16, 128)).time_s, 100e-6, 1e-12);
   // Measured shapes return their own measurement, pooled or not.
   EXPECT_NEAR(m->attention(call(2048, 2048, 16, 128)).time_s, 900e-6, 1e-12);
-  // Between them the curve is monotone: 2K and 4K pooled to their geometric mean, 600 us.
-  const double pooled = std::sqrt(900e-6 * 400e-6);
-  EXPECT_NEAR(m->attention(call(1024, 8192, 16, 128)).time_s, pooled, 1e-12);  // FLOPs of 2K
+  // Between them the curve is monotone: one wave of 2K loops (900 us over 2 waves) and of 4K
+  // loops (400 us over 4 waves) pooled to their geometric mean.
+  const double pooled = std::sqrt(450e-6 * 100e-6);
+  EXPECT_NEAR(m->attention(call(1024, 2048, 16, 128)).time_s, pooled, 1e-12);  // one wave, 2K loops
   double last = 0;
   for (int s = 1024; s <= 8192; s += 64) {
     const double t = m->attention(call(1024, s, 16, 128)).time_s;
