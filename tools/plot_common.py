@@ -22,6 +22,7 @@ COLORS = {
     "comm": "#ff7f0e",          # transfers
     "exposed": "#ff7f0e",
     "idle": "#c7c7c7",          # waiting / bubble
+    "other_work": "#e4e4e4",    # a timeline's other layers and micro-batches
     "critical": "#d62728",
     "failed": "#7f7f7f",
 }

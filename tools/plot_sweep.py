@@ -71,15 +71,25 @@ def does_not_fit(sw, row):
     return str(v).lower() in ("false", "0", "no")
 
 
-def check_unplotted(sw, rows, used):
+def check_unplotted(sw, rows, used, hint_for="series"):
     """Refuses a plot that would merge points differing in a swept column it does not show."""
     for c in sw.swept:
         if c in used:
             continue
         vals = {str(r.get(c, "")) for r in rows}
         if len(vals) > 1:
+            hint = f"--series {c}, --facet {c}" if "series" in hint_for else f"--x {c}, --y {c}"
             die(f"swept column '{c}' takes {len(vals)} values ({', '.join(sorted(vals)[:4])}) but is "
-                f"not plotted: pass --series {c}, --facet {c} or --where {c}=VALUE")
+                f"not plotted: pass {hint} or --where {c}=VALUE")
+
+
+def shown_columns(sw, columns, where):
+    """The swept columns a plot tells apart: those it shows, those --where fixes, and the swept
+    keys a derived column (schedule, topology, platform) is made of."""
+    used = set(columns) | {k for k, _, _ in (w.partition("=") for w in where)}
+    if used & {"schedule", "topology", "platform"}:
+        used |= {c for c in sw.swept if c.startswith("parallel.attention") or c.startswith("platform")}
+    return used
 
 
 def default_series(sw, rows, x):
@@ -105,11 +115,7 @@ def plot_lines(sw, args):
         facets = order_values([str(sw.value(r, args.facet)) for r in rows])
     metrics = args.y or ["step_time_s"]
     scope = sw.scope()
-    used = {x, series, args.facet} | {k for k, _, _ in (w.partition("=") for w in args.where)}
-    if series in ("schedule", "topology", "platform") or args.facet in ("schedule", "topology", "platform"):
-        # derived columns stand for the swept keys they are made of
-        used |= {c for c in sw.swept if c.startswith("parallel.attention") or c.startswith("platform")}
-    check_unplotted(sw, rows, used)
+    check_unplotted(sw, rows, shown_columns(sw, [x, series, args.facet], args.where))
 
     panels = len(facets) * len(metrics)
     ncols = min(panels, 3)  # facets wrap into a grid instead of one row thousands of pixels wide
@@ -206,6 +212,8 @@ def plot_heatmap(sw, args):
     rows = filtered_rows(sw, args.where)
     if not args.x or not args.y:
         die("heatmap needs --x and --y (two swept columns)")
+    # One cell per point, as `cpsim sweep --pivot` keeps one: never one point over another.
+    check_unplotted(sw, rows, shown_columns(sw, [args.x, args.y], args.where), hint_for="heatmap")
     metric = args.metric
     scope = sw.scope()
     label, scale = metric_axis(metric, scope)

@@ -1,8 +1,11 @@
 """timeline: a Gantt chart per GPU of one layer's forward and backward, from `cpsim run --trace`.
 
 Each GPU gets one lane per stream (compute, CP send, CP receive, ...). Attention kernels, other
-kernels and transfers have their own colours; gaps on a GPU's compute stream are hatched as
-waiting; ops on the critical path (the trace's `critical` argument) are outlined in red.
+kernels and transfers have their own colours; other layers' and micro-batches' work inside the
+window is drawn in light grey, and only what is left of a GPU's compute stream is hatched as
+waiting; ops on the critical path (the trace's `critical` argument) are outlined in red. By
+default: the first full-attention layer, its first micro-batch (ops of no micro-batch, such as
+a layer's gradient sync, join it when the trace has only one), up to 16 GPUs.
 """
 import argparse
 from collections import Counter, defaultdict
@@ -11,6 +14,28 @@ import matplotlib.lines as mlines
 import matplotlib.patches as mpatches
 
 from plot_common import COLORS, die, load_json, plt, save
+
+
+def pick_micro_batch(mbs):
+    """The first real micro-batch (>= 0); -1 (no micro-batch) only when the layer has nothing
+    else."""
+    real = [m for m in mbs if m >= 0]
+    return real[0] if real else (mbs[0] if mbs else -1)
+
+
+def is_compute_stream(tname, pid, tid):
+    name = tname.get((pid, tid), "")
+    return name == "compute" or (tid == 1 and not name)
+
+
+def merge_intervals(spans):
+    out = []
+    for s, f in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], f)
+        else:
+            out.append([s, f])
+    return out
 
 
 def pick_layer(events):
@@ -92,6 +117,8 @@ def main(argv=None):
         if k in kinds_seen:
             handles.append(mpatches.Patch(color=KIND_COLORS.get(k, COLORS["failed"]),
                                           label=KIND_NAMES.get(k, "other transfer")))
+    if any(p["other"] for p in panels):
+        handles.append(mpatches.Patch(color=COLORS["other_work"], label="other layers / micro-batches"))
     handles += [mpatches.Patch(facecolor="white", edgecolor=COLORS["idle"], hatch="////",
                                label="waiting (compute stream idle)"),
                 mpatches.Patch(facecolor="white", edgecolor=COLORS["critical"], linewidth=1.6,
@@ -123,17 +150,21 @@ def prepare(path, args):
     ops = [e for e in ev if e.get("ph") == "X" and "args" in e]
     if not ops:
         die(f"{path}: no ops in the trace")
+    all_ops = ops
     layer = args.layer if args.layer is not None else pick_layer(ops)
     if layer is not None:
         ops = [e for e in ops if e["args"].get("layer") == layer]
         if not ops:
             die(f"{path}: no ops of layer {layer}")
     mbs = sorted({e["args"].get("micro_batch", -1) for e in ops})
-    mb = args.micro_batch if args.micro_batch is not None else (mbs[0] if mbs else -1)
-    if len(mbs) > 1 or args.micro_batch is not None:
-        ops = [e for e in ops if e["args"].get("micro_batch", -1) == mb]
-        if not ops:
-            die(f"{path}: no ops of micro-batch {mb} in layer {layer}")
+    mb = args.micro_batch if args.micro_batch is not None else pick_micro_batch(mbs)
+    # Ops of no micro-batch (-1: a layer's gradient reduce-scatter, ZeRO-3 gathers) belong to
+    # every micro-batch at once: shown with the only one, or alone when asked for.
+    layer_wide = args.micro_batch is None and len([m for m in mbs if m >= 0]) <= 1
+    ops = [e for e in ops if e["args"].get("micro_batch", -1) == mb
+           or (layer_wide and e["args"].get("micro_batch", -1) < 0)]
+    if not ops:
+        die(f"{path}: no ops of micro-batch {mb} in layer {layer}")
 
     def rank_of(e):
         return e["args"].get("rank", e["pid"] - 1)
@@ -155,6 +186,18 @@ def prepare(path, args):
     t1 = max(e["ts"] + e["dur"] for e in ops)
     span_us = max(t1 - t0, 1e-9)
 
+    # Other layers' and micro-batches' work inside the window, per lane: a step runs them
+    # between this layer's forward and backward, and its stream is busy then, not waiting.
+    shown = {id(e) for e in ops}
+    rank_set = set(ranks)
+    other = defaultdict(list)
+    for e in all_ops:
+        if id(e) in shown or rank_of(e) not in rank_set:
+            continue
+        if e["ts"] < t1 and e["ts"] + e["dur"] > t0:
+            other[(rank_of(e), e["tid"])].append((max(e["ts"], t0), min(e["ts"] + e["dur"], t1)))
+    other = {k: merge_intervals(v) for k, v in other.items()}
+
     # Lanes: per GPU, its streams in stream order; the compute stream first.
     lanes = defaultdict(set)
     for e in ops:
@@ -169,9 +212,12 @@ def prepare(path, args):
     by_lane = defaultdict(list)
     for e in ops:
         by_lane[(rank_of(e), e["tid"])].append(e)
+    # The backward starts with a GPU's first backward kernel on its compute stream: the host
+    # stream launches kernels ahead of the GPU, and a backward transfer may start as soon as its
+    # data exist.
     first_bwd = {}
     for e in ops:
-        if e["args"].get("phase") == "bwd" and "bytes" not in e["args"]:
+        if e["args"].get("phase") == "bwd" and "bytes" not in e["args"] and is_compute_stream(tname, e["pid"], e["tid"]):
             r = rank_of(e)
             first_bwd[r] = min(first_bwd.get(r, e["ts"]), e["ts"])
     has_fwd = any(e["args"].get("phase") == "fwd" for e in ops)
@@ -182,7 +228,8 @@ def prepare(path, args):
         + (f" ({scheme})" if scheme else "") + (f", micro-batch {mb}" if len(mbs) > 1 else ""))
     return {"ops": ops, "rows": rows, "ypos": ypos, "by_lane": by_lane, "t0": t0, "t1": t1,
             "span_us": span_us, "tname": tname, "pname": pname, "ranks": ranks, "rank_of": rank_of,
-            "first_bwd": first_bwd, "has_fwd": has_fwd, "title": title}
+            "first_bwd": first_bwd, "has_fwd": has_fwd, "title": title, "layer": layer,
+            "micro_batch": mb, "other": other}
 
 
 def transfer_kind(stream_name):
@@ -221,12 +268,25 @@ def draw(ax, p, lo, hi, div, kinds_seen):
                     edgecolor=COLORS["critical"] if crit else "white",
                     linewidth=1.6 if crit else 0.3, zorder=3 if crit else 2)
 
-    # Waiting: gaps on each GPU's compute stream inside the layer's window.
+    # Other layers' and micro-batches' work on the shown lanes: one light-grey band per lane.
+    other, other_us = p["other"], defaultdict(float)
     for r, tid, pid in rows:
-        name = tname.get((pid, tid), "")
-        if name != "compute" and not (tid == 1 and not name):
+        spans = other.get((r, tid), [])
+        if not spans:
             continue
-        busy = sorted((e["ts"], e["ts"] + e["dur"]) for e in by_lane[(r, tid)])
+        ax.broken_barh([((s - t0) / div, (f - s) / div) for s, f in spans], (ypos[(r, tid)] - h / 2, h),
+                       facecolors=COLORS["other_work"], edgecolors="none", zorder=1.5)
+        if is_compute_stream(tname, pid, tid):
+            other_us[r] += sum(f - s for s, f in spans)
+
+    # Waiting: what is left of each GPU's compute stream inside the window, once this layer's
+    # ops and the other work are taken out.
+    waiting = {}
+    for r, tid, pid in rows:
+        if not is_compute_stream(tname, pid, tid):
+            continue
+        busy = merge_intervals([(e["ts"], e["ts"] + e["dur"]) for e in by_lane[(r, tid)]]
+                               + [tuple(x) for x in other.get((r, tid), [])])
         cur = t0
         gaps = []
         for s, f in busy:
@@ -235,9 +295,9 @@ def draw(ax, p, lo, hi, div, kinds_seen):
             cur = max(cur, f)
         if cur < t1:
             gaps.append((cur, t1))
+        gaps = [(s, f) for s, f in gaps if (f - s) >= span_us * 2e-3]
+        waiting[r] = [[s - t0, f - t0] for s, f in gaps]
         for s, f in gaps:
-            if (f - s) < span_us * 2e-3:
-                continue
             ax.barh(ypos[(r, tid)], (f - s) / div, left=(s - t0) / div, height=h,
                     color="none", edgecolor=COLORS["idle"], hatch="////", linewidth=0, zorder=1)
 
@@ -270,4 +330,11 @@ def draw(ax, p, lo, hi, div, kinds_seen):
     ax.set_xlim(lo / div, hi / div)
     ax.set_title(p["title"], fontsize=10)
     ax.grid(axis="x", alpha=0.3)
-    return {"title": p["title"], "ranks": ranks, "span_us": p["span_us"], "ops_drawn": dict(counts)}
+    lanes = [f"GPU {r} {tname.get((pid, tid), f'stream {tid - 1}')}" for r, tid, pid in rows]
+    # What is drawn, in microseconds since the window's first op, for tests and scripts.
+    return {"title": p["title"], "ranks": ranks, "span_us": p["span_us"], "ops_drawn": dict(counts),
+            "layer": p["layer"], "micro_batch": p["micro_batch"], "lanes": lanes,
+            "t0_us": t0, "waiting_us": {str(r): w for r, w in waiting.items()},
+            "other_work_us": {str(r): v for r, v in other_us.items()},
+            "backward_starts_us": {str(r): first_bwd[r] - t0 for r in ranks if r in first_bwd}
+            if (first_bwd and has_fwd) else {}}

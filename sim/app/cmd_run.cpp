@@ -97,7 +97,8 @@ void register_run(CLI::App& app, int& rc) {
       if (!args->quiet) std::cout << out.summary;
       // An OOM verdict comes with the cheapest change that fits, re-evaluated by the memory
       // model (the full list, with step times: `cpsim memory`).
-      if (!args->quiet && !out.result["memory"]["fits"].get<bool>()) {
+      // One attention layer's memory is not the step's: the step's changes do not apply to it.
+      if (!args->quiet && !out.result["memory"]["fits"].get<bool>() && out.result["scope"] != "attention-layer") {
         const auto changes = memory_changes(args->scenario, sets, sc);
         std::cout << "  does not fit; `cpsim memory " << args->scenario << "` lists what does";
         if (!changes.empty() && changes.front().memory.fits)

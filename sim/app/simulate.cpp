@@ -264,8 +264,8 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   check_finite(p.graph, tr);
   progress.phase("report");
   set_phase("reporting " + sc.name);
-  report::Result r = part ? report::analyze(p, tr, model::peak_rank_memory(sc), std::move(*part))
-                          : report::analyze(p, tr, topo, model::peak_rank_memory(sc));
+  report::Result r = part ? report::analyze(p, tr, model::simulated_memory(sc), std::move(*part))
+                          : report::analyze(p, tr, topo, model::simulated_memory(sc));
   if (!opt.trace_path.empty())
     report::write_atomic(opt.trace_path, [&](std::ostream& os) {
       report::write_chrome_trace(os, p.graph, tr, r.critical_path.ops, opt.trace_filter);

@@ -115,4 +115,8 @@ MemoryEstimate peak_rank_memory(const scenario::Scenario& sc) {
   return m;
 }
 
+MemoryEstimate simulated_memory(const scenario::Scenario& sc) {
+  return sc.simulation.scope == scenario::Scope::AttentionLayer ? attention_layer_memory(sc) : peak_rank_memory(sc);
+}
+
 }  // namespace cpsim::model

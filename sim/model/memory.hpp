@@ -29,4 +29,8 @@ std::vector<RankClassMemory> memory_by_rank_class(const scenario::Scenario& sc);
 /// The class with the largest peak (the first one on ties): what decides whether a run fits.
 MemoryEstimate peak_rank_memory(const scenario::Scenario& sc);
 
+/// The memory of what the scenario's scope simulates: one attention layer's for scope
+/// attention-layer (attention_layer_memory), else the peak rank class's (peak_rank_memory).
+MemoryEstimate simulated_memory(const scenario::Scenario& sc);
+
 }  // namespace cpsim::model

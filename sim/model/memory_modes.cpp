@@ -1,5 +1,5 @@
-// Memory of the forward-only prefill (the KV cache it leaves behind) and the chunked loss's
-// chunk size.
+// Memory of the forward-only prefill (the KV cache it leaves behind), of one attention layer
+// alone, and the chunked loss's chunk size.
 #include <algorithm>
 #include <cmath>
 
@@ -105,6 +105,33 @@ MemoryEstimate estimate_prefill_memory(const scenario::Scenario& sc) {
   est.terms.push_back({"context-parallel buffers", cp_buffer_bytes(sc) * tr.micro_batch});
   est.terms.push_back({"CUDA context, NCCL buffers, allocator slack", 3e9});
   finish_memory_estimate(est, sc.platform.gpu.memory_bytes);
+  return est;
+}
+
+MemoryEstimate attention_layer_memory(const scenario::Scenario& sc) {
+  const auto& m = sc.model;
+  const auto& p = sc.parallel;
+  const auto& tr = sc.training;
+  MemoryEstimate est;
+  // The tensors of the core attention on one GPU of the CP group (scope attention-layer builds
+  // nothing else): its tokens' Q and O (bf16), K and V, and the fp32 log-sum-exp per row.
+  const double tokens = static_cast<double>(tr.seq_len / p.cp) * tr.micro_batch;
+  const double hq = static_cast<double>(m.heads_q / p.tp);
+  const double hkv = std::max(1, m.heads_kv / p.tp);
+  const double q = tokens * hq * m.head_dim * kBf16Bytes;
+  const double kv = tokens * 2 * hkv * m.head_dim * kBf16Bytes;
+  est.terms.push_back({"attention inputs and output (Q, K, V, O, LSE)", 2 * q + kv + tokens * hq * kFp32Bytes});
+  if (sc.mode != scenario::Mode::Prefill) {
+    // The backward's dO, dK, dV (bf16) and dQ, which FlashAttention accumulates in fp32
+    // (flash_api.cpp, mha_bwd: dq_accum is kFloat), with the fp32 rowsum of dO * O (softmax_d).
+    est.terms.push_back({"attention gradients (dO, dQ fp32, dK, dV)",
+                         q + 2 * q + kv + tokens * hq * kFp32Bytes});
+  }
+  est.terms.push_back({"context-parallel buffers", cp_buffer_bytes(sc) * tr.micro_batch});
+  est.terms.push_back({"CUDA context, NCCL buffers, allocator slack", 3e9});
+  finish_memory_estimate(est, sc.platform.gpu.memory_bytes);
+  // Said in the verdict itself, as the summary, the JSON and results.csv all read it.
+  est.verdict += " (one attention layer's tensors only; `cpsim memory` gives the whole step's)";
   return est;
 }
 

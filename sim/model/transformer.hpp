@@ -105,5 +105,9 @@ KvCache kv_cache_per_rank(const scenario::Scenario& sc);
 /// Prefill memory: bf16 weights (TP x PP split, no gradients, no optimizer), the KV cache, the
 /// working set of the one layer being computed and the last token's logits.
 MemoryEstimate estimate_prefill_memory(const scenario::Scenario& sc);
+/// One attention layer alone, what scope attention-layer simulates: the core attention's
+/// inputs, output and (training) gradients on one GPU, its CP buffers and the CUDA context;
+/// no weights, optimizer states or other layers' activations.
+MemoryEstimate attention_layer_memory(const scenario::Scenario& sc);
 
 }  // namespace cpsim::model

@@ -53,7 +53,7 @@ TEST_F(MemoryPlanTest, AnchorAt128kIsOomAndEveryListedFixFitsWhenRun) {
     for (const auto& s : c["sets"]) sets += " --set " + s.get<std::string>();
     const std::string out = p("fix" + std::to_string(fitting) + ".json");
     const Output r = in_source(kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml" + sets +
-                               " --set simulation.scope=attention-layer --engine analytic -q --json " + out);
+                               " --set simulation.scope=layer --engine analytic -q --json " + out);
     ASSERT_EQ(r.rc, 0) << sets << "\n" << r.text;
     const json res = json::parse(slurp(out));
     EXPECT_TRUE(res["memory"]["fits"].get<bool>()) << sets;

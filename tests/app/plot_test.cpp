@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -118,6 +119,11 @@ TEST_F(PlotTest, EveryPlotCommandRunsOnBundledOutputs) {
                                    p("refused"));
     EXPECT_EQ(o.rc, 2) << o.text;
     EXPECT_NE(o.text.find("not plotted"), std::string::npos) << o.text;
+    // A heatmap too: ring-zigzag and ring-contiguous are not one "ring" cell.
+    const Output h = run_in_source(kPlot + " heatmap " + p("sched") + " --x training.seq_len --y parallel.attention.scheme -o " +
+                                   p("refused-hm"));
+    EXPECT_EQ(h.rc, 2) << h.text;
+    EXPECT_NE(h.text.find("'parallel.attention.layout'"), std::string::npos) << h.text;
   }
   // Timeline: a window and a second trace on the same axis; every colour drawn has a legend entry.
   plot("timeline " + p("trace.json") + " --compare " + p("trace.json") + " --window 0:1ms --data " + p("tl.json"),
@@ -164,6 +170,98 @@ TEST_F(PlotTest, EveryPlotCommandRunsOnBundledOutputs) {
     EXPECT_EQ(fr["points"].size(), 3u);
   }
   plot("bench bench/results", "bench");  // the CSVs bench/run.sh wrote, committed
+}
+
+/// Per GPU (rank), the [start, end] of every op on its compute stream, from a Chrome trace.
+std::map<int, std::vector<std::pair<double, double>>> compute_spans(const nlohmann::json& trace) {
+  std::map<std::pair<int, int>, std::string> names;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") names[{e["pid"], e["tid"]}] = e["args"]["name"];
+  std::map<int, std::vector<std::pair<double, double>>> out;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && names[{e["pid"], e["tid"]}] == "compute")
+      out[e["pid"].get<int>() - 1].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+  return out;
+}
+
+/// The timeline's data for TRACE: what it drew is what the trace holds. The layer's own
+/// micro-batch (never -1) on every stream; waiting drawn only where no op of any layer runs on
+/// the compute stream; the backward marker at the GPU's first backward kernel.
+void check_timeline(const nlohmann::json& trace, const nlohmann::json& data) {
+  const auto& p = data.at("panels").at(0);
+  SCOPED_TRACE(p.at("title").get<std::string>());
+  EXPECT_GE(p.at("micro_batch").get<int>(), 0);
+  EXPECT_GT(p.at("ops_drawn").value("attention", 0), 0) << p.at("ops_drawn");
+  std::string lanes;
+  for (const auto& l : p.at("lanes")) lanes += l.get<std::string>() + "|";
+  EXPECT_NE(lanes.find("GPU 0 compute|"), std::string::npos) << lanes;
+  EXPECT_NE(lanes.find("GPU 0 cp-send|"), std::string::npos) << lanes;
+  const double t0 = p.at("t0_us");
+  const auto busy = compute_spans(trace);
+  for (const auto& [rank, gaps] : p.at("waiting_us").items())
+    for (const auto& g : gaps)
+      for (const auto& [s, f] : busy.at(std::stoi(rank))) {
+        const double gs = t0 + g[0].get<double>(), gf = t0 + g[1].get<double>();
+        ASSERT_FALSE(s < gf - 1e-6 && f > gs + 1e-6) << "GPU " << rank << " drawn waiting over [" << gs << ", " << gf
+                                                     << "] while an op runs on its compute stream over [" << s << ", " << f << "]";
+      }
+  std::map<std::pair<int, int>, std::string> names;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name") names[{e["pid"], e["tid"]}] = e["args"]["name"];
+  std::map<int, double> first_bwd;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || names[{e["pid"], e["tid"]}] != "compute") continue;
+    const auto& a = e["args"];
+    if (a["layer"] != p.at("layer") || a["micro_batch"] != p.at("micro_batch") || a["phase"] != "bwd") continue;
+    const int r = e["pid"].get<int>() - 1;
+    first_bwd[r] = first_bwd.count(r) ? std::min(first_bwd[r], e["ts"].get<double>()) : e["ts"].get<double>();
+  }
+  ASSERT_FALSE(first_bwd.empty());
+  EXPECT_EQ(p.at("backward_starts_us").size(), p.at("ranks").size());
+  for (const auto& [rank, x] : p.at("backward_starts_us").items())
+    EXPECT_NEAR(x.get<double>(), first_bwd.at(std::stoi(rank)) - t0, 1e-6) << "GPU " << rank;
+}
+
+TEST_F(PlotTest, TimelineDefaultsShowTheLayersOwnWork) {
+  // A whole step (other layers run between a layer's forward and backward, a layer's gradient
+  // sync belongs to no micro-batch) and one attention layer (the host launches the backward's
+  // kernels long before the GPU runs them).
+  ASSERT_EQ(run_in_source(kCpsim + " run scenarios/quickstart.yaml --set training.seq_len=16K --engine analytic -q --trace " +
+                          p("step.json")).rc, 0);
+  ASSERT_EQ(run_in_source(kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml --set simulation.scope=attention-layer "
+                          "--set training.seq_len=16K --engine analytic -q --trace " + p("al.json")).rc, 0);
+  plot("timeline " + p("step.json") + " --data " + p("step-data.json"), "timeline-step");
+  plot("timeline " + p("al.json") + " --data " + p("al-data.json"), "timeline-al");
+  const auto step = nlohmann::json::parse(slurp(p("step-data.json")));
+  check_timeline(nlohmann::json::parse(slurp(p("step.json"))), step);
+  check_timeline(nlohmann::json::parse(slurp(p("al.json"))), nlohmann::json::parse(slurp(p("al-data.json"))));
+  // The other layers' work between this layer's forward and backward is drawn as such.
+  for (const auto& [rank, us] : step.at("panels").at(0).at("other_work_us").items()) EXPECT_GT(us.get<double>(), 0) << rank;
+  std::string legend;
+  for (const auto& l : step["legend"]) legend += l.get<std::string>() + "|";
+  EXPECT_NE(legend.find("other layers / micro-batches"), std::string::npos) << legend;
+}
+
+TEST_F(PlotTest, HeatmapNeverCallsAPointThatDoesNotFitBest) {
+  // One attention layer never runs out of memory, so the bundled sweeps above have no OOM cell:
+  // a results.csv of whole steps written here, the fastest point out of memory.
+  fs::create_directories(p("oom"));
+  std::ofstream(p("oom/results.csv")) << "id,status,reason,training.seq_len,parallel.cp,step_time_s,fits\n"
+                                         "0000,ok,,64K,4,1.5,true\n0001,ok,,64K,8,0.9,false\n"
+                                         "0002,ok,,128K,4,3.0,true\n0003,ok,,128K,8,2.0,true\n";
+  plot("heatmap " + p("oom") + " --x parallel.cp --y training.seq_len --best row --data " + p("oom.json"), "heatmap-oom");
+  const auto hm = nlohmann::json::parse(slurp(p("oom.json")));
+  int oom = 0;
+  for (const auto& c : hm["cells"]) {
+    SCOPED_TRACE(c.dump());
+    const bool fits = !(c["row"] == "64K" && c["column"] == "8");
+    EXPECT_EQ(c["oom"].get<bool>(), !fits);
+    oom += !fits;
+    // Each row's best is its fastest point that fits: 1.5 s at 64K (not the 0.9 s OOM), 2.0 s at 128K
+    // (in seconds: the cells pass 1,000 ms).
+    EXPECT_EQ(c["best"].get<bool>(), c["value"].get<double>() == 1.5 || c["value"].get<double>() == 2.0);
+  }
+  EXPECT_EQ(oom, 1);
 }
 
 TEST_F(PlotTest, BadInputsExitTwo) {

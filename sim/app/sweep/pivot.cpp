@@ -59,6 +59,42 @@ void validate_pivot(const std::string& spec, const std::vector<std::string>& hea
     }
 }
 
+namespace {
+
+/// The swept keys (results.csv's columns between "reason" and the first metric) besides the
+/// two shown that still tell apart points falling in one cell, in column order: each is added
+/// while some cell holds points that differ in a swept key, the first such key each time. With
+/// scheme and layout both swept, `--pivot seq_len,scheme` needs the layout; a key zipped with
+/// one already shown (the Ulysses degree beside the scheme) is never needed.
+std::vector<size_t> distinguishing_keys(const std::vector<std::vector<std::string>>& recs, size_t down,
+                                        size_t across) {
+  const auto& head = recs.front();
+  const auto first_metric = std::find(head.begin(), head.end(), kMetrics[0].column);
+  std::vector<size_t> swept;
+  for (size_t i = 3; i < static_cast<size_t>(first_metric - head.begin()); ++i)
+    if (i != down && i != across) swept.push_back(i);
+  std::vector<size_t> extra;
+  for (;;) {
+    std::map<std::vector<std::string>, const std::vector<std::string>*> seen;
+    size_t differs = head.size();
+    for (size_t i = 1; i < recs.size() && differs == head.size(); ++i) {
+      const auto& rec = recs[i];
+      if (rec.size() < head.size()) continue;
+      std::vector<std::string> key = {rec[down], rec[across]};
+      for (size_t k : extra) key.push_back(rec[k]);
+      const auto [it, fresh] = seen.emplace(key, &rec);
+      if (fresh) continue;
+      for (size_t k : swept)
+        if ((*it->second)[k] != rec[k]) { differs = k; break; }
+    }
+    if (differs == head.size()) return extra;
+    extra.push_back(differs);
+    swept.erase(std::find(swept.begin(), swept.end(), differs));
+  }
+}
+
+}  // namespace
+
 std::string pivot_table(const std::string& csv_path, const std::string& spec) {
   const auto [down, across] = split_spec(spec);
   const auto recs = parse_csv(read_file(csv_path));
@@ -72,34 +108,43 @@ std::string pivot_table(const std::string& csv_path, const std::string& spec) {
     throw std::invalid_argument(msg);
   };
   const size_t r = column(down), c = column(across), st = column("status"), t = column("step_time_s");
+  // A cell holds one point: points that differ in another swept key get columns of their own,
+  // labelled KEY2's value then each such key's ("ring/zigzag"), never one over the other.
+  const std::vector<size_t> extra = distinguishing_keys(recs, r, c);
+  std::string across_name = across;
+  for (size_t k : extra) across_name += "/" + head[k];
   std::vector<std::string> rows, cols;
   std::map<std::pair<std::string, std::string>, std::string> cell;
   for (size_t i = 1; i < recs.size(); ++i) {
     const auto& rec = recs[i];
     if (rec.size() < head.size()) continue;
+    std::string col = rec[c];
+    for (size_t k : extra) col += "/" + rec[k];
     add_unique(rows, rec[r]);
-    add_unique(cols, rec[c]);
-    cell[{rec[r], rec[c]}] = rec[st] == "ok" ? human_time(rec[t]) : rec[st];
+    add_unique(cols, col);
+    cell[{rec[r], col}] = rec[st] == "ok" ? human_time(rec[t]) : rec[st];
   }
+  // A (row, column) pair no point has shows "-".
+  auto shown = [&](const std::string& x, const std::string& col) {
+    const auto it = cell.find({x, col});
+    return it == cell.end() ? std::string("-") : it->second;
+  };
   std::vector<size_t> width(cols.size() + 1, down.size());
   for (const auto& x : rows) width[0] = std::max(width[0], x.size());
   for (size_t j = 0; j < cols.size(); ++j) {
     width[j + 1] = cols[j].size();
-    for (const auto& x : rows) width[j + 1] = std::max(width[j + 1], cell[{x, cols[j]}].size());
+    for (const auto& x : rows) width[j + 1] = std::max(width[j + 1], shown(x, cols[j]).size());
   }
   auto pad = [](const std::string& s, size_t w, bool right) {
     const std::string fill(w > s.size() ? w - s.size() : 0, ' ');
     return right ? fill + s : s + fill;
   };
-  std::string out = "step time: " + down + " (rows) x " + across + " (columns)\n" + pad(down, width[0], false);
+  std::string out = "step time: " + down + " (rows) x " + across_name + " (columns)\n" + pad(down, width[0], false);
   for (size_t j = 0; j < cols.size(); ++j) out += "  " + pad(cols[j], width[j + 1], true);
   out += "\n";
   for (const auto& x : rows) {
     out += pad(x, width[0], false);
-    for (size_t j = 0; j < cols.size(); ++j) {
-      const auto it = cell.find({x, cols[j]});
-      out += "  " + pad(it == cell.end() ? "-" : it->second, width[j + 1], true);
-    }
+    for (size_t j = 0; j < cols.size(); ++j) out += "  " + pad(shown(x, cols[j]), width[j + 1], true);
     out += "\n";
   }
   return out;

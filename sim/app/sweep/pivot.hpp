@@ -1,6 +1,8 @@
 #pragma once
 /// `cpsim sweep --pivot KEY1,KEY2`: results.csv's step times as a compact terminal table, KEY1
-/// down, KEY2 across (values in first-seen order); a cell with no ok row shows its status.
+/// down, KEY2 across (values in first-seen order); a cell with no ok row shows its status. Points
+/// that differ in a further swept key are never merged into one cell: that key joins the
+/// column label (KEY2/KEY3 values).
 #include <string>
 #include <vector>
 
