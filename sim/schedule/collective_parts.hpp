@@ -72,6 +72,10 @@ std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& 
 /// Group indices per node, nodes in order of first appearance, members in group order.
 std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::vector<int>& ranks);
 
+/// Group indices per NVLink domain (NCCL's "node": a multi-node NVLink domain such as NVL72 is
+/// one, MNNVL), domains in order of first appearance, members in group order.
+std::vector<std::vector<int>> domains_of(const model::Topology& topo, const std::vector<int>& ranks);
+
 /// What a pipelined ring lane's transfer costs: the algorithm's steps, the protocol (index)
 /// and its efficiency.
 struct LaneCost {

@@ -85,6 +85,23 @@ std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::v
   return out;
 }
 
+/// (collective_parts.hpp)
+std::vector<std::vector<int>> domains_of(const model::Topology& topo, const std::vector<int>& ranks) {
+  const auto& s = topo.spec();
+  const int domain = s.intra == scenario::IntraFabric::NVSwitch
+                         ? std::max(s.nvlink_domain_gpus, s.gpus_per_node) : s.gpus_per_node;
+  std::vector<int> ids;
+  std::map<int, std::vector<int>> m;
+  for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
+    const int d = ranks[i] / domain;
+    if (!m.count(d)) ids.push_back(d);
+    m[d].push_back(i);
+  }
+  std::vector<std::vector<int>> out;
+  for (int id : ids) out.push_back(m[id]);
+  return out;
+}
+
 std::vector<Lane> ring_lanes(const model::Topology& topo, const std::vector<int>& ranks,
                              int lanes, int channels) {
   const int n = static_cast<int>(ranks.size());
@@ -338,7 +355,44 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
   if (req.op == CollOp::Broadcast || req.op == CollOp::Reduce) {
     // Root ranks[0]. Broadcast: a chain from the root; reduce: the same chain towards the root.
     // Per hop: the first chunk (forwarded as soon as it arrived) and the rest behind it.
+    // NCCL runs them on its ring channels (tuning.cc: Ring only), each channel's ring leaving a
+    // node through its own NIC (search.cc), and splits the buffer over the channels
+    // (src/device/broadcast.h: each channel takes its slice of every loop): across nodes the
+    // chain is one per rail, each with its lanes' share, as the ring collectives' lanes.
     const bool down = req.op == CollOp::Broadcast;
+    const auto lanes = detail::ring_lanes(topo, req.ranks, shape.nodes > 1 ? shape.rails : 1,
+                                          std::max(1, choice.channels));
+    if (lanes.size() > 1) {
+      detail::Fence fence = detail::open_fence(g, req, label);
+      for (const auto& lane : lanes) {
+        // The lane's ring, rotated to start at the root: every crossing between nodes but the
+        // one back into the root's node is on the lane's rail.
+        const auto at = std::find(lane.order.begin(), lane.order.end(), 0);
+        std::vector<int> chain(lane.order.size());
+        std::rotate_copy(lane.order.begin(), at, lane.order.end(), chain.begin());
+        if (!down) std::reverse(chain.begin(), chain.end());
+        const double bytes = req.bytes * lane.share;
+        const double first = std::min(bytes, kBroadcastChunkBytes), rest = bytes - first;
+        OpId prev_first = kNoOp;
+        for (int j = 0; j + 1 < n; ++j) {
+          const Hop h = make_hop(topo, req.ranks[chain[j]], req.ranks[chain[j + 1]]);
+          OpLabel l = label;
+          l.step = j;
+          const OpId f = detail::fenced_transfer(
+              g, fence, req, chain[j], chain[j + 1], first / eff, l,
+              hop_latency_s(nc, h.cls, p) + (j == 0 ? nc.base_latency_s[p] : 0), prev_first);
+          if (prev_first != kNoOp) {
+            g.add_edge(fence.begin[chain[j]], f);
+            g.add_edge(fence.begin[chain[j + 1]], f);
+          }
+          if (rest > 0)
+            detail::fenced_transfer(g, fence, req, chain[j], chain[j + 1], rest / eff, l, 0, f);
+          prev_first = f;
+        }
+      }
+      res.done = detail::close_fence(g, topo, fence, req, label);
+      return res;
+    }
     std::vector<int> chain(n);
     for (int j = 0; j < n; ++j) chain[j] = down ? j : n - 1 - j;
     const double first = std::min(req.bytes, kBroadcastChunkBytes), rest = req.bytes - first;

@@ -22,17 +22,21 @@ namespace {
 constexpr double GiB = 1024.0 * 1024 * 1024;
 
 double busbw(const Topology& topo, int n, double bytes, Algorithm a = Algorithm::Auto,
-             bool pipelined = false, EngineKind kind = EngineKind::SimGrid) {
+             bool pipelined = false, EngineKind kind = EngineKind::SimGrid,
+             CollOp op = CollOp::AllReduce) {
   TaskGraph g;
   g.set_pipelined_collectives(pipelined);
   CollectiveRequest req;
+  req.op = op;
   for (int i = 0; i < n; ++i) req.ranks.push_back(i);
   req.bytes = bytes;
   req.algorithm = a;
   add_collective(g, topo, req);
   g.finalize();
   const double t = cpsim::app::replay_in_child(g, topo, kind).makespan_s;
-  return bytes / t * 2.0 * (n - 1) / n / 1e9;
+  const double factor = op == CollOp::AllReduce ? 2.0 * (n - 1) / n
+                       : op == CollOp::Broadcast ? 1.0 : static_cast<double>(n - 1) / n;
+  return bytes / t * factor / 1e9;
 }
 
 }  // namespace
@@ -91,6 +95,30 @@ TEST(NcclChannels, TreeLanesStayOnTheirRail) {
     // 8 lanes x 2 trees x 5 edges x both directions.
     EXPECT_EQ(crossing, 8 * 2 * 5 * 2) << algorithm_name(a);
   }
+}
+
+TEST(NcclChannels, NvlsTreeAcrossNodesIsBoundedByTheNics) {
+  // NCCL's double binary tree (trees.cc) sends each node's reduced buffer up once and down to
+  // two children in one tree and up once in the other: 2S over the node's 8 NICs, so past two
+  // nodes NVLS-Tree's busbw is at most 2(n-1)/n x 8 x 47 / 2 (364 GB/s on 4 nodes). A heap-shaped
+  // tree let 4 nodes load their NICs with 1.5 S only and reached 484 GB/s.
+  const Topology four(cpsim::scenario::load_platform("h100-cluster", {"nodes=4"}));
+  const double bound = 2.0 * 31 / 32 * 8 * 50 * 0.94 / 2;
+  for (bool pipelined : {false, true}) {
+    const double bus = busbw(four, 32, 8 * GiB, Algorithm::NVLSTree, pipelined);
+    EXPECT_LE(bus, 1.01 * bound) << pipelined;
+    EXPECT_GE(bus, 0.85 * bound) << pipelined;
+  }
+}
+
+TEST(NcclChannels, BroadcastAcrossNodesUsesEveryRail) {
+  // NCCL's broadcast runs on its ring channels, each leaving the node through its own NIC: on
+  // 4 nodes the chain is one per rail, not one NDR port (47 GB/s).
+  const Topology four(cpsim::scenario::load_platform("h100-cluster", {"nodes=4"}));
+  const double bus = busbw(four, 32, 1 * GiB, Algorithm::Auto, false, EngineKind::SimGrid,
+                           CollOp::Broadcast);
+  EXPECT_GT(bus, 4 * 47.0);
+  EXPECT_LE(bus, 8 * 50 * 0.94);
 }
 
 }  // namespace CPSIM_TEST_TU
