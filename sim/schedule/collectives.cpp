@@ -40,8 +40,17 @@ Hop hop_on_route(const model::Topology& topo, int src, int dst, const std::vecto
   return h;
 }
 
-double pipelined_latency_s(const scenario::NcclSpec& nc, const Hop& h, int p, int steps) {
-  return nc.base_latency_s[p] + steps * hop_latency_s(nc, h.cls, p) + (steps - 1) * h.latency_s;
+double lane_step_latency_s(const scenario::NcclSpec& nc, const std::vector<Hop>& hops, int p) {
+  double sum = 0;
+  for (const Hop& h : hops) sum += hop_latency_s(nc, h.cls, p) + h.latency_s;
+  return hops.empty() ? 0 : sum / static_cast<double>(hops.size());
+}
+
+double pipelined_latency_s(const scenario::NcclSpec& nc, const Hop& h, int p, int steps, double lane_step_s) {
+  // Every hop of a lane once took the latency of its own class for all the steps: a ring over
+  // 128 nodes then paid the network's 14 us (Simple) on each of its 1,023 steps where NCCL's
+  // ring pays it on 127 (all-gather of 8 GiB: 200 GB/s busbw, 53 % of its NIC bound).
+  return nc.base_latency_s[p] + steps * lane_step_s - h.latency_s;
 }
 
 float fair_sharers(const model::Topology& topo, const std::vector<uint32_t>& route,
@@ -448,9 +457,10 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
       if (g.pipelined_collectives()) {
         // The lane's ring is one pipeline (TaskGraph::Pipeline): it moves at its slowest hop.
         const auto first = static_cast<OpId>(g.size());
+        const double lane_step = detail::lane_step_latency_s(nc, hops, p);
         for (int k = 0; k < n; ++k) {
           const Hop& h = hops[k];
-          const double extra = detail::pipelined_latency_s(nc, h, p, steps);
+          const double extra = detail::pipelined_latency_s(nc, h, p, steps, lane_step);
           detail::fenced_transfer(g, fence, req, lane.order[k], lane.order[(k + 1) % n],
                                   step_bytes * steps / eff, label, extra, join);
         }
@@ -486,11 +496,27 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
     OpId joined = kNoOp;  // (bystanders' folded launch: one edge per run of them)
     for (int i = 0; i < n; ++i)
       if (built[static_cast<size_t>(i)] && dep(i) != joined) g.add_edge(joined = dep(i), join);
+    // The lane's per-step latency needs every hop, built or not (once per group in a lean build).
+    auto lane_step_of = [&] {
+      std::vector<Hop> hops;
+      for (int k = 0; k < n; ++k)
+        hops.push_back(make_hop(topo, req.ranks[lane.order[k]], req.ranks[lane.order[(k + 1) % n]]));
+      return detail::lane_step_latency_s(nc, hops, p);
+    };
+    double lane_step = 0;
+    if (!memo) {
+      lane_step = lane_step_of();
+    } else {
+      const std::string key = group + "/1/" + std::to_string(p);
+      auto it = memo->lane_steps.find(key);
+      if (it == memo->lane_steps.end()) it = memo->lane_steps.emplace(key, std::vector<double>{lane_step_of()}).first;
+      lane_step = it->second[0];
+    }
     for (int k = 0; k < n; ++k) {
       const int from = lane.order[k], to = lane.order[(k + 1) % n];
       if (!built[static_cast<size_t>(from)] && !built[static_cast<size_t>(to)]) continue;
       const Hop h = make_hop(topo, req.ranks[from], req.ranks[to]);
-      const double extra = detail::pipelined_latency_s(nc, h, p, steps);
+      const double extra = detail::pipelined_latency_s(nc, h, p, steps, lane_step);
       const OpId t = add(h, 0, step_bytes * steps, extra);
       g.add_edge(join, t);
       res.done[to] = t;

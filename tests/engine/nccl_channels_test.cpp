@@ -73,6 +73,19 @@ TEST(NcclChannels, PipelinedEqualsTheChannelModelWithoutContention) {
   EXPECT_NEAR(piped, steps, 0.10 * steps);
 }
 
+TEST(NcclChannels, PipelinedRingPaysTheNetworkOnItsCrossingsOnly) {
+  // A pipelined lane once paid its slowest hop's latency on every step: over 16 nodes the ring's
+  // 127 steps each took the network's hop (1 MiB all-gather: 718 us against the stepwise 237 us;
+  // now 253). NCCL's ring crosses the network on 16 of them (tuning.cc). (At 64 MiB the 8
+  // pipelined lanes, all at once, still share the NVLink ports less well than the steps: 591
+  // against 454 us, 364 against 369 GB/s at 8 GiB.)
+  const Topology t(cpsim::scenario::load_platform("h100-cluster", {"nodes=16"}));
+  const double s = 1024.0 * 1024;
+  const double steps = busbw(t, 128, s, Algorithm::Ring, false, EngineKind::SimGrid, CollOp::AllGather);
+  const double piped = busbw(t, 128, s, Algorithm::Ring, true, EngineKind::SimGrid, CollOp::AllGather);
+  EXPECT_NEAR(piped, steps, 0.10 * steps);
+}
+
 TEST(NcclChannels, TreeLanesStayOnTheirRail) {
   // NCCL builds each channel's inter-node tree between the same NIC of every node, so lane l's
   // transfers between nodes leave and enter on one rail and the rails share no link (before,
