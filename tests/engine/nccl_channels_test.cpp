@@ -124,6 +124,19 @@ TEST(NcclChannels, NvlsTreeAcrossNodesIsBoundedByTheNics) {
   }
 }
 
+TEST(NcclChannels, NvlsSpansTheWholeNvl72Domain) {
+  // NVLS multicasts over one NVSwitch fabric: on GB200 NVL72 its reduction spans all 72 GPUs of
+  // the rack. Grouped by 4-GPU tray it ran as 18 trees over NVLink and simulated slower than
+  // Ring (1 GiB: 384 against 602 GB/s busbw); now each GPU port carries S(1+1/72).
+  const Topology t(cpsim::scenario::load_platform("gb200-nvl72", {}));
+  const double nvls = busbw(t, 72, 1 * GiB, Algorithm::NVLS);
+  const double ring = busbw(t, 72, 1 * GiB, Algorithm::Ring);
+  EXPECT_GT(nvls, ring);
+  // 0.74 (NCCL's Blackwell NVLS efficiency) x 721.8 GB/s / (1 + 1/72), as busbw.
+  const double port = 0.74 * 721.8 / (1 + 1.0 / 72) * 2 * 71 / 72;
+  EXPECT_NEAR(nvls, port, 0.03 * port);
+}
+
 TEST(NcclChannels, BroadcastAcrossNodesUsesEveryRail) {
   // NCCL's broadcast runs on its ring channels, each leaving the node through its own NIC: on
   // 4 nodes the chain is one per rail, not one NDR port (47 GB/s).
