@@ -33,11 +33,42 @@ using schedule::Protocol;
 /// time without contention; issue 20): 20 M transfers need about 4 GB in the replay.
 constexpr double kMaxStepwiseTransfers = 20e6;
 
+/// What bounds a collective from below: the link (or the software path's cap) that its
+/// transfers load the longest, summed over the whole collective as the schedule placed it.
+struct Bound {
+  std::string what;        ///< the link's name, or "p2p cap"
+  std::string cls;         ///< its link class
+  double rate_Bps = 0;     ///< what one transfer can reach on it
+  double bytes = 0;        ///< what the collective moves over it
+  double time_s() const { return rate_Bps > 0 ? bytes / rate_Bps : 0; }
+};
+
 struct Row {
   double size = 0, count = 0, time_s = 0, algbw = 0, busbw = 0, predicted_s = 0;
   std::string algo, proto;
   int channels = 0;
+  Bound bound;
 };
+
+/// The busiest resource of the graph's transfers: each link's wire bytes over its bandwidth
+/// (nominal x efficiency), and each capped transfer's bytes over its cap (NCCL's p2p path); the
+/// longest of these is a lower bound on the collective's time whatever the latencies.
+Bound busiest(const schedule::TaskGraph& g, const model::Topology& topo) {
+  std::vector<double> load(topo.links().size(), 0.0);
+  Bound b;
+  for (const auto& op : g.ops()) {
+    if (op.kind != schedule::OpKind::Transfer || op.rank == op.peer) continue;
+    for (uint32_t l : topo.route(op.rank, op.peer)) load[l] += op.bytes;
+    if (op.max_rate_Bps > 0 && op.bytes / op.max_rate_Bps > b.time_s())
+      b = {"p2p cap", "software", op.max_rate_Bps, op.bytes};
+  }
+  for (size_t l = 0; l < load.size(); ++l) {
+    const auto& link = topo.links()[l];
+    if (link.bw_Bps > 0 && load[l] / link.bw_Bps > b.time_s())
+      b = {link.name, model::link_class_name(link.cls), link.bw_Bps, load[l]};
+  }
+  return b;
+}
 
 Row run_one(const CollArgs& a, const model::Topology& topo, int n, double bytes,
             scenario::EngineKind kind, bool pipelined) {
@@ -69,6 +100,7 @@ Row run_one(const CollArgs& a, const model::Topology& topo, int n, double bytes,
     row.predicted_s = res.predicted_s;
   }
   g.finalize();
+  row.bound = busiest(g, topo);
   const engine::Trace tr = kind == scenario::EngineKind::SimGrid
                                ? replay_in_child(g, topo, kind)
                                : engine::replay_analytic(g, topo);
@@ -131,6 +163,7 @@ int run_collective(const CollArgs& raw) {
     std::fflush(stdout);
     nlohmann::json results = nlohmann::json::array();
     double bus_sum = 0;
+    Row last;
     for (double requested : a.size_list) {
       const double count = std::floor(requested / (f.type_bytes * f.count_div));
       const double bytes = count * f.type_bytes * f.count_div;  // nccl-tests aligns sizes so
@@ -140,6 +173,7 @@ int run_collective(const CollArgs& raw) {
       r.algbw = r.time_s > 0 ? bytes / r.time_s / 1e9 : 0;
       r.busbw = r.algbw * f.busbw;
       bus_sum += r.busbw;
+      last = r;
       // In place runs the same algorithm on the same links in this model: the same row.
       std::printf("  %10.0f %12.0f %8s %6s %6d %9.2f %8.2f %8.2f %6s %9.2f %8.2f %8.2f %6s  %-8s "
                   "%-6s %d\n",
@@ -158,10 +192,25 @@ int run_collective(const CollArgs& raw) {
                          {"algo", r.algo},
                          {"proto", r.proto},
                          {"channels", r.channels},
-                         {"nccl_model_time_us", r.predicted_s * 1e6}});
+                         {"nccl_model_time_us", r.predicted_s * 1e6},
+                         {"bound", {{"link", r.bound.what},
+                                    {"class", r.bound.cls},
+                                    {"rate_GBps", r.bound.rate_Bps / 1e9},
+                                    {"bytes", r.bound.bytes},
+                                    {"time_us", r.bound.time_s() * 1e6}}}});
     }
     const double avg = a.size_list.empty() ? 0 : bus_sum / a.size_list.size();
     std::printf("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %g \n#\n", avg);
+    if (last.bound.time_s() > 0 && last.time_s > 0) {
+      // The bound of the largest size: which link its algorithm loads most, at what rate.
+      const double bound_bus = last.size / last.bound.time_s() / 1e9 * f.busbw;
+      std::printf("# Bound at %.0f B (%s %s, %d channels): %s (%s, %.1f GB/s) carries %.3f GB "
+                  "of it, >= %.2f us: busbw <= %.2f GB/s; simulated %.2f (%.0f %% of the bound)\n",
+                  last.size, last.algo.c_str(), last.proto.c_str(), last.channels,
+                  last.bound.what.c_str(), last.bound.cls.c_str(), last.bound.rate_Bps / 1e9,
+                  last.bound.bytes / 1e9, last.bound.time_s() * 1e6, bound_bus, last.busbw,
+                  100.0 * last.busbw / bound_bus);
+    }
     if (!a.json.empty()) {
       nlohmann::json doc = {{"op", a.sendrecv ? "sendrecv" : schedule::coll_op_name(a.op)},
                             {"platform", spec.name},

@@ -222,7 +222,12 @@ std::vector<uint32_t> Topology::route(int src, int dst) const {
       if (rail_up((rail + k) % used)) return (rail + k) % used;
     throw std::logic_error("route: no healthy rail (the constructor checks this)");
   };
-  const int rs = healthy_from(ra), rd = healthy_from(rb);
+  const int rd = healthy_from(rb);
+  int rs = healthy_from(ra);
+  // PXN (paths.cc ncclTopoGetNetDev, P2P_PXN_LEVEL 2): NCCL picks the NIC local to the peer's
+  // local index and, where that NIC's GPU reaches the sender over NVLink, hands it the data so
+  // the transfer stays on the receiver's rail: an NVLink hop instead of a spine crossing.
+  if (s.nccl.pxn && !pcie) rs = rd;
   const int proxy_a = rs == ra ? src : gpu_on_rail(a, rs, src % gpn);
   const int proxy_b = rd == rb ? dst : gpu_on_rail(b, rd, dst % gpn);
   const int la = a / s.nodes_per_leaf, lb = b / s.nodes_per_leaf;

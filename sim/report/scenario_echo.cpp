@@ -46,7 +46,8 @@ json platform(const scenario::PlatformSpec& p) {
                {"protocol_efficiency", protocols(n.protocol_efficiency)},
                {"p2p_latency", n.p2p_latency_s},
                {"arch", name_of(n.arch, scenario::kNcclArchNames)},
-               {"nvls", n.nvls}};
+               {"nvls", n.nvls},
+               {"pxn", n.pxn}};
   if (n.p2p_max_Bps > 0) nccl["p2p_max_bw"] = n.p2p_max_Bps;
   const auto& rt = p.runtime;
   return {{"name", p.name},

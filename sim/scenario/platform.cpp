@@ -149,10 +149,11 @@ RuntimeSpec read_runtime(const Node* n) {
 
 NcclSpec read_nccl(const Node& n) {
   MapReader r(n, {"p2p_max_bw", "p2p_latency", "base_latency", "hop_latency", "protocol_efficiency",
-                  "arch", "nvls"});
+                  "arch", "nvls", "pxn"});
   NcclSpec s;
   if (const Node* v = r.get("arch")) s.arch = static_cast<int>(as_choice(*v, choices(kNcclArchNames)));
   if (const Node* v = r.get("nvls")) s.nvls = as_bool(*v);
+  if (const Node* v = r.get("pxn")) s.pxn = as_bool(*v);
   if (const Node* v = r.get("p2p_max_bw")) s.p2p_max_Bps = as_bandwidth(*v);
   if (const Node* v = r.get("p2p_latency")) s.p2p_latency_s = as_time(*v);
   if (const Node* v = r.get("base_latency")) read_protocols(*v, s.base_latency_s, true);

@@ -54,6 +54,11 @@ struct NcclSpec {
   int arch = 2;
   /// NVLink SHARP (NVLS) available: NVSwitch generation 3+ (H100/H200 HGX, GB200 NVL72).
   bool nvls = false;
+  /// PXN (NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL=2, NCCL's defaults): a send to a GPU of
+  /// another node leaves through the NIC on the receiver's rail, reached over NVLink through the
+  /// local GPU on that rail (src/graph/paths.cc ncclTopoGetNetDev), instead of crossing rails
+  /// at the spine.
+  bool pxn = true;
 };
 
 /// Fixed software costs of a training framework (platform `runtime:`, see

@@ -79,10 +79,16 @@ std::vector<OpId> build_all_to_all(TaskGraph& g, const model::Topology& topo, co
     each_member(add);
     g.add_pipeline(first, static_cast<OpId>(g.size()));  // (refused where shares differ: alone)
   };
+  // With PXN (topology.cpp) the pairs to another rail first cross NVLink to the local GPU on
+  // the receiver's rail: (local-1)/local of the network share also loads the NVLink ports.
+  const bool pxn = nc.pxn && topo.spec().intra == scenario::IntraFabric::NVSwitch && nn > 1;
   pipeline([&](int a, size_t j) {
     const auto& m = nodes[static_cast<size_t>(a)];
     const int local = static_cast<int>(m.size());
-    if (local > 1) send(m[j], m[(j + 1) % m.size()], req.bytes * (local - 1) / n, 0, local - 1);
+    const double net = req.bytes * (n - local) / n;
+    if (local > 1)
+      send(m[j], m[(j + 1) % m.size()],
+           req.bytes * (local - 1) / n + (pxn ? net * (local - 1) / local : 0), 0, local - 1);
   });
   pipeline([&](int a, size_t j) {
     const auto& m = nodes[static_cast<size_t>(a)];

@@ -25,9 +25,14 @@ Hop hop_on_route(const model::Topology& topo, int src, int dst, const std::vecto
 /// NCCL's per-hop latency for the path class (NVLink / PCIe / network), protocol index p.
 double hop_latency_s(const scenario::NcclSpec& nc, model::LinkClass c, int p);
 
-/// A pipelined ring transfer's software latency: as its `steps` algorithm steps would pay it,
-/// base + steps x (NCCL hop + wire latency), less the wire latency the engine adds once.
-double pipelined_latency_s(const scenario::NcclSpec& nc, const Hop& h, int p, int steps);
+/// A ring lane's latency per algorithm step: the mean over its hops of NCCL's hop latency plus
+/// the wire latency. A ring's step s crosses hop k - s, so `steps` steps cross each hop about
+/// steps / n times: tuning.cc's ring latency, base + (nsteps - nInterSteps) x intra +
+/// nInterSteps x inter, as the stepwise replay accumulates it.
+double lane_step_latency_s(const scenario::NcclSpec& nc, const std::vector<Hop>& hops, int p);
+/// A pipelined ring transfer's software latency: as its lane's `steps` algorithm steps would pay
+/// it, base + steps x lane_step_s, less the wire latency of its own hop, which the engine adds.
+double pipelined_latency_s(const scenario::NcclSpec& nc, const Hop& h, int p, int steps, double lane_step_s);
 
 /// A fenced transfer's Op::sharers on `route`: its bottleneck bandwidth over the worst fair
 /// share min over links of bw / transfers_on(link) (>= 1).
@@ -72,6 +77,10 @@ std::vector<OpId> close_fence(TaskGraph& g, const model::Topology& topo, Fence& 
 /// Group indices per node, nodes in order of first appearance, members in group order.
 std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::vector<int>& ranks);
 
+/// Group indices per NVLink domain (NCCL's "node": a multi-node NVLink domain such as NVL72 is
+/// one, MNNVL), domains in order of first appearance, members in group order.
+std::vector<std::vector<int>> domains_of(const model::Topology& topo, const std::vector<int>& ranks);
+
 /// What a pipelined ring lane's transfer costs: the algorithm's steps, the protocol (index)
 /// and its efficiency.
 struct LaneCost {
@@ -87,6 +96,8 @@ struct CollectiveMemo {
   std::unordered_map<std::string, GroupShape> shapes;
   std::unordered_map<std::string, std::vector<Lane>> lanes;
   std::unordered_map<std::string, std::vector<uint32_t>> hops;
+  /// lane_step_latency_s of each lane, by group, lanes and protocol
+  std::unordered_map<std::string, std::vector<double>> lane_steps;
 };
 /// The memo of a lean build (created on first use), or nullptr.
 CollectiveMemo* memo_of(TaskGraph& g);

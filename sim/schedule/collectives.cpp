@@ -40,8 +40,17 @@ Hop hop_on_route(const model::Topology& topo, int src, int dst, const std::vecto
   return h;
 }
 
-double pipelined_latency_s(const scenario::NcclSpec& nc, const Hop& h, int p, int steps) {
-  return nc.base_latency_s[p] + steps * hop_latency_s(nc, h.cls, p) + (steps - 1) * h.latency_s;
+double lane_step_latency_s(const scenario::NcclSpec& nc, const std::vector<Hop>& hops, int p) {
+  double sum = 0;
+  for (const Hop& h : hops) sum += hop_latency_s(nc, h.cls, p) + h.latency_s;
+  return hops.empty() ? 0 : sum / static_cast<double>(hops.size());
+}
+
+double pipelined_latency_s(const scenario::NcclSpec& nc, const Hop& h, int p, int steps, double lane_step_s) {
+  // Every hop of a lane once took the latency of its own class for all the steps: a ring over
+  // 128 nodes then paid the network's 14 us (Simple) on each of its 1,023 steps where NCCL's
+  // ring pays it on 127 (all-gather of 8 GiB: 200 GB/s busbw, 53 % of its NIC bound).
+  return nc.base_latency_s[p] + steps * lane_step_s - h.latency_s;
 }
 
 float fair_sharers(const model::Topology& topo, const std::vector<uint32_t>& route,
@@ -79,6 +88,23 @@ std::vector<std::vector<int>> nodes_of(const model::Topology& topo, const std::v
     const int node = topo.node_of(ranks[i]);
     if (!m.count(node)) ids.push_back(node);
     m[node].push_back(i);
+  }
+  std::vector<std::vector<int>> out;
+  for (int id : ids) out.push_back(m[id]);
+  return out;
+}
+
+/// (collective_parts.hpp)
+std::vector<std::vector<int>> domains_of(const model::Topology& topo, const std::vector<int>& ranks) {
+  const auto& s = topo.spec();
+  const int domain = s.intra == scenario::IntraFabric::NVSwitch
+                         ? std::max(s.nvlink_domain_gpus, s.gpus_per_node) : s.gpus_per_node;
+  std::vector<int> ids;
+  std::map<int, std::vector<int>> m;
+  for (int i = 0; i < static_cast<int>(ranks.size()); ++i) {
+    const int d = ranks[i] / domain;
+    if (!m.count(d)) ids.push_back(d);
+    m[d].push_back(i);
   }
   std::vector<std::vector<int>> out;
   for (int id : ids) out.push_back(m[id]);
@@ -338,7 +364,44 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
   if (req.op == CollOp::Broadcast || req.op == CollOp::Reduce) {
     // Root ranks[0]. Broadcast: a chain from the root; reduce: the same chain towards the root.
     // Per hop: the first chunk (forwarded as soon as it arrived) and the rest behind it.
+    // NCCL runs them on its ring channels (tuning.cc: Ring only), each channel's ring leaving a
+    // node through its own NIC (search.cc), and splits the buffer over the channels
+    // (src/device/broadcast.h: each channel takes its slice of every loop): across nodes the
+    // chain is one per rail, each with its lanes' share, as the ring collectives' lanes.
     const bool down = req.op == CollOp::Broadcast;
+    const auto lanes = detail::ring_lanes(topo, req.ranks, shape.nodes > 1 ? shape.rails : 1,
+                                          std::max(1, choice.channels));
+    if (lanes.size() > 1) {
+      detail::Fence fence = detail::open_fence(g, req, label);
+      for (const auto& lane : lanes) {
+        // The lane's ring, rotated to start at the root: every crossing between nodes but the
+        // one back into the root's node is on the lane's rail.
+        const auto at = std::find(lane.order.begin(), lane.order.end(), 0);
+        std::vector<int> chain(lane.order.size());
+        std::rotate_copy(lane.order.begin(), at, lane.order.end(), chain.begin());
+        if (!down) std::reverse(chain.begin(), chain.end());
+        const double bytes = req.bytes * lane.share;
+        const double first = std::min(bytes, kBroadcastChunkBytes), rest = bytes - first;
+        OpId prev_first = kNoOp;
+        for (int j = 0; j + 1 < n; ++j) {
+          const Hop h = make_hop(topo, req.ranks[chain[j]], req.ranks[chain[j + 1]]);
+          OpLabel l = label;
+          l.step = j;
+          const OpId f = detail::fenced_transfer(
+              g, fence, req, chain[j], chain[j + 1], first / eff, l,
+              hop_latency_s(nc, h.cls, p) + (j == 0 ? nc.base_latency_s[p] : 0), prev_first);
+          if (prev_first != kNoOp) {
+            g.add_edge(fence.begin[chain[j]], f);
+            g.add_edge(fence.begin[chain[j + 1]], f);
+          }
+          if (rest > 0)
+            detail::fenced_transfer(g, fence, req, chain[j], chain[j + 1], rest / eff, l, 0, f);
+          prev_first = f;
+        }
+      }
+      res.done = detail::close_fence(g, topo, fence, req, label);
+      return res;
+    }
     std::vector<int> chain(n);
     for (int j = 0; j < n; ++j) chain[j] = down ? j : n - 1 - j;
     const double first = std::min(req.bytes, kBroadcastChunkBytes), rest = req.bytes - first;
@@ -394,9 +457,10 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
       if (g.pipelined_collectives()) {
         // The lane's ring is one pipeline (TaskGraph::Pipeline): it moves at its slowest hop.
         const auto first = static_cast<OpId>(g.size());
+        const double lane_step = detail::lane_step_latency_s(nc, hops, p);
         for (int k = 0; k < n; ++k) {
           const Hop& h = hops[k];
-          const double extra = detail::pipelined_latency_s(nc, h, p, steps);
+          const double extra = detail::pipelined_latency_s(nc, h, p, steps, lane_step);
           detail::fenced_transfer(g, fence, req, lane.order[k], lane.order[(k + 1) % n],
                                   step_bytes * steps / eff, label, extra, join);
         }
@@ -432,11 +496,27 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
     OpId joined = kNoOp;  // (bystanders' folded launch: one edge per run of them)
     for (int i = 0; i < n; ++i)
       if (built[static_cast<size_t>(i)] && dep(i) != joined) g.add_edge(joined = dep(i), join);
+    // The lane's per-step latency needs every hop, built or not (once per group in a lean build).
+    auto lane_step_of = [&] {
+      std::vector<Hop> hops;
+      for (int k = 0; k < n; ++k)
+        hops.push_back(make_hop(topo, req.ranks[lane.order[k]], req.ranks[lane.order[(k + 1) % n]]));
+      return detail::lane_step_latency_s(nc, hops, p);
+    };
+    double lane_step = 0;
+    if (!memo) {
+      lane_step = lane_step_of();
+    } else {
+      const std::string key = group + "/1/" + std::to_string(p);
+      auto it = memo->lane_steps.find(key);
+      if (it == memo->lane_steps.end()) it = memo->lane_steps.emplace(key, std::vector<double>{lane_step_of()}).first;
+      lane_step = it->second[0];
+    }
     for (int k = 0; k < n; ++k) {
       const int from = lane.order[k], to = lane.order[(k + 1) % n];
       if (!built[static_cast<size_t>(from)] && !built[static_cast<size_t>(to)]) continue;
       const Hop h = make_hop(topo, req.ranks[from], req.ranks[to]);
-      const double extra = detail::pipelined_latency_s(nc, h, p, steps);
+      const double extra = detail::pipelined_latency_s(nc, h, p, steps, lane_step);
       const OpId t = add(h, 0, step_bytes * steps, extra);
       g.add_edge(join, t);
       res.done[to] = t;

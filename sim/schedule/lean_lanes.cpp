@@ -146,18 +146,32 @@ struct MemberCost {
   LoneTransfer time;
 };
 
-MemberCost member_cost(const model::Topology& topo, int src, int dst, const std::vector<uint32_t>& route,
-                       const std::unordered_map<uint32_t, uint32_t>& load, double wire_bytes, const LaneCost& c) {
-  const Hop h = hop_on_route(topo, src, dst, route);
+MemberCost member_cost(const model::Topology& topo, const Hop& h, const std::vector<uint32_t>& route,
+                       const std::unordered_map<uint32_t, uint32_t>& load, double wire_bytes, const LaneCost& c,
+                       double lane_step_s) {
   MemberCost m;
   m.sharers = fair_sharers(topo, route, [&load](uint32_t l) { return load.at(l); });
-  m.time = lone_transfer(pipelined_latency_s(topo.spec().nccl, h, c.protocol, c.steps), h.latency_s, h.bw_Bps, 0,
-                         m.sharers, wire_bytes);
+  m.time = lone_transfer(pipelined_latency_s(topo.spec().nccl, h, c.protocol, c.steps, lane_step_s), h.latency_s,
+                         h.bw_Bps, 0, m.sharers, wire_bytes);
   return m;
 }
 
+/// Each lane's lane_step_latency_s, from every member's hop.
+std::vector<double> lane_steps(const model::Topology& topo, const CollectiveRequest& req,
+                               const std::vector<Lane>& lanes, int protocol) {
+  const int n = static_cast<int>(req.ranks.size());
+  std::vector<double> out;
+  for (const Lane& lane : lanes) {
+    std::vector<Hop> hops;
+    for (int k = 0; k < n; ++k)
+      hops.push_back(make_hop(topo, req.ranks[lane.order[k]], req.ranks[lane.order[(k + 1) % n]]));
+    out.push_back(lane_step_latency_s(topo.spec().nccl, hops, protocol));
+  }
+  return out;
+}
+
 LeanLanes work_out(const TaskGraph& g, const model::Topology& topo, const CollectiveRequest& req,
-                   const std::vector<Lane>& lanes, const LaneCost& c) {
+                   const std::vector<Lane>& lanes, const LaneCost& c, const std::vector<double>& lane_step) {
   const int n = static_cast<int>(req.ranks.size());
   // close_fence counts every transfer of the collective on each link (one step: pipelined).
   std::vector<std::vector<std::vector<uint32_t>>> routes(lanes.size());
@@ -176,8 +190,9 @@ LeanLanes work_out(const TaskGraph& g, const model::Topology& topo, const Collec
     std::vector<MemberCost> m;
     int latest = 0, longest = 0;
     for (int k = 0; k < n; ++k) {
-      m.push_back(member_cost(topo, req.ranks[lanes[l].order[k]], req.ranks[lanes[l].order[(k + 1) % n]],
-                              routes[l][static_cast<size_t>(k)], load, wire, c));
+      const int src = req.ranks[lanes[l].order[k]], dst = req.ranks[lanes[l].order[(k + 1) % n]];
+      const auto& route = routes[l][static_cast<size_t>(k)];
+      m.push_back(member_cost(topo, hop_on_route(topo, src, dst, route), route, load, wire, c, lane_step[l]));
       if (m.back().time.latency_s > m[static_cast<size_t>(latest)].time.latency_s) latest = k;
       if (m.back().time.serialisation_s() > m[static_cast<size_t>(longest)].time.serialisation_s()) longest = k;
     }
@@ -204,9 +219,16 @@ void lean_lanes(TaskGraph& g, const model::Topology& topo, Fence& f, const Colle
   const int n = static_cast<int>(req.ranks.size());
   const std::string key = lanes_key(req, lanes, c, label);
   keep_phantoms(g, req);
+  // The lanes' per-step latencies, once per group, lanes and protocol (memo_of: a lean build).
+  CollectiveMemo& memo = *memo_of(g);
+  const std::string step_key = ranks_key(req.ranks) + "/" + std::to_string(lanes.size()) + "/" +
+                               std::to_string(c.protocol);
+  auto st = memo.lane_steps.find(step_key);
+  if (st == memo.lane_steps.end()) st = memo.lane_steps.emplace(step_key, lane_steps(topo, req, lanes, c.protocol)).first;
+  const std::vector<double>& lane_step = st->second;
   auto& cache = g.phantoms().lanes;
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, work_out(g, topo, req, lanes, c)).first;
+  if (it == cache.end()) it = cache.emplace(key, work_out(g, topo, req, lanes, c, lane_step)).first;
   const LeanLanes& ll = it->second;
   const auto& nc = topo.spec().nccl;
   std::vector<OpId> firsts;
@@ -223,7 +245,7 @@ void lean_lanes(TaskGraph& g, const model::Topology& topo, Fence& f, const Colle
         continue;
       }
       const Hop h = make_hop(topo, req.ranks[from], req.ranks[to]);
-      const double extra = pipelined_latency_s(nc, h, c.protocol, c.steps);
+      const double extra = pipelined_latency_s(nc, h, c.protocol, c.steps, lane_step[l]);
       const OpId t = fenced_transfer(g, f, req, from, to, step_bytes * c.steps / c.efficiency, label, extra, join);
       g.op_mut(t).sharers = ll.sharers[l][j];
       ++j;

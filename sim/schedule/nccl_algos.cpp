@@ -61,16 +61,41 @@ int head_of(const model::Topology& topo, const std::vector<int>& ranks, const La
   return lane.order[b];
 }
 
-/// NCCL's double binary tree over node heads: tree 0 is a heap on node order, tree 1 the same
-/// heap on reversed order, so a node inner in one tree is (mostly) a leaf in the other.
-/// Each tree carries half the lane's data up (reduce) and down (broadcast), as one pipeline:
-/// a chunk climbs to the root and comes back down through the same channel's buffers.
+/// NCCL's binary tree over m node indices (src/graph/trees.cc, ncclGetBtree): the parent of
+/// index r, -1 for the root 0. The root has one child (the highest power of two below m) and
+/// every other inner index two, so an inner node forwards each chunk up once and down twice.
+int btree_parent(int m, int r) {
+  if (r == 0) return -1;
+  int bit = 1;
+  while (bit < m && !(bit & r)) bit <<= 1;
+  const int up = (r ^ bit) | (bit << 1);
+  return up < m ? up : (r ^ bit);
+}
+
+/// NCCL's double binary tree over node heads (trees.cc, ncclGetDtree): tree 0 the btree on node
+/// order, tree 1 its mirror (r -> m-1-r) when m is even and its shift by one (r -> r+1) when m
+/// is odd, so a node inner in one tree is a leaf in the other. Each tree carries half the lane's
+/// data up (reduce) and down (broadcast), as one pipeline: a chunk climbs to the root and comes
+/// back down through the same channel's buffers. An inner node then sends 3/2 of its half
+/// (parent + two children) and a leaf 1/2: each node's NICs carry the lane's data twice
+/// (2S over the node's NICs), which bounds Tree and NVLS-Tree across more than two nodes at
+/// busbw 2(n-1)/n x NICs x rate / 2.
 void inter_node_trees(Builder& b, const std::vector<int>& heads, double lane_wire) {
   const int m = static_cast<int>(heads.size());
   for (int t = 0; t < 2; ++t)
     b.pipeline([&] {
-      for (int k = 1; k < m; ++k) {
-        const int child = t == 0 ? k : m - 1 - k, parent = t == 0 ? (k - 1) / 2 : m - 1 - (k - 1) / 2;
+      for (int r = 0; r < m; ++r) {
+        int child = r, parent = -1;
+        if (t == 0) {
+          parent = btree_parent(m, r);
+        } else if (m % 2 == 0) {
+          const int u = btree_parent(m, m - 1 - r);
+          parent = u < 0 ? -1 : m - 1 - u;
+        } else {
+          const int u = btree_parent(m, (r - 1 + m) % m);
+          parent = u < 0 ? -1 : (u + 1) % m;
+        }
+        if (parent < 0) continue;
         b.xfer(heads[child], heads[parent], lane_wire / 2);
         b.xfer(heads[parent], heads[child], lane_wire / 2);
       }
@@ -114,8 +139,10 @@ CollectiveResult build_nvls(TaskGraph& g, const model::Topology& topo, const Col
                             const TunerChoice& c, const OpLabel& label) {
   Builder b(g, topo, req, c, label);
   const double eff = nvls_efficiency(topo.spec().nccl.arch);
-  const auto nodes = nodes_of(topo, req.ranks);
-  // NVLS all-reduce inside a node: each GPU reduces 1/k of the buffer with multimem.ld_reduce
+  // NVLS multicasts over one NVSwitch fabric: its reduction spans the NVLink domain, which on
+  // GB200 NVL72 is 18 trays of 4 GPUs (grouping by tray sent 72-rank NVLS through 18 trees).
+  const auto nodes = domains_of(topo, req.ranks);
+  // NVLS all-reduce inside a domain: each GPU reduces 1/k of the buffer with multimem.ld_reduce
   // (the switch reads that slice from all k GPUs) and multicasts the result with multimem.st.
   // Each GPU's NVLink then carries S (1 + 1/k) in each direction, at NCCL's NVLS efficiency.
   // Through the switch only the GPU ports carry load, so one transfer per GPU to its neighbour

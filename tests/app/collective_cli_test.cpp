@@ -93,6 +93,30 @@ TEST(CollectiveCli, EnginesAgreeAcrossALeafSpineFabric) {
   EXPECT_GT(sg, 250);  // 8 rails x 47 GB/s through NVLS-Tree, not one NIC
 }
 
+TEST(CollectiveCli, PrintsTheAlgorithmsBoundUnderTheTable) {
+  // NVLS-Tree on 4 H100 nodes: NCCL's double binary tree sends each node's buffer twice through
+  // its 8 NICs (47 GB/s each), so a NIC bounds it at 2(n-1)/n x 8 x 47 / 2 = 364 GB/s.
+  const fs::path out = fs::temp_directory_path() / ("cpsim-bound-" + std::to_string(::getpid()) + ".json");
+  const Output o = run(kCpsim + " collective --platform h100-cluster --param nodes=4 --op allreduce "
+                                "-b 8G -e 8G --json " + out.string());
+  ASSERT_EQ(o.rc, 0) << o.text;
+  const size_t at = o.text.find("# Bound at 8589934592 B (NVLSTree Simple, 8 channels): n");
+  ASSERT_NE(at, std::string::npos) << o.text;
+  EXPECT_NE(o.text.find(".nic", at), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("(nic, 47.0 GB/s)", at), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("busbw <= 364.25 GB/s", at), std::string::npos) << o.text;
+  std::ifstream in(out);
+  const auto j = nlohmann::json::parse(in);
+  fs::remove(out);
+  const auto& b = j.at("results").at(0).at("bound");
+  EXPECT_EQ(b.at("class").get<std::string>(), "nic");
+  EXPECT_NEAR(b.at("bytes").get<double>(), 8589934592.0 / 8 * 2, 1e3);
+  // nccl-tests sendrecv inside a node: the p2p path's cap, not a link, bounds it.
+  const Output p = run(kCpsim + " collective --platform dgx-h100 --op sendrecv --ranks 2 -b 1G -e 1G");
+  ASSERT_EQ(p.rc, 0) << p.text;
+  EXPECT_NE(p.text.find("p2p cap (software, 180.0 GB/s)"), std::string::npos) << p.text;
+}
+
 TEST(CollectiveCli, AllToAllIsBoundedAtAnySize) {
   // Pairs at once up to 128 ranks; past that auto pipelines it (16,384 ranks: 268 M pairs were
   // killed at 24 GB), and an explicit --collectives steps is refused with the count, exit 2.

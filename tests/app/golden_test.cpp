@@ -76,7 +76,9 @@ TEST(Golden, Llama8bOnFourNodes) {
   // (-0.031 %). Plain SimGrid Comms give 3.500988 s: 0.006 % from this, 0.037 % from the former.
   // 3.5011901344207956 s until the spine was chosen by destination node instead of a hash of
   // (src, dst) (model/topology.cpp): the cross-rail hops meet otherwise (+0.023 %).
-  // 3.5019982469342916 s until attention was priced per wave of CTAs (as above; -1.6 %).
+  // 3.5019982469342916 s until attention was priced per wave of CTAs (as above; -1.6 %) and
+  // NCCL's PXN sent the CP ring's rail changes (GPU 6 of a node to GPU 0 of the next) over
+  // NVLink to the receiver's rail instead of through a spine (-0.10 %).
   EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.4449417824599662, 3.45e-9);
 }
 

@@ -150,6 +150,7 @@ TEST(ReplicaSymmetry, RefusedWhenReplicasShareLeafSwitches) {
   sc.platform.nodes_per_leaf = 32;
   sc.parallel.cp = 16;  // 16-GPU replicas span two nodes of one leaf group: their cross-rail
   sc.parallel.dp = 2;   // ring hops share that leaf's spine uplinks
+  sc.platform.nccl.pxn = false;  // (with PXN those hops change rails over NVLink, not a spine)
   const Outcome o = run(sc, scenario::EngineKind::Analytic);
   EXPECT_NE(o.symmetry.find("refused"), std::string::npos) << o.symmetry;
 }

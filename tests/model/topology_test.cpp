@@ -47,8 +47,23 @@ TEST(Topology, SameRailSameLeafGoesNicToNic) {
   EXPECT_EQ(t.route_class(8, 15), LinkClass::NVLink);
 }
 
-TEST(Topology, CrossRailGoesThroughASpine) {
+TEST(Topology, CrossRailWithPxnStaysOnTheReceiversRail) {
+  // NCCL's default PXN (paths.cc ncclTopoGetNetDev, P2P_PXN_LEVEL 2): GPU 7 of node 0 sends to
+  // GPU 0 of node 1 through the NIC of its local GPU 0, reached over NVLink: rail 0 end to end,
+  // no spine (a Megatron order that puts CP neighbours on other local ranks still stays on a
+  // rail).
   Topology t(cpsim::test::dgx_h100(2));
+  EXPECT_EQ(names(t, 7, 8), (std::vector<std::string>{"n0.gpu7.nvlink.up", "n0.gpu0.nvlink.down",
+                                                      "n0.nic0.up", "n1.nic0.down"}));
+  EXPECT_EQ(t.route_class(7, 8), LinkClass::Nic);
+  // The same rail needs no proxy.
+  EXPECT_EQ(names(t, 3, 11), (std::vector<std::string>{"n0.nic3.up", "n1.nic3.down"}));
+}
+
+TEST(Topology, CrossRailGoesThroughASpine) {
+  auto spec = cpsim::test::dgx_h100(2);
+  spec.nccl.pxn = false;  // NCCL_PXN_DISABLE=1
+  Topology t(spec);
   auto r = names(t, 7, 8);  // rail 7 -> rail 0
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r[0], "n0.nic7.up");
@@ -76,6 +91,7 @@ TEST(Topology, UplinkBandwidthFollowsOversubscription) {
   spec.nodes_per_leaf = 16;
   spec.spines = 4;
   spec.oversubscription = 2;
+  spec.nccl.pxn = false;  // a cross-rail route that climbs to a spine
   Topology t(spec);
   const auto& up = t.links()[t.route(7, 8)[1]];
   EXPECT_EQ(up.cls, LinkClass::Spine);

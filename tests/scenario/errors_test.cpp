@@ -56,6 +56,17 @@ TEST(Errors, UnknownKeyInsidePlatformMapping) {
             "                                   ^");
 }
 
+TEST(Errors, PxnIsABoolean) {
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: h100-cluster, nccl: {pxn: maybe}}\nmodel: qwen3.8-27b\n"
+                                        "training: {seq_len: 128K}\n"),
+            "s.yaml:1:46: error: platform.nccl.pxn: expected true or false, got 'maybe'\n"
+            "  platform: {preset: h100-cluster, nccl: {pxn: maybe}}\n"
+            "                                               ^");
+  EXPECT_EQ(cpsim::test::scenario_error("platform: {preset: h100-cluster, nccl: {pxn: false}}\nmodel: qwen3.8-27b\n"
+                                        "training: {seq_len: 128K}\n"),
+            "(no error)");
+}
+
 TEST(Errors, WrongTypeInteger) {
   EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nparallel:\n  cp: abc\n"),
             "s.yaml:5:7: error: parallel.cp: expected an integer, got 'abc'\n"

@@ -79,7 +79,7 @@ TEST(AllToAll, PipelinedLoadsEveryNicAndPortAsThePairs) {
   for (const auto& [l, bytes] : lp) {
     const auto cls = topo.links()[l].cls;
     if (cls != cpsim::model::LinkClass::Nic && cls != cpsim::model::LinkClass::NVLink) continue;
-    // (the pairs' NVLink ports also carry nothing else: no PXN hop in either form)
+    // (the pairs' NVLink ports also carry their PXN hops: the pipelined node share adds them)
     ASSERT_TRUE(lq.count(l)) << topo.links()[l].name;
     EXPECT_NEAR(lq.at(l), bytes, 1e-6 * bytes) << topo.links()[l].name;
     ++compared;
