@@ -264,7 +264,7 @@ def main():
     ap.add_argument("files", nargs="*", help="Markdown files (default: README.md docs/*.md)")
     ap.add_argument("--cpsim", default=os.path.join(ROOT, "build", "cpsim"), help="binary under test")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
-    args = ap.parse_args()
+    args = ap.parse_intermixed_args()
     parsed = {f: parse(f) for f in files_from(args.files)}
     blocks = [b for f in parsed for b in parsed[f][0]]
     if args.mode == "list":
