@@ -257,6 +257,7 @@ HfImport map_config(const Json& root, const std::shared_ptr<const Source>& src, 
     return j.at("model_type").get<std::string>();
   };
   std::string type = type_of(top, root);
+  const std::string outer_type = type;  // a wrapper's own (qwen3_5), not its text model's
   std::optional<Cfg> inner;
   if (std::count(wrapper_types().begin(), wrapper_types().end(), type) > 0) {
     top.use("text_config");
@@ -348,7 +349,7 @@ HfImport map_config(const Json& root, const std::shared_ptr<const Source>& src, 
 
   const Moe moe = read_moe(c, f, layers, ffn, out.notes);
   note_biases(c, f, layers, hidden, heads, kv, head_dim ? *head_dim : f.mla ? qk_width : hidden / heads, ffn, out.notes);
-  const std::string name = model_name(top, root, type, out.notes);
+  const std::string name = model_name(top, root, outer_type, out.notes);
 
   out.ignored = top.unused();
   if (inner)
