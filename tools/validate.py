@@ -132,7 +132,7 @@ def main():
         err = (pred - case["measured"]) / case["measured"]
         ok = abs(err) <= case["tolerance"]
         # A known gap (`known_gap: why`) is a breach we have written down and not fixed: it is
-        # shown on every run and in README, but does not fail the suite. Tuning a constant to
+        # shown on every run and in docs/validation.md, but does not fail the suite. Tuning a constant to
         # make it pass is exactly what the suite exists to prevent.
         gap = not ok and bool(case.get("known_gap"))
         breaches += 0 if ok or gap else 1
