@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config
       libsimgrid-dev libboost-graph-dev libyaml-cpp-dev
-      nlohmann-json3-dev libcli11-dev python3 python3-matplotlib)
+      nlohmann-json3-dev libcli11-dev libspdlog-dev python3 python3-matplotlib)
 case "${1:-}" in
   "") ;;
   --tests) pkgs+=(libgtest-dev slurm-wlm munge) ;;  # slurm-wlm, munge: tests/slurm (one-node cluster)

@@ -106,6 +106,31 @@ def bars(configs):
     return rows
 
 
+def tick_label(r, width=14):
+    """A bar's label wrapped to its bar's width (long --config labels ran into their neighbours)."""
+    import textwrap
+    label = "\n".join(textwrap.wrap(r["label"], width, break_on_hyphens=False)) or r["label"]
+    return label + ("" if r["class"] == "every rank" else "\n" + r["class"])
+
+
+def overlaps(fig, ax):
+    """Pairs of texts on the figure (bar totals, the capacity, tick labels, the legend) whose
+    boxes overlap: what the plot test checks is empty."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    texts = [t for t in ax.texts + ax.get_xticklabels() if t.get_text()]
+    boxes = [(t.get_text(), t.get_window_extent(r)) for t in texts]
+    leg = ax.get_legend()
+    if leg is not None:
+        boxes.append(("legend", leg.get_window_extent(r)))
+    out = []
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            if boxes[i][1].overlaps(boxes[j][1]):
+                out.append([boxes[i][0], boxes[j][0]])
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="cpsim_plot.py memory", description=__doc__.split("\n\n")[0])
     ap.add_argument("inputs", nargs="+", help="`cpsim memory --json` files, or one scenario YAML")
@@ -118,6 +143,8 @@ def main(argv=None):
                     help="LABEL:key=v;key=v: one more bar (repeatable)")
     ap.add_argument("--title", help="plot title")
     ap.add_argument("--data", help="also write the bars as JSON here (for tests and tables)")
+    ap.add_argument("--data-overlaps", action="store_true",
+                    help="with --data: write {bars, overlaps}, the pairs of texts that overlap on the figure")
     args = ap.parse_args(argv)
 
     rows = bars(collect(args))
@@ -138,25 +165,35 @@ def main(argv=None):
         ax.bar(x, vals, bottom=bottom, color=col, label=g, width=0.6, edgecolor="white", linewidth=0.5)
         bottom = [b + v for b, v in zip(bottom, vals)]
     cap = rows[0]["capacity"]
+    top = max(max(r["total"] for r in rows), cap)
     ax.axhline(cap, color="black", linestyle="--", linewidth=1)
-    ax.text(len(rows) - 0.5, cap, f" capacity {cap:.1f} GB", va="bottom", ha="right", fontsize=8)
+    # The capacity is named outside the bars, at the right-hand end of its line, so that no bar's
+    # total can land on it; the legend hangs below it.
+    ax.annotate(f"capacity\n{cap:.1f} GB", xy=(1.0, cap), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                textcoords="offset points", va="center", ha="left", fontsize=8)
     for i, r in enumerate(rows):
         if not r["fits"]:
             ax.bar([i], [r["total"]], width=0.6, fill=False, hatch="//", edgecolor=COLORS["failed"],
                    linewidth=0)
-        ax.text(i, r["total"], f"{r['total']:.1f} GB" + ("" if r["fits"] else "\nOOM"), ha="center",
-                va="bottom", fontsize=8, color="black" if r["fits"] else COLORS["critical"])
+        # A total within a label's height of the capacity line sits above the line instead.
+        y = r["total"]
+        if abs(y - cap) < 0.05 * top:
+            y = max(y, cap) + 0.01 * top
+        ax.text(i, y, f"{r['total']:.1f} GB" + ("" if r["fits"] else " OOM"), ha="center",
+                va="bottom", fontsize=8, color="black" if r["fits"] else COLORS["critical"],
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5, "alpha": 0.8})
     ax.set_xticks(x)
-    ax.set_xticklabels([r["label"] + ("" if r["class"] == "every rank" else "\n" + r["class"])
-                        for r in rows], fontsize=8)
+    ax.set_xticklabels([tick_label(r) for r in rows], fontsize=8)
     ax.set_ylabel("memory per GPU [GB]")
-    top = max(max(r["total"] for r in rows), cap)
     ax.set_ylim(0, top * 1.18)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    # The legend hangs on the side of the capacity label away from it.
+    low = cap / (top * 1.18) > 0.5
+    ax.legend(fontsize=7, loc="lower left" if low else "upper left", bbox_to_anchor=(1.01, 0.0 if low else 1.0),
+              frameon=False)
     ax.set_title(args.title or "Memory per GPU by term (the rank class with the largest peak)", fontsize=10)
     fig.tight_layout()
     save(fig, args.out)
     if args.data:
         with open(args.data, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=1)
+            json.dump(rows if not args.data_overlaps else {"bars": rows, "overlaps": overlaps(fig, ax)}, f, indent=1)
     return 0

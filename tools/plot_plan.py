@@ -22,6 +22,18 @@ def front(points):
     return out
 
 
+def pareto_title(j, simulated, width=80):
+    """The title on lines of at most `width` characters: what was simulated, then the layouts
+    that lost before simulation by reason (it was one line of a dozen counts, wider than the plot)."""
+    import textwrap
+    n = j.get("counts", {})
+    lost = [f"{k.replace('_', ' ')} {v}" for k, v in sorted(n.items()) if k != "ranked" and v]
+    head = f"cpsim plan on {j.get('gpus')} GPUs: {simulated} layouts simulated"
+    if not lost:
+        return head
+    return head + "\n" + "\n".join(textwrap.wrap("not simulated: " + ", ".join(lost), width))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="cpsim_plot.py pareto", description=__doc__.split("\n\n")[0])
     ap.add_argument("plan", help="`cpsim plan --json` output")
@@ -58,15 +70,13 @@ def main(argv=None):
         ax.axvline(cap, color="black", linestyle="--", linewidth=1, label=f"capacity {cap:.1f} GB")
     ax.set_xlabel("peak memory per GPU [GB]")
     ax.set_ylabel("throughput [tokens/s]")
-    n = j.get("counts", {})
-    lost = ", ".join(f"{k} {v}" for k, v in sorted(n.items()) if k != "ranked")
-    ax.set_title(args.title or f"cpsim plan, {j.get('gpus')} GPUs: {len(pts)} layouts simulated ({lost})",
-                 fontsize=9)
+    title = args.title or pareto_title(j, len(pts))
+    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     save(fig, args.out)
     if args.data:
         with open(args.data, "w", encoding="utf-8") as f:
-            json.dump({"points": pts, "front": fr}, f, indent=1)
+            json.dump({"points": pts, "front": fr, "title": title}, f, indent=1)
     return 0

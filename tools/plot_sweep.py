@@ -112,7 +112,7 @@ def plot_lines(sw, args):
     series = args.series or default_series(sw, rows, x)
     facets = [None]
     if args.facet:
-        facets = order_values([str(sw.value(r, args.facet)) for r in rows])
+        facets = order_values([str(v) for r in rows if (v := sw.value(r, args.facet)) is not None])
     metrics = args.y or ["step_time_s"]
     scope = sw.scope()
     check_unplotted(sw, rows, shown_columns(sw, [x, series, args.facet], args.where))
@@ -125,20 +125,28 @@ def plot_lines(sw, args):
     axes = [[a for row in axes_grid for a in row]]
     for a in axes[0][panels:]:
         a.set_visible(False)
-    all_series = order_values([str(sw.value(r, series)) for r in rows]) if series else ["all"]
+    # A failed point has no result JSON, so a derived series (schedule, topology) is None for it:
+    # the series come from the points that ran, and failures are counted in the title instead.
+    all_series = (order_values([str(v) for r in rows if (v := sw.value(r, series)) is not None]) if series
+                  else ["all"])
     color = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(all_series)}
     # Markers and dashes too, so that lines lying on top of each other stay visible.
     marker = {s: "osD^vP*X"[i % 8] for i, s in enumerate(all_series)}
     dash = {s: ["-", "--", "-.", ":"][i % 4] for i, s in enumerate(all_series)}
     xs_all = order_values([r[x] if x in r else str(sw.value(r, x)) for r in rows])
     numeric = all(parse_number(v) is not None for v in xs_all)
-    failed_total = 0
+    # Failed points whose facet is derived from a result they do not have: counted, not drawn.
+    failed_total = sum(1 for r in rows if args.facet and sw.value(r, args.facet) is None)
+    series_data = []
     handles = OrderedDict()
     for fi, facet in enumerate(facets):
         frows = [r for r in rows if facet is None or str(sw.value(r, args.facet)) == facet]
         for mi, metric in enumerate(metrics):
             ax = axes[0][fi * len(metrics) + mi]
             ylabel, scale = metric_axis(metric, scope)
+            if mi == 0:
+                failed_total += sum(1 for r in frows if metric_value(sw, r, metric) is None)
+            plotted = []
             for s in all_series:
                 pts = []
                 oom = []
@@ -148,7 +156,6 @@ def plot_lines(sw, args):
                     xv = r[x] if x in r else str(sw.value(r, x))
                     v = metric_value(sw, r, metric)
                     if v is None:
-                        failed_total += mi == 0
                         continue
                     if does_not_fit(sw, r):
                         oom.append((xv, v * scale))
@@ -170,6 +177,9 @@ def plot_lines(sw, args):
                                   linewidth=1.6, linestyle=dash[s], color=color[s], label=s,
                                   markerfacecolor="none" if len(all_series) > 4 and marker[s] != "o" else color[s])
                 handles.setdefault(s, line)
+                plotted.extend(p[1] for p in pts)
+                series_data.append({"panel": fi * len(metrics) + mi, "series": s,
+                                    "points": [[p[0], p[1]] for p in pts]})
             if numeric:
                 nums = [parse_number(v) for v in xs_all]
                 if min(nums) > 0 and max(nums) / min(nums) >= 8:
@@ -181,7 +191,7 @@ def plot_lines(sw, args):
                 ax.set_xticks(range(len(xs_all)))
                 ax.set_xticklabels(xs_all, rotation=20, ha="right")
             if args.logy:
-                ax.set_yscale("log")
+                log_y(ax, plotted)
             else:
                 ax.set_ylim(bottom=0)
             ax.set_xlabel(axis_label(x))
@@ -197,7 +207,39 @@ def plot_lines(sw, args):
         fig.legend(list(handles.values()), list(handles.keys()), title=axis_label(series) if series else None,
                    loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, title_fontsize=9)
     fig.tight_layout()
+    if args.data:
+        import json
+        fig.canvas.draw()
+        panels = [{"yscale": a.get_yscale(),
+                   "yticks": [t.get_text() for t in a.get_yticklabels() + a.get_yticklabels(minor=True)
+                              if t.get_text() and a.get_ylim()[0] <= t.get_position()[1] <= a.get_ylim()[1]]}
+                  for a in axes[0] if a.get_visible()]
+        with open(args.data, "w", encoding="utf-8") as f:
+            json.dump({"title": title, "series": series_data, "panels": panels}, f, indent=1)
     save(fig, args.out)
+
+
+def plain_number(v, _pos=None):
+    """90 as "90", 0.5 as "0.5": not matplotlib's log-axis "9x10^1"."""
+    return f"{v:g}"
+
+
+def log_y(ax, values):
+    """A logarithmic y axis with plain tick labels. With a value of 0 or less (an MFU of 0 %, no
+    exposed communication) a log axis would drop the point, so the axis is symlog: linear
+    below the smallest positive value, logarithmic above it."""
+    from matplotlib import ticker
+    positive = [v for v in values if v > 0]
+    if len(positive) < len(values):
+        ax.set_yscale("symlog", linthresh=min(positive) if positive else 1.0)
+        ax.set_ylim(bottom=min(0.0, min(values)))
+    else:
+        ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(ticker.FuncFormatter(plain_number))
+    # Minor ticks carry labels only when the axis spans less than a decade (else they crowd).
+    lo, hi = (min(positive), max(positive)) if positive else (1.0, 1.0)
+    few = hi / lo < 10
+    ax.yaxis.set_minor_formatter(ticker.FuncFormatter(plain_number) if few else ticker.NullFormatter())
 
 
 def note_text(column, value):
@@ -206,6 +248,11 @@ def note_text(column, value):
     if column == "parallel.attention.ulysses_degree":
         return f"Ulysses {value}"
     return f"{column.split('.')[-1]} {value}"
+
+
+def cell_number(v):
+    """A heatmap cell's value: 3 significant digits, but never an exponent below a million."""
+    return f"{v:.0f}" if 1000 <= abs(v) < 1e6 else f"{v:.3g}"
 
 
 def plot_heatmap(sw, args):
@@ -217,6 +264,11 @@ def plot_heatmap(sw, args):
     metric = args.metric
     scope = sw.scope()
     label, scale = metric_axis(metric, scope)
+    # A failed point has no result JSON: a derived axis (schedule, topology) has no value for it,
+    # so it has no cell; it is counted in the title rather than drawn in a row labelled "None".
+    placed = [r for r in rows if sw.value(r, args.x) is not None and sw.value(r, args.y) is not None]
+    unplaced = len(rows) - len(placed)
+    rows = placed
     xv = order_values([str(sw.value(r, args.x)) for r in rows])
     yv = order_values([str(sw.value(r, args.y)) for r in rows])
     grid = np.full((len(yv), len(xv)), np.nan)
@@ -237,10 +289,8 @@ def plot_heatmap(sw, args):
             oom[i, j] = does_not_fit(sw, r)
     if np.all(np.isnan(grid)):
         die("no finished point to plot")
-    # Human units: milliseconds above 1,000 read as seconds.
-    if "[ms]" in label and np.nanmax(grid) >= 1000:
-        grid = grid / 1e3
-        label = label.replace("[ms]", "[s]")
+    # The metric's own unit (times in ms), as every other plot and docs/workflow.md say; four
+    # significant digits so that 1,596 ms does not read "1.6e+03".
     unit = label[label.rfind("[") + 1:-1] if label.endswith("]") else ""
     # OOM points never count as best; colour and ratios relative to each row's (or column's)
     # best fitting point, so that differences inside a row stay visible when rows differ by 10x.
@@ -282,7 +332,7 @@ def plot_heatmap(sw, args):
     for i in range(len(yv)):
         for j in range(len(xv)):
             if np.isfinite(grid[i, j]):
-                txt = f"{grid[i, j]:.3g} {unit}".strip()
+                txt = f"{cell_number(grid[i, j])} {unit}".strip()
                 if (i, j) not in best_cells and np.isfinite(ratio[i, j]) and not oom[i, j]:
                     txt += f"\nx{ratio[i, j]:.2f}"
                 if oom[i, j]:
@@ -321,13 +371,16 @@ def plot_heatmap(sw, args):
     suffix = f" (best{where} outlined in red; others as x ratio to it)" if where is not None else ""
     if oom.any():
         suffix += "; hatched: does not fit in memory"
+    if unplaced:
+        suffix += f"; {unplaced} failed point{'s' if unplaced > 1 else ''} not shown"
     ax.set_title(args.title or f"{label.split(' [')[0]}{suffix}", fontsize=10)
     fig.tight_layout()
     save(fig, args.out)
     if args.data:
         import json
         with open(args.data, "w", encoding="utf-8") as f:
-            json.dump({"label": label, "cells": cells}, f, indent=1)
+            json.dump({"label": label, "cells": cells, "rows": yv, "columns": xv,
+                       "title": ax.get_title()}, f, indent=1)
 
 
 def main(cmd, argv=None):
@@ -344,7 +397,8 @@ def main(cmd, argv=None):
         ap.add_argument("--series", help="one line per value of this column (default: schedule or "
                         "topology, whichever varies)")
         ap.add_argument("--facet", help="one panel per value of this column")
-        ap.add_argument("--logy", action="store_true", help="logarithmic y axis")
+        ap.add_argument("--logy", action="store_true", help="logarithmic y axis (symlog when a value is 0)")
+        ap.add_argument("--data", help="also write the plotted series, y scales and tick labels as JSON")
     else:
         ap.add_argument("--y", help="column on the y axis")
         ap.add_argument("--metric", default="step_time_s", help="metric in the cells (default step_time_s)")

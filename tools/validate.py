@@ -3,7 +3,7 @@
 measurement, the cpsim command that predicts it, and the tolerance allowed.
 
     tools/validate.py build/cpsim              # table, median error; exit 1 on a breach
-    tools/validate.py build/cpsim --markdown   # README's "How close to reality" table
+    tools/validate.py build/cpsim --markdown   # the table of docs/validation.md
 
 Python 3 standard library only: the case files use a small YAML subset (top-level
 `key: value`, flow lists `[a, "b"]`, quoted or plain scalars, # comments).
@@ -111,7 +111,7 @@ def run_case(cpsim, case):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cpsim", help="path to the cpsim binary")
-    ap.add_argument("--markdown", action="store_true", help="print README's table")
+    ap.add_argument("--markdown", action="store_true", help="print the table of docs/validation.md")
     ap.add_argument("--cases", default=os.path.join(ROOT, "validation"), help="case directory")
     args = ap.parse_args()
     cpsim = os.path.abspath(args.cpsim)
@@ -132,7 +132,7 @@ def main():
         err = (pred - case["measured"]) / case["measured"]
         ok = abs(err) <= case["tolerance"]
         # A known gap (`known_gap: why`) is a breach we have written down and not fixed: it is
-        # shown on every run and in README, but does not fail the suite. Tuning a constant to
+        # shown on every run and in docs/validation.md, but does not fail the suite. Tuning a constant to
         # make it pass is exactly what the suite exists to prevent.
         gap = not ok and bool(case.get("known_gap"))
         breaches += 0 if ok or gap else 1

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "log/log.hpp"
 #include "app/commands.hpp"
 #include "app/memory_advice.hpp"
 #include "app/simulate.hpp"
@@ -137,7 +138,7 @@ void register_memory(CLI::App& app, int& rc) {
         base_step = t[0];
         for (size_t k = 0; k < which.size(); ++k) changes[which[k]].step_time_s = t[k + 1];
       } catch (const std::exception& e) {
-        std::cerr << "warning: step-time runs failed: " << e.what() << "\n";
+        log::warn(std::string("step-time runs failed: ") + e.what());
       }
     }
 

@@ -2,12 +2,17 @@
 #include "app/dispatch.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "app/boundary.hpp"
 #include "app/commands.hpp"
+#include "log/log.hpp"
 #include "cpsim_version.hpp"
 
 namespace cpsim::app {
@@ -51,6 +56,31 @@ void suggest_flags(const CLI::App& app, int argc, char** argv) {
   }
 }
 
+/// The log level the command line asks for: --log-level wins over -v/-vv, which win over
+/// CPSIM_LOG; applied as soon as either option is parsed, before the subcommand runs.
+struct LogArgs {
+  int verbose = 0;
+  std::string level;
+  std::optional<log::Level> env;
+  void apply() const {
+    if (!level.empty()) return log::set_level(*log::parse_level(level));
+    if (verbose > 0) return log::set_level(verbose >= 2 ? log::Level::Debug : log::Level::Info);
+    if (env) log::set_level(*env);
+  }
+};
+
+/// -v/-vv and --log-level on every subcommand (users put them after the subcommand's other
+/// arguments: `cpsim run s.yaml -v`).
+void add_log_options(CLI::App& sub, const std::shared_ptr<LogArgs>& la) {
+  sub.add_flag_function("-v,--verbose", [la](std::int64_t n) { la->verbose = static_cast<int>(n); la->apply(); },
+                        "log what the simulator decides on stderr: -v info, -vv debug (docs/logging.md)");
+  sub.add_option_function<std::string>("--log-level", [la](const std::string& v) { la->level = v; la->apply(); },
+                                       "log level: trace, debug, info, warn (default), error, off; "
+                                       "also the environment variable CPSIM_LOG")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "off"}));
+  for (CLI::App* s : sub.get_subcommands([](const CLI::App*) { return true; })) add_log_options(*s, la);
+}
+
 }  // namespace
 
 int dispatch(int argc, char** argv) {
@@ -68,6 +98,17 @@ int dispatch(int argc, char** argv) {
   register_import(app, rc);
   register_memory(app, rc);
   register_plan(app, rc);
+  auto log_args = std::make_shared<LogArgs>();
+  if (const char* env = std::getenv("CPSIM_LOG"); env != nullptr && *env != '\0') {
+    log_args->env = log::parse_level(env);
+    if (!log_args->env) {
+      std::cerr << "error: CPSIM_LOG: '" << std::string(env).substr(0, 64) << "' is not a log level (expected one of "
+                << log::level_names() << ")\n";
+      return 2;
+    }
+    log_args->apply();
+  }
+  for (CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) add_log_options(*s, log_args);
   if (unknown_subcommand(app, argc, argv)) return 2;
   if (argc >= 2) set_phase(std::string("running `cpsim ") + argv[1] + "`");
   const int code = run_guarded([&] {

@@ -103,7 +103,11 @@ bool evaluate(const std::string& path, const std::vector<std::string>& base_sets
 
 std::string sets_text(const std::vector<std::string>& sets) {
   std::string s;
-  for (const auto& x : sets) s += (s.empty() ? "" : " ") + std::string("--set ") + x;
+  for (const auto& x : sets) {
+    if (!s.empty()) s += ' ';  // appended: GCC 12 -O3's false -Wrestrict on "..." + std::string&& (bug 105651)
+    s += "--set ";
+    s += x;
+  }
   return s;
 }
 

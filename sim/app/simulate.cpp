@@ -20,6 +20,7 @@
 #include "app/work_limit.hpp"
 #include "app/progress.hpp"
 #include "engine/replay.hpp"
+#include "log/log.hpp"
 #include "model/cost_model.hpp"
 #include "model/topology.hpp"
 #include "model/memory.hpp"
@@ -223,8 +224,14 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   progress.phase("build graph");
   const model::Topology topo(sc.platform, sc.perturb);
   const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
+  log::debug("cost model: " + cost->describe());
   set_phase("building the task graph of " + sc.name);
   schedule::Plan p = schedule::plan(sc, topo, *cost);
+  if (log::enabled(log::Level::Info))
+    log::info("graph: " + std::to_string(p.graph.ops().size()) + " ops on " + std::to_string(p.info.ranks) +
+              " GPUs (" + std::to_string(p.extrapolated_ops) + " priced outside their profile); replay: " +
+              (sc.simulation.engine == scenario::EngineKind::Analytic ? "analytic engine (no link contention)"
+                                                                      : "SimGrid (flows share links)"));
   // What the build freed and left resident (the edge lists finalize turned into CSR) goes back
   // to the kernel instead of staying in the replay's peak: ~30 MB on the 70B full replay
   // (peak 955 -> 935 MB; mallinfo2 counted 160 MB free in the heap there).

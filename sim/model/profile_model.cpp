@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <utility>
+
+#include "log/log.hpp"
 
 namespace cpsim::model {
 namespace {
@@ -21,6 +24,19 @@ int mask_class(scenario::Mask m) {
              : static_cast<int>(m);
 }
 
+const char* const kClassName[] = {"full", "causal", "document"};
+
+/// Which call was priced outside the profile and by which rule: one line per distinct shape.
+void log_extrapolated(const AttentionCall& c, const char* rule, const std::string& path) {
+  char buf[480];
+  std::snprintf(buf, sizeof buf,
+                "cost: attention %s q %lld kv %lld %s, %d/%d heads d%d, batch %d: %s, priced by the tile-level "
+                "roofline (extrapolated; profile %s)",
+                c.backward ? "bwd" : "fwd", static_cast<long long>(c.q_len), static_cast<long long>(c.kv_len),
+                kClassName[mask_class(c.mask)], c.heads_q, c.heads_kv, c.head_dim, c.batch, rule,
+                path.substr(path.find_last_of('/') + 1).c_str());
+  log::once(log::Level::Info, buf, buf);
+}
 
 }  // namespace
 
@@ -200,6 +216,13 @@ Cost ProfileModel::priced(const AttentionCall& c) const {
   }
   Cost r = fallback_.attention(c);
   r.extrapolated = true;
+  if (log::enabled(log::Level::Info)) {
+    char rule[200] = "the profile has no curve for this direction, head dim and mask";
+    if (curve != nullptr)
+      std::snprintf(rule, sizeof rule, "%.3g FLOP, outside the curve's %.3g-%.3g FLOP", flops,
+                    std::exp(curve->log_flops.front()), std::exp(curve->log_flops.back()));
+    log_extrapolated(c, rule, path_);
+  }
   return r;
 }
 

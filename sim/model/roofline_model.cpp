@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "log/log.hpp"
+
 namespace cpsim::model {
 namespace {
 
@@ -206,6 +208,15 @@ Cost RooflineModel::gdn(const GdnCall& c) const {
   if (!p) {
     Cost r = roof;
     r.extrapolated = true;
+    if (log::enabled(log::Level::Info)) {
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "cost: gated-deltanet %s %d x %lld tokens, %d/%d heads d%dx%d: outside the Gated DeltaNet "
+                    "profile's shapes, priced kernel by kernel by the roofline (extrapolated)",
+                    c.backward ? "bwd" : "fwd", c.seqs, static_cast<long long>(c.seq_len), c.heads_k, c.heads_v,
+                    c.key_dim, c.value_dim);
+      log::once(log::Level::Info, buf, buf);
+    }
     return r;
   }
   if (c.part == GdnPart::Whole) return *p;

@@ -24,6 +24,16 @@ const char* link_class_name(LinkClass c) {
 
 namespace {
 
+/// "n3.sw1", "rail0.leaf2": a link name built by appending. GCC 12 at -O3 (setup.sh's Release
+/// build) warns falsely on "literal" + std::string&& (-Wrestrict, GCC bug 105651).
+std::string part_name(const char* a, int i, const char* b, int j) {
+  std::string s = a;
+  s += std::to_string(i);
+  s += b;
+  s += std::to_string(j);
+  return s;
+}
+
 constexpr uint32_t kNone = UINT32_MAX;
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -57,7 +67,7 @@ Topology::Topology(const scenario::PlatformSpec& spec, const scenario::PerturbSp
     return static_cast<uint32_t>(links_.size() - 1);
   };
   auto gpu_name = [&](int g) {
-    return "n" + std::to_string(g / gpn) + ".gpu" + std::to_string(g % gpn);
+    return part_name("n", g / gpn, ".gpu", g % gpn);
   };
 
   gpu_up_.resize(gpus_);
@@ -83,7 +93,7 @@ Topology::Topology(const scenario::PlatformSpec& spec, const scenario::PerturbSp
     }
     for (int n = 0; n < s.nodes; ++n) {
       for (int w = 0; w < sw_per_node; ++w) {
-        std::string base = "n" + std::to_string(n) + ".sw" + std::to_string(w);
+        std::string base = part_name("n", n, ".sw", w);
         sw_up_.push_back(add(base + ".uplink.up", LinkClass::PCIe, s.pcie_uplink.bw_Bps,
                              s.pcie_uplink.efficiency, s.pcie_uplink.latency_s));
         sw_down_.push_back(add(base + ".uplink.down", LinkClass::PCIe, s.pcie_uplink.bw_Bps,
@@ -92,8 +102,7 @@ Topology::Topology(const scenario::PlatformSpec& spec, const scenario::PerturbSp
       for (int a = 0; a < cpus; ++a)
         for (int b = 0; b < cpus; ++b)
           cpu_link_.push_back(a == b ? kNone
-                                     : add("n" + std::to_string(n) + ".cpu" + std::to_string(a) +
-                                               "-cpu" + std::to_string(b),
+                                     : add(part_name("n", n, ".cpu", a) + "-cpu" + std::to_string(b),
                                            LinkClass::CpuLink, s.cpu_link.bw_Bps,
                                            s.cpu_link.efficiency, s.cpu_link.latency_s));
     }
@@ -111,7 +120,7 @@ Topology::Topology(const scenario::PlatformSpec& spec, const scenario::PerturbSp
     const int nics = s.nics_per_node;
     for (int n = 0; n < s.nodes; ++n)
       for (int k = 0; k < nics; ++k) {
-        std::string base = "n" + std::to_string(n) + ".nic" + std::to_string(k);
+        std::string base = part_name("n", n, ".nic", k);
         // Into the leaf: this hop ends in a switch traversal.
         nic_up_.push_back(add(base + ".up", LinkClass::Nic, s.nic.bw_Bps, s.nic.efficiency,
                               s.nic.latency_s + s.switch_latency_s));
@@ -123,7 +132,7 @@ Topology::Topology(const scenario::PlatformSpec& spec, const scenario::PerturbSp
     for (int r = 0; r < nics; ++r)
       for (int l = 0; l < leaves_per_rail; ++l)
         for (int sp = 0; sp < s.spines; ++sp) {
-          std::string base = "rail" + std::to_string(r) + ".leaf" + std::to_string(l) + ".spine" +
+          std::string base = part_name("rail", r, ".leaf", l) + ".spine" +
                              std::to_string(sp);
           // Up ends in the spine, down ends in the destination leaf.
           leaf_up_.push_back(add(base + ".up", LinkClass::Spine, uplink_bw, s.nic.efficiency,

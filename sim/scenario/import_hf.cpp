@@ -66,16 +66,21 @@ const std::vector<std::string>& wrapper_types() {
 }
 
 
-/// The model's default name: the directory of a `config.json`, else the file stem.
-std::string default_name(const std::string& file) {
-  namespace fs = std::filesystem;
-  const fs::path p(file);
-  std::string name = p.stem().string();
-  if (p.filename() == "config.json") {
-    const std::string dir = fs::absolute(p).parent_path().filename().string();
-    if (!dir.empty()) name = dir;
+/// The model's name: the last part of `_name_or_path` (the Hub id "Qwen/Qwen2.5-7B", or the
+/// directory save_pretrained was given), else the model_type. Never the file's name: a Hub
+/// snapshot's config.json sits in a directory named by a commit hash.
+std::string model_name(Cfg& top, const Json& root, const std::string& type, std::vector<std::string>& notes) {
+  top.use("_name_or_path");
+  if (root.contains("_name_or_path") && !root.at("_name_or_path").is_null()) {
+    if (!root.at("_name_or_path").is_string())
+      top.bad("_name_or_path", "expected a string (the model's Hub id or path), got " + root.at("_name_or_path").dump());
+    std::string id = root.at("_name_or_path").get<std::string>();
+    while (!id.empty() && id.back() == '/') id.pop_back();
+    const std::string last = id.substr(id.find_last_of('/') + 1);
+    if (!last.empty()) return last;
   }
-  return name.empty() ? "hf-model" : name;
+  notes.push_back("_name_or_path absent: the model is named after its model_type, " + type);
+  return type;
 }
 
 enum class Kind { Full, Linear, Sliding };
@@ -217,6 +222,26 @@ std::vector<Kind> read_kinds(Cfg& c, const Family& f, int64_t layers, int64_t& w
   return kinds;
 }
 
+/// Bias terms, which cpsim's model does not have (its projections are bias-free, as in Llama):
+/// said, with what they weigh, rather than silently dropped. Qwen2 and Qwen2-MoE put biases on
+/// the Q, K and V projections with no config key (transformers modeling_qwen2.py:
+/// `nn.Linear(hidden_size, num_heads * head_dim, bias=True)` for q_proj, k_proj, v_proj);
+/// other families say so with `attention_bias` (Q, K, V and O) and `mlp_bias` (gate, up, down).
+void note_biases(Cfg& c, const Family& f, int64_t layers, int64_t hidden, int64_t heads, int64_t kv, int64_t head_dim,
+                 int64_t ffn, std::vector<std::string>& notes) {
+  const int64_t qkv = (heads + 2 * kv) * head_dim;
+  const auto say = [&](const std::string& what, int64_t per_layer) {
+    notes.push_back(what + ": cpsim's model has no bias terms, so " + std::to_string(layers * per_layer) +
+                    " parameters (" + std::to_string(per_layer) +
+                    " per layer; their FLOPs and bytes are as small) are not counted");
+  };
+  const std::string type = f.type;
+  if (type == "qwen2" || type == "qwen2_moe") say(type + " has biases on the Q, K and V projections (no config key)", qkv);
+  if (c.opt_bool("attention_bias").value_or(false))
+    say("attention_bias true: the Q, K, V and output projections have biases", qkv + hidden);
+  if (c.opt_bool("mlp_bias").value_or(false)) say("mlp_bias true: the MLP projections have biases", 2 * ffn + hidden);
+}
+
 HfImport map_config(const Json& root, const std::shared_ptr<const Source>& src, const std::string& text,
                     const std::string& file) {
   HfImport out;
@@ -232,6 +257,7 @@ HfImport map_config(const Json& root, const std::shared_ptr<const Source>& src, 
     return j.at("model_type").get<std::string>();
   };
   std::string type = type_of(top, root);
+  const std::string outer_type = type;  // a wrapper's own (qwen3_5), not its text model's
   std::optional<Cfg> inner;
   if (std::count(wrapper_types().begin(), wrapper_types().end(), type) > 0) {
     top.use("text_config");
@@ -322,6 +348,8 @@ HfImport map_config(const Json& root, const std::shared_ptr<const Source>& src, 
   }
 
   const Moe moe = read_moe(c, f, layers, ffn, out.notes);
+  note_biases(c, f, layers, hidden, heads, kv, head_dim ? *head_dim : f.mla ? qk_width : hidden / heads, ffn, out.notes);
+  const std::string name = model_name(top, root, outer_type, out.notes);
 
   out.ignored = top.unused();
   if (inner)
@@ -331,7 +359,7 @@ HfImport map_config(const Json& root, const std::shared_ptr<const Source>& src, 
   o << "# Imported by `cpsim import hf` from " << file << " (model_type " << type << ").\n";
   if (!out.ignored.empty()) o << detail::comment_lines("ignored", out.ignored);
   for (const auto& n : out.notes) o << "# note: " << n << "\n";
-  o << "name: " << detail::yaml_scalar(default_name(file)) << "\n"
+  o << "name: " << detail::yaml_scalar(name) << "  # " << (root.contains("_name_or_path") ? "_name_or_path" : "model_type") << "\n"
     << "layers: " << layers << "  # num_hidden_layers\n"
     << "hidden: " << hidden << "  # hidden_size\n"
     << "heads_q: " << heads << "  # num_attention_heads\n"

@@ -7,13 +7,39 @@
 #include "schedule/nccl_tuner.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string>
+
+#include "log/log.hpp"
 
 namespace cpsim::schedule {
+namespace {
+
+/// One line per distinct choice: a step makes the same one for every layer and micro-batch.
+void log_choice(CollOp op, const GroupShape& g, double bytes, Algorithm algo, Protocol proto, const TunerChoice& c) {
+  const double mb = bytes / 1e6;
+  char size[32];
+  std::snprintf(size, sizeof size, mb >= 1000 ? "%.4g GB" : mb >= 1 ? "%.4g MB" : "%.4g kB",
+                mb >= 1000 ? mb / 1000 : mb >= 1 ? mb : mb * 1000);
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "nccl: %s of %s on %d ranks (%d node(s) x %d): %s/%s, %d channel(s), NCCL's estimate %.4g %s "
+                "(%.4g GB/s bus)%s%s%s",
+                coll_op_name(op), size, g.n, g.nodes, g.ppn, algorithm_name(c.algorithm),
+                protocol_name(c.protocol), c.channels, c.predicted_s >= 1e-3 ? c.predicted_s * 1e3 : c.predicted_s * 1e6,
+                c.predicted_s >= 1e-3 ? "ms" : "us", c.bus_GBps,
+                algo != Algorithm::Auto || proto != Protocol::Auto ? "; asked for " : "",
+                algo != Algorithm::Auto ? algorithm_name(algo) : "",
+                proto != Protocol::Auto ? (std::string(" ") + protocol_name(proto)).c_str() : "");
+  log::once(log::Level::Info, buf, buf);
+}
+
+}  // namespace
 
 const char* coll_op_name(CollOp op) {
   switch (op) {
@@ -279,6 +305,7 @@ TunerChoice nccl_tune(const model::Topology& topo, CollOp op, const GroupShape& 
                                 std::to_string(nodes) + " node(s)" +
                                 (nc.nvls ? "" : ", platform without NVLS") + ")");
   if (channels > 0) best.channels = channels;
+  if (log::enabled(log::Level::Info)) log_choice(op, g, bytes, algo, proto, best);
   return best;
 }
 

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "log/log.hpp"
 #include "schedule/attention.hpp"
 #include "schedule/chunk_warmer.hpp"
 #include "schedule/replicas.hpp"
@@ -33,7 +34,8 @@ Plan plan(const scenario::Scenario& sc, const model::Topology& topo, const model
   };
   try {
     build();
-  } catch (const LeanRefused&) {
+  } catch (const LeanRefused& e) {
+    log::info(std::string("shortcut refused, building again: ") + e.what());
     // Phantoms must be built after all: a TP phantom left out of one TP collective joins one
     // that builds every member (again without mirroring TP ranks), or a replica's traffic
     // crosses shared spines (again, whole).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "log/log.hpp"
 #include "model/moe.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
@@ -445,6 +446,24 @@ void copy_replica(const StepCtx& x, const ReplicaTemplate& t, int d, GradsReady&
       if (op != kNoOp) op = op - t.first + base;
 }
 
+/// The shortcuts a build took (or could not): one line each at info, so that `-v` says why a
+/// large mesh ran in seconds, or why it did not.
+void log_shortcuts(const BuildInfo& info, bool dp_lean, const ReplicaPlan& rp, int first_replica, int copies) {
+  if (!log::enabled(log::Level::Info)) return;
+  if (!info.symmetry.empty()) log::info("shortcut: replica symmetry " + info.symmetry);
+  if (dp_lean)
+    log::info("shortcut: lean graph: the GPUs of replicas not built keep only the DP collectives' ops that pace "
+              "them");
+  if (rp.tp_mirrored)
+    log::info("shortcut: TP mirror: TP ranks 1.. of each group are timed as TP rank 0 and keep only their TP "
+              "collectives");
+  if (copies > 0)
+    log::info("shortcut: " + std::to_string(copies) + " replica(s) copied op for op from replica " +
+              std::to_string(first_replica) + " (not priced and partitioned again)");
+  else if (!info.why_not_copied.empty())
+    log::debug("every built replica priced on its own: " + info.why_not_copied);
+}
+
 /// Layer or step scope: every built replica's pipeline, then the gradient reduction.
 BuildInfo build_step(const StepCtx& x) {
   const auto& sc = x.sc;
@@ -511,6 +530,7 @@ BuildInfo build_step(const StepCtx& x) {
   info.replicas_copied = copies;
   if (std::count(rp.built.begin(), rp.built.end(), 1) > 1 && copies == 0) info.why_not_copied = why_not;
   if (p.dp > 1) info.symmetry = describe_symmetry(rp, p.dp);
+  log_shortcuts(info, dp_lean, rp, tmpl.d, copies);
   if (sc.mode != scenario::Mode::Prefill)  // prefill: no gradients, no optimizer
     for (int s = 0; s < cl.pp; ++s) reduce_stage(x, cl, s, grads, rp);
   info.ranks = x.mesh.size();
@@ -532,6 +552,11 @@ BuildInfo build_scenario(const scenario::Scenario& sc, const model::Topology& to
                          Pricer& pricer, TaskGraph& g) {
   const Mesh mesh(sc.parallel);
   g.set_pipelined_collectives(pipelined_collectives(sc));
+  if (pipelined_collectives(sc) && log::enabled(log::Level::Info))
+    log::info(std::string("shortcut: pipelined collectives (") +
+              (sc.simulation.collectives == scenario::CollectiveModel::Pipelined ? "simulation.collectives: pipelined"
+                                                                                 : "simulation.collectives: auto, over 512 GPUs") +
+              "): each ring collective is one pipelined transfer per rank, not its n-1 steps");
   if (mesh.size() > topo.gpus())
     throw std::invalid_argument("the mesh needs " + std::to_string(mesh.size()) +
                                 " GPUs but the platform has " + std::to_string(topo.gpus()));

@@ -98,7 +98,7 @@ TEST_F(PlotTest, EveryPlotCommandRunsOnBundledOutputs) {
   plot("heatmap " + p("usp") + " --x parallel.attention.ulysses_degree --y parallel.cp --note ring_degree --best row",
        "heatmap");
   plot("partition " + p("part-c.json") + " " + p("part-z.json"), "partition");
-  // Heatmap data: human units, OOM cells never best, every other cell a ratio >= 1 to its row's best.
+  // Heatmap data: the metric's unit, OOM cells never best, every other cell a ratio >= 1 to its row's best.
   plot("heatmap " + p("sched") + " --x training.seq_len --y schedule --best row --data " + p("hm.json"), "heatmap-rows");
   {
     const auto hm = nlohmann::json::parse(slurp(p("hm.json")));
@@ -110,8 +110,8 @@ TEST_F(PlotTest, EveryPlotCommandRunsOnBundledOutputs) {
       if (!c["oom"].get<bool>() && !c["ratio"].is_null()) { EXPECT_GE(c["ratio"].get<double>(), 1.0 - 1e-12) << c; }
       if (c["best"].get<bool>()) { EXPECT_NEAR(c["ratio"].get<double>(), 1.0, 1e-12); }
     }
-    // Milliseconds above 1,000 are shown in seconds.
-    if (unit.find("[ms]") != std::string::npos) { EXPECT_LT(most, 1000.0); }
+    // Times stay in ms, the unit docs/workflow.md gives, also above 1,000 ms.
+    EXPECT_NE(unit.find("[ms]"), std::string::npos) << unit << " (largest cell " << most << ")";
   }
   // A sweep plot refuses to merge points that differ in a swept key it does not show.
   {

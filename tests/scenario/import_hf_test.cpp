@@ -60,7 +60,7 @@ void expect_keys(const std::string& y, const std::vector<std::pair<std::string, 
 TEST(ImportHf, Llama3EightBIsThePreset) {
   const ModelSpec m = load_model("hf:" + kHf + "llama3-8b/config.json");
   const ModelSpec p = load_model("llama3-8b");
-  EXPECT_EQ(m.name, "llama3-8b");  // the config's directory
+  EXPECT_EQ(m.name, "llama");  // no _name_or_path: its model_type, not the directory
   EXPECT_EQ(m.layers, p.layers);
   EXPECT_EQ(m.hidden, p.hidden);
   EXPECT_EQ(m.heads_q, p.heads_q);
@@ -80,9 +80,58 @@ TEST(ImportHf, UnusedKeysAreListedNotDropped) {
   EXPECT_TRUE(listed(imp.ignored, "max_position_embeddings"));
   EXPECT_FALSE(listed(imp.ignored, "hidden_size"));
   EXPECT_FALSE(listed(imp.ignored, "rope_scaling"));  // null: no value to ignore
-  EXPECT_NE(imp.yaml.find("# ignored: architectures, attention_bias,"), std::string::npos) << imp.yaml;
-  ASSERT_EQ(imp.notes.size(), 1u);
+  EXPECT_NE(imp.yaml.find("# ignored: architectures, attention_dropout,"), std::string::npos) << imp.yaml;
+  EXPECT_FALSE(listed(imp.ignored, "attention_bias"));  // read: false, so no bias to report
+  ASSERT_EQ(imp.notes.size(), 2u);
   EXPECT_NE(imp.notes[0].find("head_dim absent: hidden_size / num_attention_heads = 128"), std::string::npos);
+  EXPECT_EQ(imp.notes[1], "_name_or_path absent: the model is named after its model_type, llama");
+}
+
+/// Qwen2.5-7B's config.json (Hugging Face Qwen/Qwen2.5-7B), with the _name_or_path that
+/// save_pretrained writes.
+const char* const kQwen25 = R"({
+  "_name_or_path": "Qwen/Qwen2.5-7B",
+  "architectures": ["Qwen2ForCausalLM"],
+  "hidden_size": 3584,
+  "intermediate_size": 18944,
+  "max_window_layers": 28,
+  "model_type": "qwen2",
+  "num_attention_heads": 28,
+  "num_hidden_layers": 28,
+  "num_key_value_heads": 4,
+  "tie_word_embeddings": false,
+  "use_sliding_window": false,
+  "sliding_window": 131072,
+  "vocab_size": 152064
+})";
+
+TEST(ImportHf, NameFromNameOrPathNotTheFile) {
+  const HfImport imp = import_hf_text(kQwen25, "qwen2.5-7b-config.json");
+  EXPECT_EQ(at(imp.yaml, "name"), "Qwen2.5-7B");
+  EXPECT_NE(imp.yaml.find("name: Qwen2.5-7B  # _name_or_path"), std::string::npos) << imp.yaml;
+  EXPECT_FALSE(listed(imp.ignored, "_name_or_path"));
+  std::string bad = kQwen25;
+  bad.replace(bad.find("\"Qwen/Qwen2.5-7B\""), 17, "5");
+  EXPECT_NE(error_of(bad).find("_name_or_path: expected a string"), std::string::npos) << error_of(bad);
+}
+
+TEST(ImportHf, BiasesAreSaidWithTheirWeight) {
+  // Qwen2 has Q, K, V biases with no key: (28 + 2 x 4) x 128 = 4,608 per layer, x 28 layers.
+  const HfImport imp = import_hf_text(kQwen25, "c.json");
+  bool said = false;
+  for (const auto& n : imp.notes)
+    said |= n == "qwen2 has biases on the Q, K and V projections (no config key): cpsim's model has no bias terms, "
+                 "so 129024 parameters (4608 per layer; their FLOPs and bytes are as small) are not counted";
+  EXPECT_TRUE(said) << imp.yaml;
+  EXPECT_NE(imp.yaml.find("# note: qwen2 has biases"), std::string::npos) << imp.yaml;
+  // A key that says so: attention_bias (Q, K, V and O) on a Llama config.
+  std::string llama = kQwen25;
+  llama.replace(llama.find("\"qwen2\""), 7, "\"llama\"");
+  llama.replace(llama.find("{") + 1, 0, "\n  \"attention_bias\": true,");
+  const HfImport l = import_hf_text(llama, "c.json");
+  said = false;
+  for (const auto& n : l.notes) said |= n.starts_with("attention_bias true: the Q, K, V and output projections have biases");
+  EXPECT_TRUE(said) << l.yaml;
 }
 
 TEST(ImportHf, Qwen3EightB) {
@@ -125,7 +174,7 @@ TEST(ImportHf, ScenarioModelFromHfPathRelativeToTheScenario) {
   const std::string text =
       "platform: dgx-h100\nmodel: hf:llama3-8b/config.json\ntraining: {seq_len: 32K}\nparallel: {cp: 8}\n";
   const Scenario s = parse_scenario(text, kHf + "s.yaml");
-  EXPECT_EQ(s.model.name, "llama3-8b");
+  EXPECT_EQ(s.model.name, "llama");
   EXPECT_EQ(s.model.ffn_hidden, 14336);
   // --set over an hf: model amends it like a preset.
   const Scenario o = parse_scenario(text, kHf + "s.yaml", {"model.layers=4"});

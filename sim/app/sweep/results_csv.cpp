@@ -73,7 +73,10 @@ std::vector<std::string> csv_header(const std::vector<std::string>& swept) {
 std::string csv_text(const std::vector<std::string>& header, const std::vector<const Row*>& rows) {
   std::string out;
   auto line = [&out](const std::vector<std::string>& fields) {
-    for (size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + csv_field(fields[i]);
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (i) out += ',';  // (not "," + std::string&&: GCC 12 -O3's false -Wrestrict, bug 105651)
+      out += csv_field(fields[i]);
+    }
     out += "\n";
   };
   line(header);
