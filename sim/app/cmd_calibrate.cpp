@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "app/calibrate_nccl.hpp"
 #include "app/collective_args.hpp"
@@ -70,9 +71,7 @@ struct Tree {
         e << c.value;
         if (!c.comment.empty()) e << YAML::Comment(one_line(c.comment));
       } else {
-        // A mapping's comment goes on its key's line, above the values it explains.
-        if (!c.comment.empty()) e << YAML::Comment(one_line(c.comment));
-        c.emit(e);
+        c.emit(e);  // (comments sit on scalars: yaml-cpp loses a block map commented at its key)
       }
     }
     e << YAML::EndMap;
@@ -86,9 +85,9 @@ struct Tree {
 
 void set_protocols(Tree& t, const double (&v)[3], const std::string& comment) {
   t.at("ll").value = us(v[0]);
+  t.at("ll").comment = comment;
   t.at("ll128").value = us(v[1]);
   t.at("simple").value = us(v[2]);
-  t.comment = comment;
 }
 
 std::string evidence(const FittedValue& v) {
@@ -144,6 +143,7 @@ std::string overlay(const CalibNcclArgs& a, const scenario::PlatformSpec& base, 
   }
   YAML::Emitter e;
   root.emit(e);
+  if (!e.good()) throw std::runtime_error("writing the calibrated platform: " + e.GetLastError());
   std::string head =
       "# A platform calibrated by `cpsim calibrate nccl` against nccl-tests logs: the preset it\n"
       "# names, amended by the values below; each says which log, lines and op set it and how\n"
@@ -216,6 +216,12 @@ int run_calibrate_nccl(const CalibNcclArgs& a) {
         a.op != "sendrecv" && a.op != "broadcast" && a.op != "reduce")
       throw UsageError("--op: '" + a.op + "' is not one of: allreduce, allgather, reducescatter, "
                        "alltoall, sendrecv, broadcast, reduce");
+    for (const auto& path : a.logs) {
+      std::error_code ec;
+      for (const std::string& out : {a.out, a.json})
+        if (!out.empty() && std::filesystem::equivalent(path, out, ec))
+          throw UsageError(out + " is one of the logs: it would be overwritten");
+    }
     const scenario::PlatformSpec base = scenario::load_platform(a.platform, a.params);
     std::vector<scenario::NcclLog> logs;
     for (const auto& path : a.logs) {
@@ -225,11 +231,6 @@ int run_calibrate_nccl(const CalibNcclArgs& a) {
     const NcclFit fit = fit_nccl(base, logs, engine);
     print_report(a, base, fit);
     if (!a.out.empty()) {
-      for (const auto& path : a.logs) {
-        std::error_code ec;
-        if (std::filesystem::equivalent(path, a.out, ec))
-          throw UsageError("-o " + a.out + " is one of the logs: it would be overwritten");
-      }
       report::write_atomic(a.out, overlay(a, base, fit));
       std::printf("# wrote %s (use: cpsim collective --platform %s ...)\n", a.out.c_str(), a.out.c_str());
     } else {
@@ -299,6 +300,7 @@ void register_calibrate(CLI::App& app, int& rc) {
   n->add_option("--json", a->json, "write the fit (values, rows before/after) as JSON");
   n->add_option("--engine", a->engine, "simgrid (default, as cpsim collective) | analytic");
   n->callback([a, &rc] { rc = run_calibrate_nccl(*a); });
+  register_calibrate_kernels(cal, rc);
 }
 
 }  // namespace cpsim::app
