@@ -16,6 +16,7 @@
 
 #include "app/child_replay.hpp"
 #include "app/collective_args.hpp"
+#include "app/collective_curve.hpp"
 #include "app/commands.hpp"
 #include "engine/replay.hpp"
 #include "report/output.hpp"
@@ -237,6 +238,37 @@ int run_collective(const CollArgs& raw) {
 }
 
 }  // namespace
+
+std::vector<CurvePoint> simulate_curve(const scenario::PlatformSpec& spec, const std::string& op,
+                                       int ranks, const std::vector<double>& sizes,
+                                       scenario::EngineKind engine) {
+  CollArgs a;
+  a.op_name = op;
+  a.sizes = "1K";  // finish_args wants a size list; the sizes below are used instead
+  finish_args(a);
+  a.engine_kind = engine;
+  const model::Topology topo(spec);
+  if (ranks < 1 || ranks > topo.gpus())
+    throw UsageError(std::to_string(ranks) + " ranks: the platform " + spec.name + " has " +
+                     std::to_string(topo.gpus()) + " GPUs");
+  const bool a2a = !a.sendrecv && a.op == CollOp::AllToAll;
+  const double pairs = static_cast<double>(ranks) * (ranks - 1);
+  const bool pipelined = ranks > 512 || (a2a && pairs > schedule::kMaxAllToAllPairs);
+  const Factors f = op_factors(a, ranks);
+  std::vector<CurvePoint> out;
+  for (double bytes : sizes) {
+    const Row r = run_one(a, topo, ranks, bytes, engine, pipelined);
+    CurvePoint p;
+    p.bytes = bytes;
+    p.time_s = r.time_s;
+    p.busbw_GBps = r.time_s > 0 ? bytes / r.time_s / 1e9 * f.busbw : 0;
+    p.algo = r.algo;
+    p.proto = r.proto;
+    p.channels = r.channels;
+    out.push_back(p);
+  }
+  return out;
+}
 
 void register_collective(CLI::App& app, int& rc) {
   auto opts = std::make_shared<CollArgs>();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "app/text_format.hpp"
 #include "log/log.hpp"
 #include "app/commands.hpp"
 #include "app/memory_advice.hpp"
@@ -30,12 +31,6 @@ struct MemoryArgs {
   int jobs = 1;
   bool no_simulate = false;
 };
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string pad(std::string s, size_t w) {
   if (s.size() < w) s += std::string(w - s.size(), ' ');

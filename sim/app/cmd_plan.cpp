@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "app/text_format.hpp"
 #include "app/commands.hpp"
 #include "app/memory_advice.hpp"
 #include "app/plan_search.hpp"
@@ -27,12 +28,6 @@ struct PlanArgs {
   plan::Options opt;
   int top = 10;
 };
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 nlohmann::json candidate_json(const plan::Candidate& c) {
   auto num = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); };

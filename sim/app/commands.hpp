@@ -23,4 +23,8 @@ void register_sweep(CLI::App& app, int& rc, pool::Runner* runner = nullptr, pool
 void register_import(CLI::App& app, int& rc);
 void register_memory(CLI::App& app, int& rc);
 void register_plan(CLI::App& app, int& rc);
+void register_calibrate(CLI::App& app, int& rc);
+void register_compare(CLI::App& app, int& rc);
+/// `cpsim calibrate kernels` under `calibrate`.
+void register_calibrate_kernels(CLI::App* calibrate, int& rc);
 }  // namespace cpsim::app

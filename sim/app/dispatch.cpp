@@ -98,6 +98,8 @@ int dispatch(int argc, char** argv) {
   register_import(app, rc);
   register_memory(app, rc);
   register_plan(app, rc);
+  register_calibrate(app, rc);
+  register_compare(app, rc);
   auto log_args = std::make_shared<LogArgs>();
   if (const char* env = std::getenv("CPSIM_LOG"); env != nullptr && *env != '\0') {
     log_args->env = log::parse_level(env);

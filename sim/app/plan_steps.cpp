@@ -1,4 +1,5 @@
 // `cpsim plan`'s whole-step runs: plan_steps.hpp.
+#include "app/text_format.hpp"
 #include "app/plan_steps.hpp"
 
 #include <algorithm>
@@ -7,12 +8,6 @@
 #include "app/work_limit.hpp"
 
 namespace cpsim::app::plan {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 

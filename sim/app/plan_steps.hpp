@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "app/text_format.hpp"
 #include "app/plan_search.hpp"
 #include "app/simulate.hpp"
 
@@ -16,7 +17,6 @@ namespace cpsim::app::plan {
 /// stopped at the limit.
 constexpr double kEstimateMargin = 1.1;
 
-std::string fmt(const char* f, double v);
 std::string first_line(const std::string& s);
 
 /// Indices of `key`, the largest first (ties in index order): children started in this order

@@ -1,5 +1,6 @@
 #pragma once
 /// Internal to the scenario stage: trees -> validated specs.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,9 @@
 #include "scenario/yaml_tree.hpp"
 
 namespace cpsim::scenario::detail {
+
+/// GPUs a platform or a parallel degree may name: the loaders' bound before any work.
+inline constexpr int64_t kMaxGpus = 1'000'000;
 
 /// What a reference names: platforms live in platforms/, models in scenarios/models/.
 struct RefKind {

@@ -12,7 +12,6 @@ namespace cpsim::scenario {
 namespace detail {
 namespace {
 
-constexpr int64_t kMaxGpus = 1'000'000;
 /// Links model::Topology may build (a 1,000,000-GPU rail-optimised cluster needs about 8 M).
 constexpr double kMaxLinks = 16'000'000;
 

@@ -13,7 +13,6 @@ namespace cpsim::scenario {
 namespace detail {
 namespace {
 
-constexpr int64_t kMaxGpus = 1'000'000;
 constexpr int64_t kMaxSeqLen = int64_t{1} << 40;
 /// The schedule counts causal pairs, d(d+1)/2 per document summed over documents, in int64.
 constexpr double kMaxPairs = 9223372036854775807.0;
