@@ -70,6 +70,14 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
     // Only the last stage computes the LM head and the loss.
     const bool last_only = t.name.find("logits") != std::string::npos;
     if (last_only && k != p.pp - 1) continue;
+    // FSDP's gathered root: the input embedding lives on the first stage, the LM head on the
+    // last (Megatron and torchtitan's pipeline split alike), so each holds half of it.
+    if (starts_with(t.name, "gathered root") && p.pp > 1) {
+      if (k != 0 && k != p.pp - 1) continue;
+      est.terms.push_back({k == 0 ? "gathered root (embedding; bf16)" : "gathered root (LM head; bf16)",
+                           t.bytes / 2});
+      continue;
+    }
     est.terms.push_back(t);
   }
   for (const auto& t : est.terms) est.peak_bytes += t.bytes;

@@ -7,6 +7,7 @@
 #include "scenario/builders.hpp"
 #include "scenario/enum_names.hpp"
 #include "scenario/load.hpp"
+#include "scenario/dp_keys.hpp"
 #include "scenario/moe_keys.hpp"
 
 namespace cpsim::scenario {
@@ -124,8 +125,11 @@ std::vector<std::string> read_order(const Node& n) {
 }
 
 ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
-  MapReader r(n, {"tp", "cp", "pp", "dp", "sequence_parallel", "order", "virtual_stages", "zero_stage",
-                  "dp_bucket", "attention", "linear_attention", "ep", "expert_tp", "tp_comm_overlap"});
+  std::vector<std::string> keys = {"tp", "cp", "pp", "dp", "sequence_parallel", "order", "virtual_stages",
+                                   "zero_stage", "attention", "linear_attention", "ep", "expert_tp",
+                                   "tp_comm_overlap"};
+  keys.insert(keys.end(), std::begin(kDpKeys), std::end(kDpKeys));
+  MapReader r(n, keys);
   ParallelSpec p;
   nodes.root = &n;
   nodes.tp = r.get("tp");
@@ -143,10 +147,7 @@ ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
   if (const Node* v = r.get("order")) p.order = read_order(*v);
   if (const Node* v = r.get("virtual_stages")) p.virtual_stages = static_cast<int>(as_int(*v, 1, 1'000'000));
   if (const Node* v = r.get("zero_stage")) p.zero_stage = static_cast<int>(as_int(*v, 0, 3));
-  if (const Node* v = r.get("dp_bucket")) {
-    p.dp_bucket_bytes = as_bytes(*v);
-    check_min(*v, p.dp_bucket_bytes, 0, false);
-  }
+  read_dp_parallel(r, p);
   read_moe_parallel(r, p);
 
   const Node* att = r.get("attention");
@@ -477,6 +478,7 @@ void cross_check(const Scenario& s, const Node& root, const ParallelNodes& pn, c
   }
 
   check_moe(s, par, or_empty(tn.root));
+  check_dp(s.parallel, par);
 
   for (const Node* k : rank_keys) {
     const int rank = std::stoi(k->key);
