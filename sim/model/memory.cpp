@@ -24,22 +24,15 @@ std::pair<int, int> stage_layers(const scenario::Scenario& sc, int k) {
 }
 
 /// Activation bytes of stage k relative to the formula estimate_memory applies to every rank
-/// (stage 0's micro-batches in flight, ceil(layers / pp) layers). Without recomputation each
-/// live micro-batch keeps every layer's activations; with full recomputation each keeps the
-/// layer inputs, plus one layer's full activations while it is recomputed.
+/// (stage 0's micro-batches in flight, ceil(layers / pp) layers), both by
+/// stage_activation_bytes (model/transformer.hpp).
 double activation_share(const scenario::Scenario& sc, int k) {
   const auto& p = sc.parallel;
   const auto& tr = sc.training;
   const int per = (sc.model.layers + p.pp - 1) / p.pp;
   const auto [b, e] = stage_layers(sc, k);
-  auto bytes = [&](int layers, int in_flight) {
-    // Per-layer figures as estimate_memory uses them, for one token and hidden unit: 34 without
-    // recomputation, 2 (the layer input) with full recomputation (Korthikanti et al. 2022).
-    if (tr.recompute == scenario::Recompute::Full) return 2.0 * layers * in_flight + 34.0;
-    return 34.0 * layers * in_flight;
-  };
-  const double ref = bytes(per, std::min(p.pp, tr.micro_batches));
-  const double mine = bytes(e - b, std::min(p.pp - k, tr.micro_batches));
+  const double ref = stage_activation_bytes(sc, per, std::min(p.pp, tr.micro_batches));
+  const double mine = stage_activation_bytes(sc, e - b, std::min(p.pp - k, tr.micro_batches));
   return ref > 0 ? mine / ref : 1.0;
 }
 

@@ -105,6 +105,48 @@ double full_recompute_bytes(int64_t s, int b, int h, int layers) {
   return 2.0 * static_cast<double>(s) * b * h * layers;
 }
 
+double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_flight) {
+  const auto& m = sc.model;
+  const auto& p = sc.parallel;
+  const auto& tr = sc.training;
+  // Activations per micro-batch on one rank: tokens split by CP, and by TP under SP.
+  const int64_t s_local = tr.seq_len / p.cp;
+  const double sp_div = p.sequence_parallel ? p.tp : 1.0;
+  // FP8: TE saves the inputs of the QKV, output, FC1 and FC2 GEMMs for the backward in FP8:
+  // 2 + 2 + 2 + 8 of Korthikanti's 34 s b h bytes halve (34 -> 27).
+  const double fp8_act = tr.fp8 ? 27.0 / 34.0 : 1.0;
+  const double full_layer =
+      activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
+  const double input = full_recompute_bytes(s_local, tr.micro_batch, m.hidden, 1) / sp_div;
+  if (tr.recompute != scenario::Recompute::Full || layers <= 0) {
+    // CPU offloading (pipeline parallelism refused with it, so the stage is the model): the
+    // offloaded layers keep nothing on the GPU but the one in transit, whose copy to (in the
+    // forward) or from (in the backward) host memory overlaps the next layer's compute.
+    const int off = std::min(tr.offload_layers, layers);
+    return full_layer * (layers - off + (off > 0 ? 1 : 0)) * in_flight;
+  }
+  const int n = std::max(1, tr.recompute_layers);
+  if (tr.recompute_method == scenario::TrainingSpec::RecomputeMethod::Block) {
+    const int k = std::min(n, layers);
+    return (input * k + full_layer * (layers - k)) * in_flight + (k > 0 ? full_layer : 0.0);
+  }
+  const int groups = (layers + n - 1) / n;
+  return input * groups * in_flight + full_layer * std::min(n, layers);
+}
+
+bool layer_recomputed(const scenario::Scenario& sc, int layer) {
+  const auto& tr = sc.training;
+  if (tr.recompute != scenario::Recompute::Full) return false;
+  if (tr.recompute_method != scenario::TrainingSpec::RecomputeMethod::Block) return true;
+  // The model chunk holding `layer`: chunk c holds layers [c L / chunks, (c + 1) L / chunks).
+  const int64_t layers = sc.model.layers;
+  const int64_t chunks = static_cast<int64_t>(sc.parallel.pp) * std::max(1, sc.parallel.virtual_stages);
+  int64_t c = std::min(chunks - 1, (static_cast<int64_t>(layer) * chunks) / std::max<int64_t>(1, layers));
+  while (c > 0 && c * layers / chunks > layer) --c;
+  while (c + 1 < chunks && (c + 1) * layers / chunks <= layer) ++c;
+  return layer - c * layers / chunks < tr.recompute_layers;
+}
+
 double model_state_bytes(double params) { return 16.0 * params; }
 
 double ring_allreduce_bytes_per_gpu(double bytes, int n) {
@@ -238,24 +280,10 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
     est.terms.push_back({"fp8 weight copies (row + column-wise)", copies});
   }
 
-  // Activations per micro-batch on one rank: tokens split by CP, and by TP under SP.
   const int64_t s_local = tr.seq_len / p.cp;
-  const double sp_div = p.sequence_parallel ? p.tp : 1.0;
   const int layers_stage = (m.layers + p.pp - 1) / p.pp;
   const int in_flight = std::min(p.pp, tr.micro_batches);  // 1F1B: stage 0 holds pp micro-batches
-  // FP8: TE saves the inputs of the QKV, output, FC1 and FC2 GEMMs for the backward in FP8:
-  // 2 + 2 + 2 + 8 of Korthikanti's 34 s b h bytes halve (34 -> 27).
-  const double fp8_act = tr.fp8 ? 27.0 / 34.0 : 1.0;
-  const double full_layer =
-      activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
-  double act = 0;
-  if (tr.recompute == scenario::Recompute::Full) {
-    act = full_recompute_bytes(s_local, tr.micro_batch, m.hidden, layers_stage) / sp_div *
-              in_flight +
-          full_layer;  // the one layer being recomputed in the backward
-  } else {
-    act = full_layer * layers_stage * in_flight;
-  }
+  const double act = stage_activation_bytes(sc, layers_stage, in_flight);
   est.terms.push_back({"activations", act});
 
   // Logits on the last stage: bf16 logits plus the fp32 copy the loss upcasts to; the chunked

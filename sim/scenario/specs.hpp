@@ -248,6 +248,18 @@ struct TrainingSpec {
   int micro_batch = 1;           ///< sequences per micro-batch
   int micro_batches = 1;         ///< gradient accumulation steps per optimizer step
   Recompute recompute = Recompute::Full;
+  /// Megatron's --recompute-method with recompute full and --recompute-num-layers N:
+  /// Uniform checkpoints the input of every group of N consecutive layers of a model chunk and
+  /// recomputes them all (N = 1 is cpsim's plain full recomputation); Block checkpoints only
+  /// the first N layers of each model chunk and keeps the rest's activations
+  /// (transformer_block.py, _checkpointed_forward).
+  enum class RecomputeMethod { Uniform, Block };
+  RecomputeMethod recompute_method = RecomputeMethod::Uniform;
+  int recompute_layers = 1;
+  /// Activation CPU offloading (Megatron --cpu-offloading-num-layers, TransformerEngine's
+  /// get_cpu_offload_context): the first N layers' saved activations go to host memory in the
+  /// forward and come back for the backward.
+  int offload_layers = 0;
   /// packed documents: lengths summing to seq_len (empty = one document)
   std::vector<int64_t> documents;
   /// or documents drawn from a distribution ("uniform", "lognormal"; empty = none)

@@ -6,6 +6,7 @@
 
 #include "model/data_parallel.hpp"
 #include "model/moe.hpp"
+#include "model/offload.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
 #include "schedule/replicas.hpp"
@@ -57,12 +58,46 @@ StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry)
   return x;
 }
 
-StageBuilder::Ops StageBuilder::layer_forward(int layer, int mb, const Ops& entry) { return layer_pass(layer, mb, false, entry); }
+// Activation CPU offloading as TransformerEngine's double-buffered handler runs it: a layer's
+// saved activations are copied out on their own stream once its forward ends, and the forward
+// of the layer after next waits for that copy (the buffer it reuses); the backward of layer l
+// starts copying layer l - 1's activations back (one layer of prefetch) and waits for its own.
+StageBuilder::Ops StageBuilder::layer_forward(int layer, int mb, const Ops& entry) {
+  if (auto it = to_host_.find({layer - 2, mb}); it != to_host_.end()) offload_wait_ = it->second;
+  const Ops x = layer_pass(layer, mb, false, entry);
+  offload_wait_.clear();
+  if (model::layer_offloaded(sc_, layer)) to_host_[{layer, mb}] = host_copy(true, layer, mb, x);
+  return x;
+}
 
 StageBuilder::Ops StageBuilder::layer_backward(int layer, int mb, const Ops& entry) {
   Ops x = entry;
-  if (sc_.training.recompute == Recompute::Full) x = layer_pass(layer, mb, false, x, true);
-  return layer_pass(layer, mb, true, x);
+  for (int l : {layer, layer - 1})
+    if (l >= 0 && model::layer_offloaded(sc_, l) && !from_host_.count({l, mb}))
+      from_host_[{l, mb}] = host_copy(false, l, mb, entry);
+  if (auto it = from_host_.find({layer, mb}); it != from_host_.end()) offload_wait_ = it->second;
+  if (model::layer_recomputed(sc_, layer)) x = layer_pass(layer, mb, false, x, true);
+  x = layer_pass(layer, mb, true, x);
+  offload_wait_.clear();
+  return x;
+}
+
+StageBuilder::Ops StageBuilder::host_copy(bool to_host, int layer, int mb, const Ops& deps) {
+  const double t = model::host_copy_seconds(model::offload_layer_bytes(sc_));
+  const auto& out = to_host_[{layer, mb}];  // (the copy out, when copying back)
+  Ops ops(ranks_.size());
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (mirrored_[i]) {
+      ops[i] = ops[twin(i)];
+      continue;
+    }
+    OpLabel l = label(to_host ? "offload_activations_d2h" : "offload_activations_h2d", mb, layer,
+                      to_host ? Phase::Forward : Phase::Backward, "offload");
+    ops[i] = g_.add_compute(ranks_[i], stream::kOffload, t, l);
+    g_.add_edge(deps[i], ops[i]);
+    if (!to_host && i < out.size()) g_.add_edge(out[i], ops[i]);
+  }
+  return ops;
 }
 
 
@@ -91,6 +126,7 @@ OpId StageBuilder::gemm_op(size_t i, const char* name, const model::Cost& c, dou
   const OpId op = g_.add_priced(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.flops * mult);
   g_.add_edge(dep, op);
   if (!param_ready_.empty()) g_.add_edge(param_ready_[i], op);
+  if (!offload_wait_.empty()) g_.add_edge(offload_wait_[i], op);
   return op;
 }
 

@@ -86,6 +86,9 @@ class StageBuilder {
   Ops tp_exit(bool backward, int mb, int layer, Phase ph, const Ops& deps);
   Ops sequence_mixing(int layer, int mb, bool backward, const Ops& deps);
   void gather_params(int layer, int mb, int pass);
+  /// Activation CPU offloading: the copy of `layer`'s activations to host memory after its
+  /// forward, and back before its backward (model/offload.hpp).
+  Ops host_copy(bool to_host, int layer, int mb, const Ops& deps);
   void overlapped_param_gather(int layer, int mb, int pass, const Ops& entry);
   Ops moe(int layer, int mb, bool backward, const Ops& entry);
   Widths widths(int layer) const;
@@ -104,6 +107,8 @@ class StageBuilder {
   MoeA2aMap& a2a_;
   int pp_i_ = 0, dp_i_ = 0;
   Ops param_ready_;
+  Ops offload_wait_;  ///< what the layer being built waits for besides its input (host copies)
+  std::map<std::pair<int, int>, Ops> to_host_, from_host_;  ///< (layer, micro-batch) -> copies
   std::vector<ParamBucket> param_buckets_;
   Ops prev_entry_;
   std::vector<int> ranks_;

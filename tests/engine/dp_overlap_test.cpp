@@ -131,4 +131,39 @@ TEST(Fsdp, UnderPipelineTheWeightsAreGatheredOncePerStep) {
   EXPECT_LT(kept.step_s, resharded.step_s);
 }
 
+TEST(ActivationOffload, CopiesEachOffloadedLayerOutAndBackOnTheCopyStream) {
+  auto sc = megatron_job();
+  sc.training.recompute = scenario::Recompute::None;
+  const Built plain = build(sc);
+  sc.training.offload_layers = 2;
+  const Built off = build(sc);
+  // Layers 0 and 1, every micro-batch, out in the forward and back in the backward.
+  EXPECT_EQ(off.layers("offload_activations_d2h"), (std::set<int>{0, 1}));
+  EXPECT_EQ(off.layers("offload_activations_h2d"), (std::set<int>{0, 1}));
+  EXPECT_EQ(off.micros("offload_activations_d2h"), (std::set<int>{0, 1}));
+  EXPECT_EQ(plain.layers("offload_activations_d2h"), std::set<int>{});
+  for (schedule::OpId id = 0; id < off.g.size(); ++id)
+    if (off.g.str(off.g.op(id).label.name).rfind("offload_", 0) == 0) {
+      EXPECT_EQ(off.g.op(id).stream, schedule::stream::kOffload);
+    }
+  // The copies overlap the compute; they can only lengthen the step.
+  EXPECT_GE(off.step_s, plain.step_s);
+}
+
+TEST(PartialRecompute, BlockRecomputesOnlyItsLayers) {
+  auto sc = megatron_job();
+  sc.training.recompute = scenario::Recompute::Full;
+  const Built all = build(sc);
+  sc.training.recompute_method = scenario::TrainingSpec::RecomputeMethod::Block;
+  sc.training.recompute_layers = 1;
+  const Built one = build(sc);
+  std::set<int> recomputed;
+  for (schedule::OpId id = 0; id < one.g.size(); ++id) {
+    const std::string n = one.g.str(one.g.op(id).label.name);
+    if (n.size() > 10 && n.compare(n.size() - 10, 10, "_recompute") == 0) recomputed.insert(one.g.op(id).label.layer);
+  }
+  EXPECT_EQ(recomputed, std::set<int>{0});
+  EXPECT_LT(one.step_s, all.step_s);
+}
+
 }  // namespace CPSIM_TEST_TU

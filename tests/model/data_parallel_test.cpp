@@ -7,6 +7,7 @@
 
 #include "model/memory.hpp"
 #include "model/moe.hpp"
+#include "model/offload.hpp"
 #include "model/transformer.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
@@ -105,6 +106,42 @@ TEST(DpMemory, FsdpUnderPipelineKeepsTheStagesWeightsGathered) {
   EXPECT_NEAR(term(staged[0].memory, "gathered weights"), 2 * 8 * block, 1);
   EXPECT_GT(term(staged[0].memory, "gathered root (embedding"), 0);
   EXPECT_EQ(term(staged[1].memory, "gathered root"), 0);
+}
+
+TEST(PartialRecompute, BlockAndUniformAsMegatronCheckpoints) {
+  auto sc = llama8b(1, 1, 1);
+  sc.training.recompute = scenario::Recompute::Full;
+  const double s = 8192, h = 4096;
+  const double input = 2 * s * h, full = 34 * s * h;
+  // Uniform, N = 1: every layer's input plus one layer recomputed.
+  EXPECT_NEAR(model::stage_activation_bytes(sc, 32, 1), 32 * input + full, 1);
+  // Uniform, N = 4: 8 groups' inputs plus one group of 4 layers recomputed.
+  sc.training.recompute_layers = 4;
+  EXPECT_NEAR(model::stage_activation_bytes(sc, 32, 1), 8 * input + 4 * full, 1);
+  EXPECT_TRUE(model::layer_recomputed(sc, 31));
+  // Block, N = 4: the first 4 layers checkpointed, the other 28 keep everything.
+  sc.training.recompute_method = scenario::TrainingSpec::RecomputeMethod::Block;
+  EXPECT_NEAR(model::stage_activation_bytes(sc, 32, 1), 4 * input + 28 * full + full, 1);
+  EXPECT_TRUE(model::layer_recomputed(sc, 3));
+  EXPECT_FALSE(model::layer_recomputed(sc, 4));
+  // Under PP 4 each stage's chunk of 8 layers checkpoints its own first 4.
+  sc.parallel.pp = 4;
+  EXPECT_TRUE(model::layer_recomputed(sc, 8));
+  EXPECT_TRUE(model::layer_recomputed(sc, 11));
+  EXPECT_FALSE(model::layer_recomputed(sc, 12));
+  EXPECT_FALSE(model::layer_recomputed(sc, 31));
+}
+
+TEST(ActivationOffload, OffloadedLayersLeaveOneInTransit) {
+  auto sc = llama8b(1, 1, 1);
+  sc.training.recompute = scenario::Recompute::None;
+  const double full = 34.0 * 8192 * 4096;
+  EXPECT_NEAR(model::stage_activation_bytes(sc, 32, 1), 32 * full, 1);
+  sc.training.offload_layers = 8;
+  EXPECT_NEAR(model::stage_activation_bytes(sc, 32, 1), (24 + 1) * full, 1);
+  EXPECT_NEAR(model::offload_layer_bytes(sc), full, 1);
+  // PCIe Gen5 x16 at 57.6 GB/s.
+  EXPECT_NEAR(model::host_copy_seconds(57.6e9), 1.0, 0.001);
 }
 
 }  // namespace CPSIM_TEST_TU

@@ -505,4 +505,17 @@ TEST(Errors, DataParallelKeysNeedWhatMegatronAndFsdpNeed) {
   EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, reshard_after_forward: default}\n"), "(no error)");
 }
 
+TEST(Errors, RecomputeAndOffloadKeysFollowMegatronsRules) {
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, recompute: none, recompute_layers: 4}\n"),
+            "s.yaml:3:55: error: training.recompute_layers: needs training.recompute: full (Megatron's "
+            "--recompute-num-layers applies to --recompute-granularity full)\n"
+            "  training: {seq_len: 128K, recompute: none, recompute_layers: 4}\n"
+            "                                                        ^");
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, offload_layers: 4}\n"),
+            "s.yaml:3:43: error: training.offload_layers: needs training.recompute: none (Megatron: CPU offloading "
+            "does not work when activation recomputation is enabled)\n"
+            "  training: {seq_len: 128K, offload_layers: 4}\n"
+            "                                            ^");
+}
+
 }  // namespace CPSIM_TEST_TU
