@@ -507,10 +507,10 @@ TEST(Errors, DataParallelKeysNeedWhatMegatronAndFsdpNeed) {
 
 TEST(Errors, RecomputeAndOffloadKeysFollowMegatronsRules) {
   EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, recompute: none, recompute_layers: 4}\n"),
-            "s.yaml:3:55: error: training.recompute_layers: needs training.recompute: full (Megatron's "
+            "s.yaml:3:62: error: training.recompute_layers: needs training.recompute: full (Megatron's "
             "--recompute-num-layers applies to --recompute-granularity full)\n"
             "  training: {seq_len: 128K, recompute: none, recompute_layers: 4}\n"
-            "                                                        ^");
+            "  " + std::string(61, ' ') + "^");
   EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, offload_layers: 4}\n"),
             "s.yaml:3:43: error: training.offload_layers: needs training.recompute: none (Megatron: CPU offloading "
             "does not work when activation recomputation is enabled)\n"
