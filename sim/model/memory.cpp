@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "model/data_parallel.hpp"
+
 namespace cpsim::model {
 
 namespace {
@@ -69,6 +71,14 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
       if (k != 0 && k != p.pp - 1) continue;
       est.terms.push_back({k == 0 ? "gathered root (embedding; bf16)" : "gathered root (LM head; bf16)",
                            t.bytes / 2});
+      continue;
+    }
+    // FSDP under PP keeps every block of its stage gathered (estimate_memory counts the first
+    // stage's ceil(layers / pp)): a stage with fewer layers keeps fewer.
+    if (starts_with(t.name, "gathered weights") && p.pp > 1 && !fsdp_reshards(p, b, sc.model.layers)) {
+      const int per = (sc.model.layers + p.pp - 1) / p.pp;
+      est.terms.push_back({"gathered weights (bf16, " + std::to_string(e - b) + " blocks kept)",
+                           t.bytes * (e - b) / std::max(1, per)});
       continue;
     }
     est.terms.push_back(t);

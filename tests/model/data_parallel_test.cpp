@@ -106,6 +106,10 @@ TEST(DpMemory, FsdpUnderPipelineKeepsTheStagesWeightsGathered) {
   EXPECT_NEAR(term(staged[0].memory, "gathered weights"), 2 * 8 * block, 1);
   EXPECT_GT(term(staged[0].memory, "gathered root (embedding"), 0);
   EXPECT_EQ(term(staged[1].memory, "gathered root"), 0);
+  // PP 5 over 32 layers: 7 per stage, the last stage 4.
+  sc.parallel.pp = 5;
+  const auto five = model::memory_by_rank_class(sc);
+  EXPECT_NEAR(term(five.back().memory, "gathered weights (bf16, 4 blocks kept)"), 2 * 4 * block, 1);
 }
 
 TEST(PartialRecompute, BlockAndUniformAsMegatronCheckpoints) {
