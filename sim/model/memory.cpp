@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "model/data_parallel.hpp"
+
 namespace cpsim::model {
 
 namespace {
@@ -24,22 +26,15 @@ std::pair<int, int> stage_layers(const scenario::Scenario& sc, int k) {
 }
 
 /// Activation bytes of stage k relative to the formula estimate_memory applies to every rank
-/// (stage 0's micro-batches in flight, ceil(layers / pp) layers). Without recomputation each
-/// live micro-batch keeps every layer's activations; with full recomputation each keeps the
-/// layer inputs, plus one layer's full activations while it is recomputed.
+/// (stage 0's micro-batches in flight, ceil(layers / pp) layers), both by
+/// stage_activation_bytes (model/transformer.hpp).
 double activation_share(const scenario::Scenario& sc, int k) {
   const auto& p = sc.parallel;
   const auto& tr = sc.training;
   const int per = (sc.model.layers + p.pp - 1) / p.pp;
   const auto [b, e] = stage_layers(sc, k);
-  auto bytes = [&](int layers, int in_flight) {
-    // Per-layer figures as estimate_memory uses them, for one token and hidden unit: 34 without
-    // recomputation, 2 (the layer input) with full recomputation (Korthikanti et al. 2022).
-    if (tr.recompute == scenario::Recompute::Full) return 2.0 * layers * in_flight + 34.0;
-    return 34.0 * layers * in_flight;
-  };
-  const double ref = bytes(per, std::min(p.pp, tr.micro_batches));
-  const double mine = bytes(e - b, std::min(p.pp - k, tr.micro_batches));
+  const double ref = stage_activation_bytes(sc, per, std::min(p.pp, tr.micro_batches));
+  const double mine = stage_activation_bytes(sc, e - b, std::min(p.pp - k, tr.micro_batches));
   return ref > 0 ? mine / ref : 1.0;
 }
 
@@ -70,6 +65,22 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
     // Only the last stage computes the LM head and the loss.
     const bool last_only = t.name.find("logits") != std::string::npos;
     if (last_only && k != p.pp - 1) continue;
+    // FSDP's gathered root: the input embedding lives on the first stage, the LM head on the
+    // last (Megatron and torchtitan's pipeline split alike), so each holds half of it.
+    if (starts_with(t.name, "gathered root") && p.pp > 1) {
+      if (k != 0 && k != p.pp - 1) continue;
+      est.terms.push_back({k == 0 ? "gathered root (embedding; bf16)" : "gathered root (LM head; bf16)",
+                           t.bytes / 2});
+      continue;
+    }
+    // FSDP under PP keeps every block of its stage gathered (estimate_memory counts the first
+    // stage's ceil(layers / pp)): a stage with fewer layers keeps fewer.
+    if (starts_with(t.name, "gathered weights") && p.pp > 1 && !fsdp_reshards(p, b, sc.model.layers)) {
+      const int per = (sc.model.layers + p.pp - 1) / p.pp;
+      est.terms.push_back({"gathered weights (bf16, " + std::to_string(e - b) + " blocks kept)",
+                           t.bytes * (e - b) / std::max(1, per)});
+      continue;
+    }
     est.terms.push_back(t);
   }
   for (const auto& t : est.terms) est.peak_bytes += t.bytes;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "model/data_parallel.hpp"
 #include "model/moe.hpp"
 
 namespace cpsim::model {
@@ -104,6 +105,48 @@ double full_recompute_bytes(int64_t s, int b, int h, int layers) {
   return 2.0 * static_cast<double>(s) * b * h * layers;
 }
 
+double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_flight) {
+  const auto& m = sc.model;
+  const auto& p = sc.parallel;
+  const auto& tr = sc.training;
+  // Activations per micro-batch on one rank: tokens split by CP, and by TP under SP.
+  const int64_t s_local = tr.seq_len / p.cp;
+  const double sp_div = p.sequence_parallel ? p.tp : 1.0;
+  // FP8: TE saves the inputs of the QKV, output, FC1 and FC2 GEMMs for the backward in FP8:
+  // 2 + 2 + 2 + 8 of Korthikanti's 34 s b h bytes halve (34 -> 27).
+  const double fp8_act = tr.fp8 ? 27.0 / 34.0 : 1.0;
+  const double full_layer =
+      activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
+  const double input = full_recompute_bytes(s_local, tr.micro_batch, m.hidden, 1) / sp_div;
+  if (tr.recompute != scenario::Recompute::Full || layers <= 0) {
+    // CPU offloading (pipeline parallelism refused with it, so the stage is the model): the
+    // offloaded layers keep nothing on the GPU but the one in transit, whose copy to (in the
+    // forward) or from (in the backward) host memory overlaps the next layer's compute.
+    const int off = std::min(tr.offload_layers, layers);
+    return full_layer * (layers - off + (off > 0 ? 1 : 0)) * in_flight;
+  }
+  const int n = std::max(1, tr.recompute_layers);
+  if (tr.recompute_method == scenario::TrainingSpec::RecomputeMethod::Block) {
+    const int k = std::min(n, layers);
+    return (input * k + full_layer * (layers - k)) * in_flight + (k > 0 ? full_layer : 0.0);
+  }
+  const int groups = (layers + n - 1) / n;
+  return input * groups * in_flight + full_layer * std::min(n, layers);
+}
+
+bool layer_recomputed(const scenario::Scenario& sc, int layer) {
+  const auto& tr = sc.training;
+  if (tr.recompute != scenario::Recompute::Full) return false;
+  if (tr.recompute_method != scenario::TrainingSpec::RecomputeMethod::Block) return true;
+  // The model chunk holding `layer`: chunk c holds layers [c L / chunks, (c + 1) L / chunks).
+  const int64_t layers = sc.model.layers;
+  const int64_t chunks = static_cast<int64_t>(sc.parallel.pp) * std::max(1, sc.parallel.virtual_stages);
+  int64_t c = std::min(chunks - 1, (static_cast<int64_t>(layer) * chunks) / std::max<int64_t>(1, layers));
+  while (c > 0 && c * layers / chunks > layer) --c;
+  while (c + 1 < chunks && (c + 1) * layers / chunks <= layer) ++c;
+  return layer - c * layers / chunks < tr.recompute_layers;
+}
+
 double model_state_bytes(double params) { return 16.0 * params; }
 
 double ring_allreduce_bytes_per_gpu(double bytes, int n) {
@@ -143,6 +186,47 @@ std::string gb(double bytes) {
 }
 }  // namespace
 
+namespace {
+
+/// FSDP2's unsharded copies (torchtitan): the bf16 weights gathered for compute and the
+/// gradients of the block being reduce-scattered. Blocks that reshard after their forward keep
+/// theirs only while computing: the block in use and the next one, whose all-gather FSDP2
+/// prefetches (two blocks). Blocks that do not (every block under PP, the last one without)
+/// stay gathered from their forward to their backward. The root module (embedding, final norm,
+/// LM head) is gathered for the forward and, resharded or not, held again from the loss into
+/// the backward's start, where the activations peak. A block's gradients exist unsharded in
+/// bf16 (the compute dtype) and in the fp32 reduce dtype while its reduce-scatter runs.
+void fsdp_gathered(const scenario::Scenario& sc, MemoryEstimate& est) {
+  const auto& m = sc.model;
+  const auto& p = sc.parallel;
+  const int per_stage = (m.layers + p.pp - 1) / p.pp;
+  double block = 0, kept = 0;
+  int kept_blocks = 0;
+  for (int l = 0; l < per_stage; ++l) {
+    const double params =
+        (layer_ffn_replicated_params(m, l) +
+         (layer_kind(m, l) == scenario::LayerKind::FullAttention ? full_attention_layer_params(m)
+                                                                  : linear_attention_layer_params(m))) /
+            p.tp +
+        layer_expert_params(m, l) / (static_cast<double>(p.ep) * p.expert_tp);
+    block = std::max(block, params);
+    if (!fsdp_reshards(p, l, m.layers)) {
+      kept += params;
+      ++kept_blocks;
+    }
+  }
+  const double in_use = kept_blocks >= per_stage ? 0 : 2 * block;
+  est.terms.push_back({"gathered weights (bf16, " + std::to_string(kept_blocks) +
+                           (kept_blocks == 1 ? " block kept" : " blocks kept") +
+                           (in_use > 0 ? " + 2 in use)" : ")"),
+                       kBf16Bytes * (kept + in_use)});
+  est.terms.push_back({"gathered root (embedding, LM head; bf16)", kBf16Bytes * embedding_params(m) / p.tp});
+  est.terms.push_back({"unsharded block gradients (bf16 + fp32 reduce)",
+                       block * (kBf16Bytes + grad_reduce_bytes(p))});
+}
+
+}  // namespace
+
 MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   if (sc.mode == scenario::Mode::Prefill) return estimate_prefill_memory(sc);
   const auto& m = sc.model;
@@ -155,24 +239,39 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   for (int i = 0; i < m.layers; ++i) expert_total += layer_expert_params(m, i);
   const double params_rank = (total_params(m) - expert_total) / (p.tp * p.pp);
   const double expert_rank = expert_total / (static_cast<double>(p.ep) * p.expert_tp * p.pp);
-  // ZeRO: stage 1 shards optimizer states (12 B), stage 2 also gradients (2 B), stage 3 also
-  // weights (2 B) over the data-parallel group. CP ranks hold replicas of the same weights, so
-  // Megatron's distributed optimizer shards over DP x CP; expert states over expert DP.
+  // Megatron (zero_stage 0-2): bf16 weights, gradients in the DDP buffer in the reduce dtype
+  // (fp32 by default for bf16 training: 4 B), fp32 master weights + Adam m, v (12 B); the
+  // distributed optimizer (stage 1) shards the 12 B, "6 + 12/d bytes per parameter" in
+  // Megatron's docs/source/api-guide/dist_optimizer.md; stage 2 also shards the gradients.
+  // CP ranks hold replicas of the same weights, so it shards over DP x CP; expert states over
+  // expert DP. FSDP2 (stage 3, torchtitan): the sharded parameters are the fp32 master weights,
+  // their gradients fp32 shards, Adam's m, v beside them (4 + 4 + 8 = 16 B over d), plus the
+  // bf16 weights gathered for compute (fsdp_gathered below).
+  const double gb = grad_reduce_bytes(p);
   auto states = [&](double dp, double params, double* w, double* g, double* o) {
-    double ww = 2, gg = 2, oo = 12;
+    if (p.zero_stage >= 3) {
+      *w += 4 * params / dp;
+      *g += 4 * params / dp;
+      *o += 8 * params / dp;
+      return;
+    }
+    double gg = gb, oo = 12;
     if (p.zero_stage >= 1) oo /= dp;
     if (p.zero_stage >= 2) gg /= dp;
-    if (p.zero_stage >= 3) ww /= dp;
-    *w += ww * params;
+    *w += 2 * params;
     *g += gg * params;
     *o += oo * params;
   };
   double w = 0, g = 0, o = 0;
   states(static_cast<double>(p.dp) * p.cp, params_rank, &w, &g, &o);
   states(expert_dp(p), expert_rank, &w, &g, &o);
-  est.terms.push_back({"weights (bf16)", w});
-  est.terms.push_back({"gradients (bf16)", g});
-  est.terms.push_back({"optimizer states (fp32 master + Adam)", o});
+  const bool fsdp = p.zero_stage >= 3;
+  est.terms.push_back({fsdp ? "weights (fp32 shards)" : "weights (bf16)", w});
+  est.terms.push_back({fsdp ? "gradients (fp32 shards)"
+                            : (gb == 4 ? "gradients (fp32 main grads)" : "gradients (bf16)"),
+                       g});
+  est.terms.push_back({fsdp ? "optimizer states (Adam m, v)" : "optimizer states (fp32 master + Adam)", o});
+  if (fsdp) fsdp_gathered(sc, est);
   if (tr.fp8) {
     // TransformerEngine keeps an FP8 copy of every GEMM weight, row- and column-wise on Hopper
     // (the wgrad / dgrad GEMMs need the transpose): 2 B per parameter beside the BF16 weight
@@ -181,24 +280,10 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
     est.terms.push_back({"fp8 weight copies (row + column-wise)", copies});
   }
 
-  // Activations per micro-batch on one rank: tokens split by CP, and by TP under SP.
   const int64_t s_local = tr.seq_len / p.cp;
-  const double sp_div = p.sequence_parallel ? p.tp : 1.0;
   const int layers_stage = (m.layers + p.pp - 1) / p.pp;
   const int in_flight = std::min(p.pp, tr.micro_batches);  // 1F1B: stage 0 holds pp micro-batches
-  // FP8: TE saves the inputs of the QKV, output, FC1 and FC2 GEMMs for the backward in FP8:
-  // 2 + 2 + 2 + 8 of Korthikanti's 34 s b h bytes halve (34 -> 27).
-  const double fp8_act = tr.fp8 ? 27.0 / 34.0 : 1.0;
-  const double full_layer =
-      activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
-  double act = 0;
-  if (tr.recompute == scenario::Recompute::Full) {
-    act = full_recompute_bytes(s_local, tr.micro_batch, m.hidden, layers_stage) / sp_div *
-              in_flight +
-          full_layer;  // the one layer being recomputed in the backward
-  } else {
-    act = full_layer * layers_stage * in_flight;
-  }
+  const double act = stage_activation_bytes(sc, layers_stage, in_flight);
   est.terms.push_back({"activations", act});
 
   // Logits on the last stage: bf16 logits plus the fp32 copy the loss upcasts to; the chunked

@@ -50,6 +50,18 @@ double scores_bytes_one_head(int64_t s);
 /// Full recomputation keeps each layer's input only: 2 s b h per layer.
 double full_recompute_bytes(int64_t s, int b, int h, int layers);
 
+/// Activation bytes one rank keeps for `layers` layers of its stage with `in_flight`
+/// micro-batches alive, under sc's recomputation: tokens split by CP (and by TP under SP), FP8's
+/// smaller saved GEMM inputs. Full recomputation, uniform over groups of N layers: each group's
+/// input per micro-batch, plus one group's full activations while it is recomputed; block of N:
+/// the first N layers' inputs, the other layers' full activations, plus one layer being
+/// recomputed.
+double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_flight);
+/// Whether the backward recomputes `layer`'s forward: every layer under full uniform
+/// recomputation, the first recompute_layers of each model chunk (pp x virtual_stages chunks
+/// of consecutive layers) under block.
+bool layer_recomputed(const scenario::Scenario& sc, int layer);
+
 /// Mixed-precision Adam model states: 16 B/param (2 weights + 2 grads + 12 optimizer).
 double model_state_bytes(double params);
 

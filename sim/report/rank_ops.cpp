@@ -9,7 +9,7 @@ namespace cpsim::report {
 
 RankOps::RankOps(const schedule::TaskGraph& g, size_t max_entries, unsigned threads)
     : g_(g), max_(std::max<size_t>(1, max_entries)), overhead_(g.interned("overhead")),
-      attention_(g.interned("attention")) {
+      offload_(g.interned("offload")), attention_(g.interned("attention")) {
   const size_t nr = static_cast<size_t>(std::max(0, g.num_ranks()));
   const unsigned slices = schedule::threads_for(threads, g.size());
   for (unsigned t = 0; t <= slices; ++t) cut_.push_back(static_cast<schedule::OpId>(g.size() * t / slices));
@@ -54,7 +54,9 @@ void RankOps::load(int r0, int r1) {
       if (transfer) {
         f = kTransfer | static_cast<uint8_t>(comm_kind_index(op.stream) << kKindShift);
       } else {
-        if (op.label.category == overhead_) f |= kOverhead;
+        // Host copies (activation offloading) run on the copy engines, not the SMs: like the
+        // overheads, they are not GPU compute.
+        if (op.label.category == overhead_ || op.label.category == offload_) f |= kOverhead;
         if (op.label.category == attention_) f |= kAttention;
       }
       for (int end = 0; end < (transfer ? 2 : 1); ++end) {

@@ -62,7 +62,7 @@ class RankOps {
   int loaded_[2] = {0, 0};
   std::vector<schedule::OpId> ids_;
   std::vector<uint8_t> flags_;
-  uint32_t overhead_, attention_;
+  uint32_t overhead_, offload_, attention_;
 };
 
 /// Transfer kinds (comm_split.hpp comm_kind_index): cp, tp, dp, pp, ep, other.

@@ -125,7 +125,16 @@ json parallel(const scenario::ParallelSpec& pa) {
           {"order", pa.order},
           {"virtual_stages", pa.virtual_stages},
           {"zero_stage", pa.zero_stage},
-          {"dp_bucket", pa.dp_bucket_bytes},
+          {"dp_bucket", pa.dp_bucket_bytes > 0 ? nlohmann::json(pa.dp_bucket_bytes) : nlohmann::json("auto")},
+          {"overlap_grad_reduce", pa.overlap_grad_reduce},
+          {"overlap_param_gather", pa.overlap_param_gather},
+          {"align_param_gather", pa.align_param_gather},
+          {"grad_reduce_dtype", pa.grad_reduce_fp32 ? "fp32" : "bf16"},
+          {"reshard_after_forward", pa.reshard_after_forward == scenario::ParallelSpec::Reshard::Default
+                                        ? "default"
+                                        : (pa.reshard_after_forward == scenario::ParallelSpec::Reshard::Always
+                                               ? "always"
+                                               : "never")},
           {"ep", pa.ep},
           {"expert_tp", pa.expert_tp},
           {"tp_comm_overlap", pa.tp_comm_overlap},

@@ -34,6 +34,8 @@ const std::map<std::string, Arity>& known() {
       {"num-layers-per-virtual-pipeline-stage", Arity::One},
       {"num-virtual-stages-per-pipeline-rank", Arity::One}, {"use-distributed-optimizer", Arity::Flag},
       {"overlap-grad-reduce", Arity::Flag}, {"overlap-param-gather", Arity::Flag},
+      {"align-param-gather", Arity::Flag}, {"grad-reduce-in-bf16", Arity::Flag},
+      {"ddp-bucket-size", Arity::One},
       {"tp-comm-overlap", Arity::Flag},
       // training
       {"seq-length", Arity::One}, {"micro-batch-size", Arity::One}, {"global-batch-size", Arity::One},
@@ -480,8 +482,6 @@ MegatronImport import_megatron(const std::vector<std::string>& raw, const std::s
   }
   if (a.flag("fp16")) notes.push_back("--fp16: modelled as BF16 (the same 2-byte tensors and tensor-core rate)");
   if (a.flag("bf16")) notes.push_back("--bf16: cpsim's default precision");
-  if (a.flag("overlap-grad-reduce") || a.flag("overlap-param-gather"))
-    notes.push_back("--overlap-grad-reduce/--overlap-param-gather: cpsim always overlaps DP communication");
 
   int64_t vstages = 1;
   if (const auto v = a.integer("num-layers-per-virtual-pipeline-stage", 1)) {
@@ -523,6 +523,14 @@ MegatronImport import_megatron(const std::vector<std::string>& raw, const std::s
     notes.push_back("--expert-tensor-parallel-size absent: tp (Megatron's default)");
   }
   if (a.flag("tp-comm-overlap")) o << "  tp_comm_overlap: true\n";
+  // Megatron's DDP options (distributed_data_parallel_config.py); --ddp-bucket-size counts
+  // parameters, dp_bucket bytes of the reduced gradients.
+  if (a.flag("overlap-grad-reduce")) o << "  overlap_grad_reduce: true\n";
+  if (a.flag("overlap-param-gather")) o << "  overlap_param_gather: true\n";
+  if (a.flag("align-param-gather")) o << "  align_param_gather: true\n";
+  if (a.flag("grad-reduce-in-bf16")) o << "  grad_reduce_dtype: bf16\n";
+  if (const auto b = a.integer("ddp-bucket-size", 1))
+    o << "  dp_bucket: " << *b * (a.flag("grad-reduce-in-bf16") ? 2 : 4) << "\n";
   o << attention;
   o << "simulation:\n  scope: step\n";
   out.yaml = o.str();

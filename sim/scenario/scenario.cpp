@@ -7,6 +7,7 @@
 #include "scenario/builders.hpp"
 #include "scenario/enum_names.hpp"
 #include "scenario/load.hpp"
+#include "scenario/dp_keys.hpp"
 #include "scenario/moe_keys.hpp"
 
 namespace cpsim::scenario {
@@ -38,11 +39,12 @@ struct TrainingNodes {
   const Node* seq_len = nullptr;
   const Node* documents = nullptr;
   const Node* doc_mean = nullptr;
+  const Node* offload = nullptr;
 };
 
 TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
-  MapReader r(n, {"seq_len", "micro_batch", "micro_batches", "recompute", "documents", "loss",
-                  "precision", "fp8_attention"});
+  MapReader r(n, {"seq_len", "micro_batch", "micro_batches", "recompute", "recompute_method",
+                  "recompute_layers", "offload_layers", "documents", "loss", "precision", "fp8_attention"});
   TrainingSpec t;
   nodes.root = &n;
   const Node& sl = r.require("seq_len");
@@ -54,6 +56,26 @@ TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
   if (const Node* v = r.get("micro_batches")) t.micro_batches = static_cast<int>(as_int(*v, 1, 1'000'000'000));
   if (const Node* v = r.get("recompute")) {
     t.recompute = static_cast<Recompute>(as_choice(*v, choices(kRecomputeNames)));
+  }
+  // Megatron accepts --recompute-method / --recompute-num-layers only with granularity full.
+  if (const Node* v = r.get("recompute_method")) {
+    t.recompute_method = static_cast<TrainingSpec::RecomputeMethod>(as_choice(*v, {"uniform", "block"}));
+    if (t.recompute != Recompute::Full) fail_at(*v, "needs training.recompute: full (Megatron's --recompute-method "
+                                                    "applies to --recompute-granularity full)");
+  }
+  if (const Node* v = r.get("recompute_layers")) {
+    t.recompute_layers = static_cast<int>(as_int(*v, 1, 1'000'000));
+    if (t.recompute != Recompute::Full) fail_at(*v, "needs training.recompute: full (Megatron's --recompute-num-layers "
+                                                    "applies to --recompute-granularity full)");
+  }
+  if (const Node* v = r.get("offload_layers")) {
+    nodes.offload = v;
+    t.offload_layers = static_cast<int>(as_int(*v, 0, 1'000'000));
+    // Megatron's transformer_config.py: "CPU offloading does not work when activation
+    // recomputation is enabled".
+    if (t.offload_layers > 0 && t.recompute != Recompute::None)
+      fail_at(*v, "needs training.recompute: none (Megatron: CPU offloading does not work when activation "
+                  "recomputation is enabled)");
   }
   if (const Node* v = r.get("loss"))
     t.loss = static_cast<Loss>(as_choice(*v, choices(kLossNames)));
@@ -123,8 +145,11 @@ std::vector<std::string> read_order(const Node& n) {
 }
 
 ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
-  MapReader r(n, {"tp", "cp", "pp", "dp", "sequence_parallel", "order", "virtual_stages", "zero_stage",
-                  "dp_bucket", "attention", "linear_attention", "ep", "expert_tp", "tp_comm_overlap"});
+  std::vector<std::string> keys = {"tp", "cp", "pp", "dp", "sequence_parallel", "order", "virtual_stages",
+                                   "zero_stage", "attention", "linear_attention", "ep", "expert_tp",
+                                   "tp_comm_overlap"};
+  keys.insert(keys.end(), std::begin(kDpKeys), std::end(kDpKeys));
+  MapReader r(n, keys);
   ParallelSpec p;
   nodes.root = &n;
   nodes.tp = r.get("tp");
@@ -142,10 +167,7 @@ ParallelSpec read_parallel(const Node& n, ParallelNodes& nodes) {
   if (const Node* v = r.get("order")) p.order = read_order(*v);
   if (const Node* v = r.get("virtual_stages")) p.virtual_stages = static_cast<int>(as_int(*v, 1, 1'000'000));
   if (const Node* v = r.get("zero_stage")) p.zero_stage = static_cast<int>(as_int(*v, 0, 3));
-  if (const Node* v = r.get("dp_bucket")) {
-    p.dp_bucket_bytes = as_bytes(*v);
-    check_min(*v, p.dp_bucket_bytes, 0, false);
-  }
+  read_dp_parallel(r, p);
   read_moe_parallel(r, p);
 
   const Node* att = r.get("attention");
@@ -475,7 +497,17 @@ void cross_check(const Scenario& s, const Node& root, const ParallelNodes& pn, c
                     "pack shorter documents with training.documents");
   }
 
+  if (tn.offload && s.training.offload_layers > 0) {
+    // Megatron: no pipeline parallelism with CPU offloading, and fewer layers than the model's.
+    if (s.parallel.pp > 1)
+      fail_at(*tn.offload, "needs parallel.pp = 1 (Megatron: no support for pipeline parallelism with CPU "
+                           "offloading), got pp " + str(s.parallel.pp));
+    if (s.training.offload_layers >= s.model.layers)
+      fail_at(*tn.offload, "must be less than the model's " + str(s.model.layers) + " layers, got " +
+                               str(s.training.offload_layers));
+  }
   check_moe(s, par, or_empty(tn.root));
+  check_dp(s.parallel, par);
 
   for (const Node* k : rank_keys) {
     const int rank = std::stoi(k->key);

@@ -218,7 +218,25 @@ struct ParallelSpec {
   std::vector<std::string> order = {"tp", "cp", "pp", "dp"};  ///< innermost first
   int virtual_stages = 1;
   int zero_stage = 1;
-  double dp_bucket_bytes = 25e6;
+  /// Gradient bucket in bytes of reduced gradients; 0 = Megatron's default, max(40M, 1M x dp)
+  /// parameters (model/data_parallel.hpp).
+  double dp_bucket_bytes = 0;
+  /// Megatron's DDP (distributed_data_parallel_config.py, all false by default): reduce each
+  /// bucket as soon as the backward fills it (else one reduction after the whole backward),
+  /// gather the updated weights bucket by bucket ahead of the next forward (else all at once
+  /// after the optimizer step; needs zero_stage 1-2 and overlap_grad_reduce), and launch every
+  /// pipeline stage's first gather at the step's start (else when the stage first needs it).
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  bool align_param_gather = false;
+  /// Gradients accumulated and reduced in fp32: Megatron forces it for bf16 training unless
+  /// --grad-reduce-in-bf16 (arguments.py); torchtitan's FSDP2 MixedPrecisionPolicy reduce_dtype.
+  bool grad_reduce_fp32 = true;
+  /// FSDP (zero_stage 3) per block, torchtitan's reshard_after_forward_policy: Default frees
+  /// each block's gathered weights after its forward (gathered again for the backward) except
+  /// the last block's, and under pipeline parallelism frees none (torchtitan parallelize.py).
+  enum class Reshard { Default, Always, Never };
+  Reshard reshard_after_forward = Reshard::Default;
   AttentionSpec attention;
   LinearScheme linear = LinearScheme::StateAllGather;
   /// Expert parallelism (Megatron): EP groups are carved out of the DP x CP ranks (x TP when
@@ -235,6 +253,18 @@ struct TrainingSpec {
   int micro_batch = 1;           ///< sequences per micro-batch
   int micro_batches = 1;         ///< gradient accumulation steps per optimizer step
   Recompute recompute = Recompute::Full;
+  /// Megatron's --recompute-method with recompute full and --recompute-num-layers N:
+  /// Uniform checkpoints the input of every group of N consecutive layers of a model chunk and
+  /// recomputes them all (N = 1 is cpsim's plain full recomputation); Block checkpoints only
+  /// the first N layers of each model chunk and keeps the rest's activations
+  /// (transformer_block.py, _checkpointed_forward).
+  enum class RecomputeMethod { Uniform, Block };
+  RecomputeMethod recompute_method = RecomputeMethod::Uniform;
+  int recompute_layers = 1;
+  /// Activation CPU offloading (Megatron --cpu-offloading-num-layers, TransformerEngine's
+  /// get_cpu_offload_context): the first N layers' saved activations go to host memory in the
+  /// forward and come back for the backward.
+  int offload_layers = 0;
   /// packed documents: lengths summing to seq_len (empty = one document)
   std::vector<int64_t> documents;
   /// or documents drawn from a distribution ("uniform", "lognormal"; empty = none)

@@ -4,17 +4,33 @@
 
 namespace cpsim::schedule {
 
-std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, const GradBuckets& b) {
-  std::vector<OpId> done(b.members.size(), kNoOp);
+std::vector<std::vector<int>> form_buckets(const GradBuckets& b) {
+  std::vector<std::vector<int>> out;
+  std::vector<int> cur;
   double bucket = 0;
   // Buckets fill in backward order: the stage's last layers produce gradients first.
   for (auto it = b.layers.rbegin(); it != b.layers.rend(); ++it) {
     const int l = *it;
+    cur.push_back(l);
     bucket += b.bytes(l);
-    if (!(bucket > 0) || (bucket < b.bucket_bytes && l != b.layers.front())) continue;
+    const bool close = l == b.layers.front() || bucket >= b.bucket_bytes || (b.closes && b.closes(l));
+    if (!(bucket > 0) || !close) continue;
+    out.push_back(cur);
+    cur.clear();
+    bucket = 0;
+  }
+  return out;
+}
+
+std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, const GradBuckets& b) {
+  std::vector<OpId> done(b.members.size(), kNoOp);
+  for (const auto& bucket : form_buckets(b)) {
+    const int l = bucket.back();  // the last layer the backward reaches
+    double bytes = 0;
+    for (int k : bucket) bytes += b.bytes(k);
     CollectiveRequest req;
     req.op = b.reduce_scatter ? CollOp::ReduceScatter : CollOp::AllReduce;
-    req.bytes = bucket;
+    req.bytes = bytes;
     req.send_stream = stream::kDpSend;
     req.recv_stream = stream::kDpRecv;
     req.label.name = g.intern(b.name);
@@ -25,7 +41,6 @@ std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, co
     req.ranks = b.members;
     for (size_t i = 0; i < b.members.size(); ++i) req.deps.push_back(b.ready(i, l));
     done = add_collective(g, topo, req).done;
-    bucket = 0;
   }
   return done;
 }

@@ -18,9 +18,16 @@ struct GradBuckets {
   /// The op after which member i's gradients of `layer` are complete.
   std::function<OpId(size_t member, int layer)> ready;
   double bucket_bytes = 0;
+  /// Layers at which a bucket closes whatever it holds (a model chunk's first layer: Megatron
+  /// wraps each chunk in its own DDP); may be empty.
+  std::function<bool(int layer)> closes;
   bool reduce_scatter = false;             ///< ZeRO >= 1: reduce-scatter, else all-reduce
   const char* name = "";                   ///< the collectives' op name
 };
+
+/// The buckets b's layers fill: in reduction order (the backward's), each bucket's layers in
+/// backward order; layers whose gradients are empty join the next bucket.
+std::vector<std::vector<int>> form_buckets(const GradBuckets& b);
 
 /// Adds one collective per bucket on the DP streams (layers whose gradients are empty add
 /// nothing); returns, per member, the op after which its last bucket is reduced (kNoOp when

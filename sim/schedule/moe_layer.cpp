@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 
+#include "model/data_parallel.hpp"
 #include "model/moe.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
@@ -286,9 +287,9 @@ double add_expert_grad_sync(TaskGraph& g, const model::Topology& topo, const sce
       GradBuckets b;
       b.members = members;
       b.layers = owned_layers;
-      b.bytes = [&](int l) { return rank_params(l) * model::kBf16Bytes; };
+      b.bytes = [&](int l) { return rank_params(l) * model::grad_reduce_bytes(p); };
       b.ready = [&](size_t i, int l) { return ready(members[i], l); };
-      b.bucket_bytes = p.dp_bucket_bytes;
+      b.bucket_bytes = model::dp_bucket_bytes(p, stage);
       b.reduce_scatter = p.zero_stage >= 1;
       b.name = p.zero_stage >= 1 ? "expert_dp_reducescatter_grads" : "expert_dp_allreduce_grads";
       const Ops done = add_grad_buckets(g, topo, b);

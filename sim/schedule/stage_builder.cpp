@@ -4,7 +4,9 @@
 #include <string>
 #include <string_view>
 
+#include "model/data_parallel.hpp"
 #include "model/moe.hpp"
+#include "model/offload.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
 #include "schedule/replicas.hpp"
@@ -56,12 +58,46 @@ StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry)
   return x;
 }
 
-StageBuilder::Ops StageBuilder::layer_forward(int layer, int mb, const Ops& entry) { return layer_pass(layer, mb, false, entry); }
+// Activation CPU offloading as TransformerEngine's double-buffered handler runs it: a layer's
+// saved activations are copied out on their own stream once its forward ends, and the forward
+// of the layer after next waits for that copy (the buffer it reuses); the backward of layer l
+// starts copying layer l - 1's activations back (one layer of prefetch) and waits for its own.
+StageBuilder::Ops StageBuilder::layer_forward(int layer, int mb, const Ops& entry) {
+  if (auto it = to_host_.find({layer - 2, mb}); it != to_host_.end()) offload_wait_ = it->second;
+  const Ops x = layer_pass(layer, mb, false, entry);
+  offload_wait_.clear();
+  if (model::layer_offloaded(sc_, layer)) to_host_[{layer, mb}] = host_copy(true, layer, mb, x);
+  return x;
+}
 
 StageBuilder::Ops StageBuilder::layer_backward(int layer, int mb, const Ops& entry) {
   Ops x = entry;
-  if (sc_.training.recompute == Recompute::Full) x = layer_pass(layer, mb, false, x, true);
-  return layer_pass(layer, mb, true, x);
+  for (int l : {layer, layer - 1})
+    if (l >= 0 && model::layer_offloaded(sc_, l) && !from_host_.count({l, mb}))
+      from_host_[{l, mb}] = host_copy(false, l, mb, entry);
+  if (auto it = from_host_.find({layer, mb}); it != from_host_.end()) offload_wait_ = it->second;
+  if (model::layer_recomputed(sc_, layer)) x = layer_pass(layer, mb, false, x, true);
+  x = layer_pass(layer, mb, true, x);
+  offload_wait_.clear();
+  return x;
+}
+
+StageBuilder::Ops StageBuilder::host_copy(bool to_host, int layer, int mb, const Ops& deps) {
+  const double t = model::host_copy_seconds(model::offload_layer_bytes(sc_));
+  const auto& out = to_host_[{layer, mb}];  // (the copy out, when copying back)
+  Ops ops(ranks_.size());
+  for (size_t i = 0; i < ranks_.size(); ++i) {
+    if (mirrored_[i]) {
+      ops[i] = ops[twin(i)];
+      continue;
+    }
+    OpLabel l = label(to_host ? "offload_activations_d2h" : "offload_activations_h2d", mb, layer,
+                      to_host ? Phase::Forward : Phase::Backward, "offload");
+    ops[i] = g_.add_compute(ranks_[i], stream::kOffload, t, l);
+    g_.add_edge(deps[i], ops[i]);
+    if (!to_host && i < out.size()) g_.add_edge(out[i], ops[i]);
+  }
+  return ops;
 }
 
 
@@ -90,6 +126,7 @@ OpId StageBuilder::gemm_op(size_t i, const char* name, const model::Cost& c, dou
   const OpId op = g_.add_priced(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.flops * mult);
   g_.add_edge(dep, op);
   if (!param_ready_.empty()) g_.add_edge(param_ready_[i], op);
+  if (!offload_wait_.empty()) g_.add_edge(offload_wait_[i], op);
   return op;
 }
 
@@ -263,6 +300,11 @@ void StageBuilder::gather_params(int layer, int mb, int pass) {
   // Prefill keeps whole (TP-split) weights on every rank, as inference engines do.
   if (p.zero_stage < 3 || p.dp * p.cp == 1 || sc_.mode == scenario::Mode::Prefill) return;
   const double gathered = zero3_gather_bytes(sc_, layer);
+  // A block that does not reshard after its forward (model::fsdp_reshards) keeps the weights
+  // its first forward gathered for every later pass and micro-batch: PyTorch's pipelining
+  // stages also keep FSDP from resharding after each micro-batch's backward
+  // (set_reshard_after_backward(False) until the last).
+  if (!model::fsdp_reshards(p, layer, m_.layers)) mb = pass = 0;
   param_ready_.assign(ranks_.size(), kNoOp);
   for (int t = 0; t < tp_; ++t) {
     if (mirrored_[index(0, t)]) {
@@ -294,6 +336,62 @@ void StageBuilder::gather_params(int layer, int mb, int pass) {
       for (size_t k = 0; k < req.ranks.size(); ++k)
         if (!g_.phantom(req.ranks[k])) done[req.ranks[k]] = res.done[k];
     }
+    for (int c = 0; c < cp_; ++c) param_ready_[index(c, t)] = done.at(ranks_[index(c, t)]);
+  }
+}
+
+/// Megatron's overlapped parameter gather: the updated weights of the last step's optimizer,
+/// gathered bucket by bucket before the first micro-batch's forward uses them. Megatron
+/// dispatches the first bucket's gather in the first forward pre-hook (so it waits for the
+/// stage's input), or at the step's start on every stage with --align-param-gather
+/// (pipeline_parallel/schedules.py); each finish_param_sync dispatches the next bucket's
+/// (param_and_grad_buffer.py), so the rest follow back to back on the DP stream while the
+/// forward runs. The gathers are per TP index over DP x CP, shared by the replicas.
+void StageBuilder::overlapped_param_gather(int layer, int mb, int pass, const Ops& entry) {
+  if (param_buckets_.empty() || mb != 0 || pass != 0) return;
+  size_t k = 0;
+  while (k < param_buckets_.size() &&
+         std::find(param_buckets_[k].layers.begin(), param_buckets_[k].layers.end(), layer) ==
+             param_buckets_[k].layers.end())
+    ++k;
+  if (k == param_buckets_.size()) return;
+  const auto& p = sc_.parallel;
+  param_ready_.assign(ranks_.size(), kNoOp);
+  for (int t = 0; t < tp_; ++t) {
+    if (mirrored_[index(0, t)]) {
+      for (int c = 0; c < cp_; ++c) param_ready_[index(c, t)] = param_ready_[index(c, 0)];
+      continue;
+    }
+    // Every bucket's gather is built when the stage's first layer is: the first with its
+    // dispatch dependency, the rest queued behind it.
+    const int first = param_buckets_[k].layers.front();
+    if (k == 0 && layer == first && !gathers_.count({first, -1, 3, t})) {
+      for (size_t b = 0; b < param_buckets_.size(); ++b) {
+        CollectiveRequest req;
+        req.op = CollOp::AllGather;
+        req.bytes = param_buckets_[b].bytes;
+        req.send_stream = stream::kDpSend;
+        req.recv_stream = stream::kDpRecv;
+        req.label = label("dp_allgather_params", 0, param_buckets_[b].layers.front(), Phase::Forward,
+                          "collective");
+        req.label.scheme = g_.intern("dp");
+        for (int d = 0; d < p.dp; ++d)
+          for (int c = 0; c < cp_; ++c) {
+            const int r = mesh_.rank_of({t, c, pp_i_, d});
+            req.ranks.push_back(r);
+            OpId dep = kNoOp;
+            // (a replica's first forward input gates its own members only)
+            for (size_t i = 0; i < ranks_.size() && b == 0 && d == dp_i_ && !p.align_param_gather; ++i)
+              if (ranks_[i] == r) dep = entry[i];
+            req.deps.push_back(dep);
+          }
+        const auto res = add_collective(g_, topo_, req);
+        auto& done = gathers_[{param_buckets_[b].layers.front(), -1, 3, t}];
+        for (size_t q = 0; q < req.ranks.size(); ++q)
+          if (!g_.phantom(req.ranks[q])) done[req.ranks[q]] = res.done[q];
+      }
+    }
+    const auto& done = gathers_.at({first, -1, 3, t});
     for (int c = 0; c < cp_; ++c) param_ready_[index(c, t)] = done.at(ranks_[index(c, t)]);
   }
 }
@@ -338,6 +436,7 @@ StageBuilder::Widths StageBuilder::widths(int layer) const {
 StageBuilder::Ops StageBuilder::layer_pass(int layer, int mb, bool backward, const Ops& entry,
                                            bool recompute) {
   gather_params(layer, mb, backward ? 2 : (recompute ? 1 : 0));
+  overlapped_param_gather(layer, mb, backward ? 2 : (recompute ? 1 : 0), entry);
   prev_entry_ = entry;
   recompute_ = recompute;
   norm_bytes_ = tokens_ * m_.hidden * model::kBf16Bytes * 2 / (sp_ ? tp_ : 1);

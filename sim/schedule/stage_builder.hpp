@@ -35,6 +35,13 @@ double zero3_gather_bytes(const scenario::Scenario& sc, int layer);
 /// otherwise `symmetric`: as a full build of replica 0 alone, the others' GPUs bystanders.
 size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& topo, bool symmetric = false);
 
+/// One bucket of Megatron's overlapped parameter gather (--overlap-param-gather): layers in
+/// forward order and the bytes its all-gather moves per TP rank.
+struct ParamBucket {
+  std::vector<int> layers;
+  double bytes = 0;
+};
+
 /// Builds layers for one pipeline-stage replica: the TP x CP grid of GPUs with fixed (pp, dp).
 class StageBuilder {
  public:
@@ -51,6 +58,9 @@ class StageBuilder {
   Ops layer_forward(int layer, int mb, const Ops& entry);
   /// The layer's backward, preceded by its forward recomputation under full recompute.
   Ops layer_backward(int layer, int mb, const Ops& entry);
+
+  /// The stage's overlapped parameter gathers, in forward order (empty: none).
+  void set_param_buckets(std::vector<ParamBucket> b) { param_buckets_ = std::move(b); }
 
   int full_layers_built = 0;
 
@@ -76,6 +86,10 @@ class StageBuilder {
   Ops tp_exit(bool backward, int mb, int layer, Phase ph, const Ops& deps);
   Ops sequence_mixing(int layer, int mb, bool backward, const Ops& deps);
   void gather_params(int layer, int mb, int pass);
+  /// Activation CPU offloading: the copy of `layer`'s activations to host memory after its
+  /// forward, and back before its backward (model/offload.hpp).
+  Ops host_copy(bool to_host, int layer, int mb, const Ops& deps);
+  void overlapped_param_gather(int layer, int mb, int pass, const Ops& entry);
   Ops moe(int layer, int mb, bool backward, const Ops& entry);
   Widths widths(int layer) const;
   Ops layer_pass(int layer, int mb, bool backward, const Ops& entry, bool recompute = false);
@@ -93,6 +107,9 @@ class StageBuilder {
   MoeA2aMap& a2a_;
   int pp_i_ = 0, dp_i_ = 0;
   Ops param_ready_;
+  Ops offload_wait_;  ///< what the layer being built waits for besides its input (host copies)
+  std::map<std::pair<int, int>, Ops> to_host_, from_host_;  ///< (layer, micro-batch) -> copies
+  std::vector<ParamBucket> param_buckets_;
   Ops prev_entry_;
   std::vector<int> ranks_;
   /// Per grid index: a TP rank mirrored by TP index 0 of its CP index (replicas.hpp tp_mirror),

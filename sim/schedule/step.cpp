@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "log/log.hpp"
+#include "model/data_parallel.hpp"
 #include "model/moe.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
@@ -126,6 +127,8 @@ struct ChunkLayout {
   }
 };
 
+std::vector<ParamBucket> param_buckets(const scenario::Scenario& sc, const ChunkLayout& cl, int s);
+
 ChunkLayout chunk_layout(const scenario::Scenario& sc) {
   const auto& m = sc.model;
   ChunkLayout cl;
@@ -156,8 +159,10 @@ class ReplicaPipeline {
       : x_(x), cl_(cl), last_layer_bwd_(last_layer_bwd),
         fwd_out_(cl.chunks, std::vector<Ops>(cl.mbs)), bwd_out_(cl.chunks, std::vector<Ops>(cl.mbs)),
         fwd_done_(cl.chunks, std::vector<bool>(cl.mbs)), bwd_done_(cl.chunks, std::vector<bool>(cl.mbs)) {
-    for (int s = 0; s < cl.pp; ++s)
+    for (int s = 0; s < cl.pp; ++s) {
       stages_.emplace_back(x.sc, x.topo, x.pricer, x.g, x.mesh, x.docs, s, d, gathers, a2a);
+      stages_.back().set_param_buckets(param_buckets(x.sc, cl, s));
+    }
     grid_ = stages_[0].ranks().size();
   }
 
@@ -274,23 +279,56 @@ double layer_params(const scenario::Scenario& sc, int l) {
          sc.parallel.tp;
 }
 
+/// Stage s's gradient buckets as Megatron's DDP forms them (model/data_parallel.hpp): its layers,
+/// their reduced bytes, the bucket size, a bucket closing at each model chunk's first layer
+/// (each chunk is a DDP of its own).
+GradBuckets stage_buckets(const scenario::Scenario& sc, const ChunkLayout& cl, int s) {
+  GradBuckets b;
+  b.layers = cl.stage_layers(s);
+  b.bytes = [&sc](int l) { return layer_params(sc, l) * model::grad_reduce_bytes(sc.parallel); };
+  b.bucket_bytes = model::dp_bucket_bytes(sc.parallel, s);
+  b.closes = [cl](int l) {
+    for (int c = 0; c < cl.chunks; ++c)
+      if (cl.layers_of(c).first == l) return true;
+    return false;
+  };
+  return b;
+}
+
+/// Stage s's overlapped parameter gathers (Megatron --overlap-param-gather): its gradient
+/// buckets in forward order, each with its layers and the bytes its all-gather moves (bf16
+/// weights; FP8 training gathers its FP8 copies, --fp8-param-gather: 1 B per parameter).
+std::vector<ParamBucket> param_buckets(const scenario::Scenario& sc, const ChunkLayout& cl, int s) {
+  std::vector<ParamBucket> out;
+  const auto& p = sc.parallel;
+  if (!p.overlap_param_gather || p.zero_stage < 1 || p.zero_stage > 2 || p.dp * p.cp == 1 ||
+      sc.mode == scenario::Mode::Prefill)
+    return out;
+  const GradBuckets b = stage_buckets(sc, cl, s);
+  const auto buckets = form_buckets(b);
+  for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
+    ParamBucket pb;
+    pb.layers.assign(it->rbegin(), it->rend());
+    for (int l : pb.layers) pb.bytes += layer_params(sc, l) * (sc.training.fp8 ? 1.0 : model::kBf16Bytes);
+    out.push_back(pb);
+  }
+  return out;
+}
+
 /// The gradient buckets of stage s for TP index t over the data-parallel x context-parallel
 /// group (members d-major, then c); returns, per member, the op after which its last bucket is
 /// reduced.
-Ops reduce_gradient_buckets(const StepCtx& x, const std::vector<int>& owned,
+Ops reduce_gradient_buckets(const StepCtx& x, const ChunkLayout& cl, int s,
                             const std::vector<int>& members, int t, const GradsReady& grads,
                             const ReplicaPlan& rp) {
   const auto& p = x.sc.parallel;
   if (p.dp * p.cp == 1) return Ops(members.size(), kNoOp);
-  GradBuckets b;
+  GradBuckets b = stage_buckets(x.sc, cl, s);
   b.members = members;
-  b.layers = owned;
-  b.bytes = [&](int l) { return layer_params(x.sc, l) * model::kBf16Bytes; };
   b.ready = [&](size_t i, int l) {
     const int d = static_cast<int>(i) / p.cp, c = static_cast<int>(i) % p.cp;
     return grads[rp.source(d)][l][static_cast<size_t>(c * p.tp + t)];
   };
-  b.bucket_bytes = p.dp_bucket_bytes;
   b.reduce_scatter = p.zero_stage >= 1;
   b.name = p.zero_stage >= 1 ? "dp_reducescatter_grads" : "dp_allreduce_grads";
   return add_grad_buckets(x.g, x.topo, b);
@@ -339,13 +377,14 @@ void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsRea
     std::vector<int> members;
     for (int d = 0; d < p.dp; ++d)
       for (int c = 0; c < p.cp; ++c) members.push_back(x.mesh.rank_of({t, c, s, d}));
-    const Ops done = reduce_gradient_buckets(x, owned, members, t, grads, rp);
+    const Ops done = reduce_gradient_buckets(x, cl, s, members, t, grads, rp);
     double shard = p.zero_stage >= 1 ? stage_params / dp_group : stage_params;
     shard += p.zero_stage >= 1 ? experts_held / model::expert_dp(p) : experts_held;
     const Ops opt = optimizer_steps(x, members, done, shard, rp);
     // FP8 training gathers the updated weights as their FP8 copies (Megatron
     // --fp8-param-gather): 1 B per parameter.
-    if (dp_group > 1 && p.zero_stage >= 1)
+    // Overlapped, the gather runs ahead of the next step's forward instead (param_buckets).
+    if (dp_group > 1 && p.zero_stage >= 1 && !p.overlap_param_gather)
       add_param_allgather(x.g, x.topo, members, opt, stage_params * (x.sc.training.fp8 ? 1.0 : model::kBf16Bytes),
                           "dp_allgather_params");
   }

@@ -16,6 +16,7 @@ const char* stream::name(uint16_t s) {
   switch (s) {
     case kCompute: return "compute";
     case kHost: return "host";
+    case kOffload: return "offload";
     case kCpSend: return "cp-send";
     case kCpRecv: return "cp-recv";
     case kTpSend: return "tp-send";

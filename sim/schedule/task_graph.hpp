@@ -53,6 +53,8 @@ inline constexpr uint16_t kEpSend = 17;  ///< MoE token dispatch / combine all-t
 inline constexpr uint16_t kEpRecv = 18;
 /// Host thread of a rank: framework overhead ops (category "overhead") that launch kernels.
 inline constexpr uint16_t kHost = 19;
+/// Copies between a GPU and its host's memory (activation CPU offloading), beside the compute.
+inline constexpr uint16_t kOffload = 20;
 /// Streams whose transfers are context-parallel attention traffic.
 inline bool is_cp(uint16_t s) {
   return s == kCpSend || s == kCpRecv || (s >= kCpGradSend && s <= kCpOuterGradRecv);

@@ -479,4 +479,54 @@ TEST(Errors, NonScalarKey) {
             "  ^");
 }
 
+TEST(Errors, DataParallelKeysNeedWhatMegatronAndFsdpNeed) {
+  const std::string head = kHead + "training: {seq_len: 128K}\n";
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, overlap_param_gather: true}\n"),
+            "s.yaml:4:41: error: parallel.overlap_param_gather: true needs parallel.overlap_grad_reduce: true "
+            "(Megatron requires --overlap-grad-reduce for --overlap-param-gather)\n"
+            "  parallel: {dp: 8, overlap_param_gather: true}\n"
+            "                                          ^");
+  EXPECT_EQ(cpsim::test::scenario_error(
+                head + "parallel: {dp: 8, overlap_grad_reduce: true, overlap_param_gather: true, zero_stage: 0}\n"),
+            "s.yaml:4:68: error: parallel.overlap_param_gather: true needs parallel.zero_stage 1 or 2 (Megatron's "
+            "distributed optimizer), got 0\n"
+            "  parallel: {dp: 8, overlap_grad_reduce: true, overlap_param_gather: true, zero_stage: 0}\n"
+            "                                                                     ^");
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, align_param_gather: true}\n"),
+            "s.yaml:4:39: error: parallel.align_param_gather: true needs parallel.overlap_param_gather: true (it "
+            "sets when the overlapped gathers start)\n"
+            "  parallel: {dp: 8, align_param_gather: true}\n"
+            "                                        ^");
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, grad_reduce_dtype: fp16}\n"),
+            "s.yaml:4:38: error: parallel.grad_reduce_dtype: unknown value 'fp16'; allowed: fp32, bf16\n"
+            "  parallel: {dp: 8, grad_reduce_dtype: fp16}\n"
+            "                                       ^");
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, reshard_after_forward: never}\n"),
+            "s.yaml:4:42: error: parallel.reshard_after_forward: applies to FSDP (zero_stage 3), got zero_stage 1\n"
+            "  parallel: {dp: 8, reshard_after_forward: never}\n"
+            "                                           ^");
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, zero_stage: 3, overlap_grad_reduce: true}\n"),
+            "s.yaml:4:55: error: parallel.overlap_grad_reduce: applies to zero_stage 0-2 (Megatron's DDP); FSDP "
+            "(zero_stage 3) reduce-scatters each block's gradients as its backward ends by itself\n"
+            "  parallel: {dp: 8, zero_stage: 3, overlap_grad_reduce: true}\n"
+            "                                                        ^");
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, dp_bucket: auto, overlap_grad_reduce: true}\n"),
+            "(no error)");
+  // (the default policy, as a result's echo writes it, is no error at any stage)
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, reshard_after_forward: default}\n"), "(no error)");
+}
+
+TEST(Errors, RecomputeAndOffloadKeysFollowMegatronsRules) {
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, recompute: none, recompute_layers: 4}\n"),
+            "s.yaml:3:62: error: training.recompute_layers: needs training.recompute: full (Megatron's "
+            "--recompute-num-layers applies to --recompute-granularity full)\n"
+            "  training: {seq_len: 128K, recompute: none, recompute_layers: 4}\n"
+            "  " + std::string(61, ' ') + "^");
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, offload_layers: 4}\n"),
+            "s.yaml:3:43: error: training.offload_layers: needs training.recompute: none (Megatron: CPU offloading "
+            "does not work when activation recomputation is enabled)\n"
+            "  training: {seq_len: 128K, offload_layers: 4}\n"
+            "                                            ^");
+}
+
 }  // namespace CPSIM_TEST_TU

@@ -75,7 +75,10 @@ TEST(Scenario, Defaults) {
   EXPECT_EQ(s.parallel.cp, p.cp);
   EXPECT_EQ(s.parallel.order, p.order);
   EXPECT_EQ(s.parallel.zero_stage, p.zero_stage);
-  EXPECT_DOUBLE_EQ(s.parallel.dp_bucket_bytes, 25e6);
+  EXPECT_DOUBLE_EQ(s.parallel.dp_bucket_bytes, 0);  // Megatron's default size
+  EXPECT_FALSE(s.parallel.overlap_grad_reduce);
+  EXPECT_FALSE(s.parallel.overlap_param_gather);
+  EXPECT_TRUE(s.parallel.grad_reduce_fp32);
   EXPECT_EQ(s.parallel.attention.scheme, AttentionScheme::Ring);
   EXPECT_EQ(s.parallel.attention.layout, Layout::ZigZag);
   EXPECT_TRUE(s.parallel.attention.replicate_kv_heads);

@@ -1,0 +1,169 @@
+// Data parallelism as the frameworks run it (model/data_parallel.hpp): Megatron's buckets and
+// overlap options, FSDP's resharding under pipeline parallelism, in the graph and in time.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "engine/replay.hpp"
+#include "schedule/step.hpp"
+#include "test_platforms.hpp"
+
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
+using namespace cpsim;
+
+namespace {
+
+struct Built {
+  schedule::TaskGraph g;
+  double step_s = 0;
+  /// Ops of collectives named `name`: their layers, micro-batches and phases.
+  std::set<int> layers(const std::string& name) const {
+    std::set<int> out;
+    for (schedule::OpId id = 0; id < g.size(); ++id)
+      if (g.str(g.op(id).label.name) == name) out.insert(g.op(id).label.layer);
+    return out;
+  }
+  std::set<int> micros(const std::string& name) const {
+    std::set<int> out;
+    for (schedule::OpId id = 0; id < g.size(); ++id)
+      if (g.str(g.op(id).label.name) == name) out.insert(g.op(id).label.micro);
+    return out;
+  }
+  std::set<schedule::Phase> phases(const std::string& name) const {
+    std::set<schedule::Phase> out;
+    for (schedule::OpId id = 0; id < g.size(); ++id)
+      if (g.str(g.op(id).label.name) == name) out.insert(g.op(id).label.phase);
+    return out;
+  }
+};
+
+Built build(const scenario::Scenario& sc) {
+  model::Topology topo(sc.platform, sc.perturb);
+  auto cost = model::CostModel::roofline(sc.platform.gpu);
+  schedule::Pricer pricer(*cost);
+  Built b;
+  schedule::build_scenario(sc, topo, pricer, b.g);
+  b.g.finalize();
+  b.step_s = engine::replay_analytic(b.g, topo).makespan_s;
+  return b;
+}
+
+/// small_dp_job with TP 8 and DP 4 over 4 nodes: its 4 layers' gradients reduce over DP across
+/// the nodes' NICs, slow enough next to the compute to show in the step.
+scenario::Scenario megatron_job() {
+  auto sc = test::small_dp_job(scenario::Symmetry::Auto);
+  sc.model.hidden = 4096;
+  sc.model.heads_q = 32;
+  sc.model.heads_kv = 8;
+  sc.model.ffn_hidden = 14336;
+  sc.training.seq_len = 4096;
+  sc.parallel.tp = 8;
+  sc.parallel.cp = 1;
+  sc.parallel.dp = 4;
+  return sc;
+}
+
+}  // namespace
+
+TEST(MegatronDp, WithoutOverlapOneBucketAfterTheBackward) {
+  auto sc = megatron_job();
+  const Built off = build(sc);
+  // One bucket, closed at the stage's first layer, after the whole backward.
+  EXPECT_EQ(off.layers("dp_reducescatter_grads"), std::set<int>{0});
+  // The gather of the updated weights follows the optimizer step.
+  EXPECT_EQ(off.phases("dp_allgather_params"), std::set<schedule::Phase>{schedule::Phase::Optimizer});
+
+  sc.parallel.overlap_grad_reduce = true;
+  sc.parallel.dp_bucket_bytes = 1;  // a bucket per layer
+  const Built on = build(sc);
+  EXPECT_EQ(on.layers("dp_reducescatter_grads"), (std::set<int>{0, 1, 2, 3}));
+  EXPECT_LT(on.step_s, off.step_s);
+}
+
+TEST(MegatronDp, OverlappedParamGatherRunsBeforeTheFirstForward) {
+  auto sc = megatron_job();
+  sc.parallel.overlap_grad_reduce = true;
+  sc.parallel.dp_bucket_bytes = 1;
+  const Built grads_only = build(sc);
+  sc.parallel.overlap_param_gather = true;
+  const Built both = build(sc);
+  // A gather per bucket, in the forward of the first micro-batch; none after the optimizer.
+  EXPECT_EQ(both.phases("dp_allgather_params"), std::set<schedule::Phase>{schedule::Phase::Forward});
+  EXPECT_EQ(both.layers("dp_allgather_params"), (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(both.micros("dp_allgather_params"), std::set<int>{0});
+  // Only the first bucket's gather waits before the forward; the step's tail gather is gone.
+  EXPECT_LT(both.step_s, grads_only.step_s);
+}
+
+TEST(MegatronDp, GradientsReduceInFp32ByDefault) {
+  auto sc = megatron_job();
+  const Built fp32 = build(sc);
+  sc.parallel.grad_reduce_fp32 = false;
+  const Built bf16 = build(sc);
+  double b32 = 0, b16 = 0;
+  for (schedule::OpId id = 0; id < fp32.g.size(); ++id)
+    if (fp32.g.str(fp32.g.op(id).label.name) == "dp_reducescatter_grads") b32 += fp32.g.op(id).bytes;
+  for (schedule::OpId id = 0; id < bf16.g.size(); ++id)
+    if (bf16.g.str(bf16.g.op(id).label.name) == "dp_reducescatter_grads") b16 += bf16.g.op(id).bytes;
+  EXPECT_GT(b16, 0);
+  EXPECT_DOUBLE_EQ(b32, 2 * b16);
+}
+
+TEST(Fsdp, UnderPipelineTheWeightsAreGatheredOncePerStep) {
+  auto sc = megatron_job();
+  sc.parallel.tp = 1;
+  sc.parallel.pp = 2;
+  sc.parallel.dp = 16;
+  sc.parallel.zero_stage = 3;
+  sc.training.micro_batches = 4;
+  sc.training.recompute = scenario::Recompute::Full;
+  const Built kept = build(sc);
+  // torchtitan's default under PP: no block reshards, so the first micro-batch's forward
+  // gathers each block and every later pass reuses it.
+  EXPECT_EQ(kept.micros("zero3_allgather_params"), std::set<int>{0});
+  EXPECT_EQ(kept.phases("zero3_allgather_params"), std::set<schedule::Phase>{schedule::Phase::Forward});
+  sc.parallel.reshard_after_forward = scenario::ParallelSpec::Reshard::Always;
+  const Built resharded = build(sc);
+  EXPECT_EQ(resharded.micros("zero3_allgather_params"), (std::set<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(resharded.phases("zero3_allgather_params").count(schedule::Phase::Backward));
+  EXPECT_LT(kept.step_s, resharded.step_s);
+}
+
+TEST(ActivationOffload, CopiesEachOffloadedLayerOutAndBackOnTheCopyStream) {
+  auto sc = megatron_job();
+  sc.training.recompute = scenario::Recompute::None;
+  const Built plain = build(sc);
+  sc.training.offload_layers = 2;
+  const Built off = build(sc);
+  // Layers 0 and 1, every micro-batch, out in the forward and back in the backward.
+  EXPECT_EQ(off.layers("offload_activations_d2h"), (std::set<int>{0, 1}));
+  EXPECT_EQ(off.layers("offload_activations_h2d"), (std::set<int>{0, 1}));
+  EXPECT_EQ(off.micros("offload_activations_d2h"), (std::set<int>{0, 1}));
+  EXPECT_EQ(plain.layers("offload_activations_d2h"), std::set<int>{});
+  for (schedule::OpId id = 0; id < off.g.size(); ++id)
+    if (off.g.str(off.g.op(id).label.name).rfind("offload_", 0) == 0) {
+      EXPECT_EQ(off.g.op(id).stream, schedule::stream::kOffload);
+    }
+  // The copies overlap the compute; they can only lengthen the step.
+  EXPECT_GE(off.step_s, plain.step_s);
+}
+
+TEST(PartialRecompute, BlockRecomputesOnlyItsLayers) {
+  auto sc = megatron_job();
+  sc.training.recompute = scenario::Recompute::Full;
+  const Built all = build(sc);
+  sc.training.recompute_method = scenario::TrainingSpec::RecomputeMethod::Block;
+  sc.training.recompute_layers = 1;
+  const Built one = build(sc);
+  std::set<int> recomputed;
+  for (schedule::OpId id = 0; id < one.g.size(); ++id) {
+    const std::string n = one.g.str(one.g.op(id).label.name);
+    if (n.size() > 10 && n.compare(n.size() - 10, 10, "_recompute") == 0) recomputed.insert(one.g.op(id).label.layer);
+  }
+  EXPECT_EQ(recomputed, std::set<int>{0});
+  EXPECT_LT(one.step_s, all.step_s);
+}
+
+}  // namespace CPSIM_TEST_TU
