@@ -46,8 +46,9 @@ double ProfileModel::interpolate(const Curve& curve, double x) {
 }
 
 ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
-                           scenario::AttnImpl impl, std::shared_ptr<const GdnProfile> gdn)
-    : path_(table.path), fallback_(gpu, impl, std::move(gdn)) {
+                           scenario::AttnImpl impl, std::shared_ptr<const GdnProfile> gdn,
+                           std::shared_ptr<const GemmTable> gemm_table)
+    : path_(table.path), fallback_(gpu, impl, std::move(gdn), std::move(gemm_table)) {
   struct Point {
     double flops, time_s;
     CostSource source;

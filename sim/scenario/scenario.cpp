@@ -43,7 +43,7 @@ struct TrainingNodes {
 
 TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
   MapReader r(n, {"seq_len", "micro_batch", "micro_batches", "recompute", "documents", "loss",
-                  "precision", "fp8_attention"});
+                  "precision", "fp8_attention", "fp8_recipe", "stack"});
   TrainingSpec t;
   nodes.root = &n;
   const Node& sl = r.require("seq_len");

@@ -60,12 +60,18 @@ class StageBuilder {
     double in = 0, mix = 0, ffn = 0;
   };
   OpLabel label(const char* name, int mb, int layer, Phase ph, const char* cat);
-  model::Cost gemm_cost(const char* name, double m, double n, double k) const;
-  /// One GEMM on grid rank i, `mult` times the FLOPs of c, `slow` times its time.
-  OpId gemm_op(size_t i, const char* name, const model::Cost& c, double mult, double slow, int mb,
+  /// A GEMM's price and, in FP8, that of the quantisation kernels it needs first.
+  struct GemmPrice {
+    model::Cost gemm, quantize;
+  };
+  GemmPrice gemm_price(const char* name, double m, double n, double k, Phase ph, int mb) const;
+  /// One GEMM on grid rank i (after its quantisation kernels), `mult` times the FLOPs of c,
+  /// `slow` times its time.
+  OpId gemm_op(size_t i, const char* name, const GemmPrice& c, double mult, double slow, int mb,
                int layer, Phase ph, OpId dep);
-  Ops gemm_all(const char* name, double m, double n, double k, double mult, int mb, int layer,
-               Phase ph, const Ops& deps);
+  /// A linear layer's GEMM X[m x k] W^T on every rank: forward fprop, backward dgrad + wgrad.
+  Ops gemm_all(const char* name, double m, double n, double k, int mb, int layer, Phase ph,
+               const Ops& deps);
   TpOverlapCtx overlap_ctx(int mb, int layer, Phase ph);
   enum TpSide { kGatherIn, kScatterOut };
   Ops tp_gemm(bool backward, TpSide side, const char* name, double m, double n, double k, int mb,
