@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <tuple>
+#include <utility>
 #include <limits>
 #include <string>
 
@@ -163,6 +166,8 @@ namespace {
 /// per-tensor/row scales in the epilogue; fp8-blockwise; mxfp8; nvfp4); nullopt for others.
 std::optional<GemmFormat> row_format(const std::string& d) {
   if (d == "bf16" || d == "bfloat16") return GemmFormat::Bf16;
+  // Row-wise scales (torchao's recipe) are no TransformerEngine format: kept out.
+  if (d.find("rowwise") != std::string::npos) return std::nullopt;
   if (d.find("nvfp4") != std::string::npos) return GemmFormat::Nvfp4;
   if (d.find("mxfp8") != std::string::npos) return GemmFormat::Mxfp8;
   if (d.find("block") != std::string::npos) return GemmFormat::Fp8Blockwise;
@@ -170,8 +175,13 @@ std::optional<GemmFormat> row_format(const std::string& d) {
   return std::nullopt;
 }
 
-std::string upper(std::string s) {
+/// The table's layout in cuBLAS's column-major terms. kernels/measure.sh names operands as
+/// PyTorch's row-major matmul sees them (x @ w.T is "NT"); a row-major product is the
+/// column-major product of the transposes in the other order, so its letters swap: x @ w.T is
+/// cuBLAS "TN", TransformerEngine's fprop.
+std::string cublas_layout(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (s.size() == 2) std::swap(s[0], s[1]);
   return s;
 }
 
@@ -180,13 +190,24 @@ std::string upper(std::string s) {
 GemmTable::GemmTable(const scenario::GemmProfileTable& t, const scenario::GpuSpec& gpu)
     : gpu_(gpu), path_(t.path) {
   origin_ = std::filesystem::path(t.path).filename().string();
+  // A shape timed more than once (the grid and a model's own shapes overlap) is priced at the
+  // mean of its timings.
+  std::map<std::tuple<GemmFormat, std::string, double, double, double>, std::pair<double, int>> sum;
+  std::map<std::tuple<GemmFormat, std::string, double, double, double>, CostSource> source;
   for (const auto& r : t.rows) {
     const auto f = row_format(r.dtype);
     if (!f) continue;
-    rows_[*f].push_back({r.m, r.n, r.k, r.time_s, upper(r.layout),
-                         r.source == scenario::RowSource::Measured    ? CostSource::Measured
-                         : r.source == scenario::RowSource::Published ? CostSource::Published
-                                                                      : CostSource::Derived});
+    const auto key = std::make_tuple(*f, cublas_layout(r.layout), r.m, r.n, r.k);
+    auto& [time, n] = sum[key];
+    time += r.time_s;
+    n++;
+    source[key] = r.source == scenario::RowSource::Measured    ? CostSource::Measured
+                  : r.source == scenario::RowSource::Published ? CostSource::Published
+                                                               : CostSource::Derived;
+  }
+  for (const auto& [key, tn] : sum) {
+    const auto& [f, layout, m, n, k] = key;
+    rows_[f].push_back({m, n, k, tn.first / tn.second, layout, source.at(key)});
   }
 }
 

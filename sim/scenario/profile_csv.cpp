@@ -218,6 +218,12 @@ class Reader {
     r.gpu = cell(line, line_no, "gpu");
     r.dtype = lower(cell(line, line_no, "dtype"));
     if (r.dtype.empty()) fail(line_no, at("dtype"), "column 'dtype': empty (expected bf16, fp8, ...)");
+    // kernels/measure.sh writes the FP8 scaling in a `recipe` column (tensorwise, rowwise,
+    // blockwise; bf16 for BF16 rows).
+    if (col_.count("recipe")) {
+      const std::string recipe = lower(cell(line, line_no, "recipe"));
+      if (!recipe.empty() && recipe != r.dtype) r.dtype += "-" + recipe;
+    }
     if (col_.count("layout")) r.layout = cell(line, line_no, "layout");
     r.m = whole(line, line_no, "m", 1099511627776.0);
     r.n = whole(line, line_no, "n", 1099511627776.0);

@@ -534,6 +534,17 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
           read_profile(*v, enum_choices(kAttnImplNames) + ", or a profile in kernels/profiles");
     }
   }
+  // `auto` is the kernel the stack's own dispatch picks (shared/data/stacks.md 4): TE's
+  // get_attention_backend prefers cuDNN FusedAttention over FlashAttention on sm90+ and uses
+  // FlashAttention-2 on Ampere; PyTorch SDPA's default priority puts its in-tree
+  // FlashAttention-2 first (cuDNN only with cuDNN > 9.15 preferred), FA3 is not its default.
+  if (s.cost.attention_kernel == AttnImpl::Auto) {
+    const GpuArch arch = s.platform.gpu.arch;
+    if (s.training.stack == Stack::MegatronTe)
+      s.cost.attention_kernel = arch == GpuArch::Hopper || arch == GpuArch::Blackwell ? AttnImpl::Cudnn : AttnImpl::Fa2;
+    else
+      s.cost.attention_kernel = AttnImpl::Fa2;
+  }
 
   std::vector<const Node*> rank_keys;
   s.perturb = read_perturb(or_empty(r.get("perturb")), s.platform, rank_keys);

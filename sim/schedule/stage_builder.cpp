@@ -7,6 +7,7 @@
 #include "model/cost_source.hpp"
 #include "model/fp8_quantize.hpp"
 #include "model/moe.hpp"
+#include "model/stack_kernels.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
 #include "schedule/replicas.hpp"
@@ -51,8 +52,11 @@ StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry)
   for (double done = 0; done < tokens_; done += chunk) {
     const double t = std::min(chunk, tokens_ - done);
     x = gemm_all(backward ? "lm_head_bwd" : "lm_head", t, m_.vocab / tp_, m_.hidden, mb, -1, ph, x);
-    // cross-entropy over the vocabulary shard: read bf16 logits, fp32 softmax, write grads
-    x = memory_all("cross_entropy", t * m_.vocab / tp_ * 8.0, mb, -1, ph, x);
+    // cross-entropy over the vocabulary shard, as the stack runs it (stack_kernels.hpp)
+    x = memory_cost_all(backward ? "cross_entropy_bwd" : "cross_entropy",
+                        model::mem_kernels_cost(model::loss_kernels(sc_.training.stack, backward, t, m_.vocab / tp_),
+                                                sc_.platform.gpu),
+                        mb, -1, ph, x);
   }
   return x;
 }
@@ -183,8 +187,12 @@ StageBuilder::Ops StageBuilder::tp_gemm(bool backward, TpSide side, const char* 
 }
 
 StageBuilder::Ops StageBuilder::memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps) {
+  return memory_cost_all(name, pricer_.cost().memory_bound(bytes), mb, layer, ph, deps);
+}
+
+StageBuilder::Ops StageBuilder::memory_cost_all(const char* name, const model::Cost& c, int mb, int layer, Phase ph,
+                                                const Ops& deps) {
   Ops out(ranks_.size());
-  const model::Cost c = pricer_.cost().memory_bound(bytes);
   for (size_t i = 0; i < ranks_.size(); ++i) {
     if (mirrored_[i]) {
       out[i] = out[twin(i)];
@@ -391,7 +399,6 @@ StageBuilder::Ops StageBuilder::layer_pass(int layer, int mb, bool backward, con
   gather_params(layer, mb, backward ? 2 : (recompute ? 1 : 0));
   prev_entry_ = entry;
   recompute_ = recompute;
-  norm_bytes_ = tokens_ * m_.hidden * model::kBf16Bytes * 2 / (sp_ ? tp_ : 1);
   Ops x = backward ? backward_pass(layer, mb, entry) : forward_pass(layer, mb, entry);
   recompute_ = false;
   param_ready_.clear();
@@ -399,38 +406,63 @@ StageBuilder::Ops StageBuilder::layer_pass(int layer, int mb, bool backward, con
 }
 
 StageBuilder::Ops StageBuilder::forward_pass(int layer, int mb, const Ops& entry) {
-  const Phase ph = Phase::Forward;
   const double h = m_.hidden;
   const Widths w = widths(layer);
-  Ops x = memory_all("norm_attn", norm_bytes_, mb, layer, ph, entry);
+  Ops x = stack_region("norm_attn", model::LayerRegion::NormAttn, false, layer, mb, entry);
   x = tp_gemm(false, kGatherIn, "qkv_proj", tokens_, w.in, h, mb, layer, x);
+  x = stack_region("rope", model::LayerRegion::Rope, false, layer, mb, x);
   x = sequence_mixing(layer, mb, false, x);
   x = tp_gemm(false, kScatterOut, "out_proj", tokens_, h, w.mix, mb, layer, x);
-  x = memory_all("norm_mlp", norm_bytes_, mb, layer, ph, x);
+  x = stack_region("residual_attn", model::LayerRegion::ResidualAttn, false, layer, mb, x);
+  x = stack_region("norm_mlp", model::LayerRegion::NormMlp, false, layer, mb, x);
   if (model::is_moe_layer(m_, layer)) return moe(layer, mb, false, x);
   x = tp_gemm(false, kGatherIn, "mlp_up_gate", tokens_, 2 * w.ffn, h, mb, layer, x);
-  x = memory_all("swiglu", tokens_ * w.ffn * 3 * model::kBf16Bytes, mb, layer, ph, x);
-  return tp_gemm(false, kScatterOut, "mlp_down", tokens_, h, w.ffn, mb, layer, x);
+  x = stack_region("swiglu", model::LayerRegion::Activation, false, layer, mb, x);
+  x = tp_gemm(false, kScatterOut, "mlp_down", tokens_, h, w.ffn, mb, layer, x);
+  return stack_region("residual_mlp", model::LayerRegion::ResidualMlp, false, layer, mb, x);
 }
 
-// Backward GEMMs do the data gradient and the weight gradient: twice the forward FLOPs.
+// Backward GEMMs do the data gradient and the weight gradient (gemm_price).
 StageBuilder::Ops StageBuilder::backward_pass(int layer, int mb, const Ops& entry) {
-  const Phase ph = Phase::Backward;
   const double h = m_.hidden;
   const Widths w = widths(layer);
-  Ops x = entry;
+  Ops x = stack_region("residual_mlp_bwd", model::LayerRegion::ResidualMlp, true, layer, mb, entry);
   if (model::is_moe_layer(m_, layer)) {
     x = moe(layer, mb, true, x);
   } else {
     x = tp_gemm(true, kGatherIn, "mlp_down_bwd", tokens_, h, w.ffn, mb, layer, x);
-    x = memory_all("swiglu_bwd", tokens_ * w.ffn * 5 * model::kBf16Bytes, mb, layer, ph, x);
+    x = stack_region("swiglu_bwd", model::LayerRegion::Activation, true, layer, mb, x);
     x = tp_gemm(true, kScatterOut, "mlp_up_gate_bwd", tokens_, 2 * w.ffn, h, mb, layer, x);
   }
-  x = memory_all("norm_mlp_bwd", 1.5 * norm_bytes_, mb, layer, ph, x);
+  x = stack_region("norm_mlp_bwd", model::LayerRegion::NormMlp, true, layer, mb, x);
+  x = stack_region("residual_attn_bwd", model::LayerRegion::ResidualAttn, true, layer, mb, x);
   x = tp_gemm(true, kGatherIn, "out_proj_bwd", tokens_, h, w.mix, mb, layer, x);
   x = sequence_mixing(layer, mb, true, x);
+  x = stack_region("rope_bwd", model::LayerRegion::Rope, true, layer, mb, x);
   x = tp_gemm(true, kScatterOut, "qkv_proj_bwd", tokens_, w.in, h, mb, layer, x);
-  return memory_all("norm_attn_bwd", 1.5 * norm_bytes_, mb, layer, ph, x);
+  return stack_region("norm_attn_bwd", model::LayerRegion::NormAttn, true, layer, mb, x);
+}
+
+// The stack's memory-bound kernels of one region (stack_kernels.hpp) as one op: norms and
+// residual adds over this rank's sequence shard under sequence parallelism, RoPE and the
+// activation over the TP rank's heads and FFN columns.
+StageBuilder::Ops StageBuilder::stack_region(const char* name, model::LayerRegion region, bool backward,
+                                             int layer, int mb, const Ops& deps) {
+  const bool full = model::layer_kind(m_, layer) == LayerKind::FullAttention;
+  model::LayerWidths lw;
+  const bool per_token_shard = region == model::LayerRegion::NormAttn || region == model::LayerRegion::NormMlp ||
+                               region == model::LayerRegion::ResidualAttn || region == model::LayerRegion::ResidualMlp;
+  lw.tokens = per_token_shard && sp_ ? tokens_ / tp_ : tokens_;
+  lw.hidden = m_.hidden;
+  if (full) {
+    lw.q = static_cast<double>(m_.heads_q) * m_.head_dim / tp_;
+    lw.kv = static_cast<double>(std::max(1, m_.heads_kv / tp_)) * m_.head_dim;
+  }
+  lw.ffn = static_cast<double>(m_.ffn_hidden) / tp_;
+  const auto ks = model::layer_kernels(sc_.training.stack, region, backward, lw);
+  if (ks.empty()) return deps;
+  return memory_cost_all(name, model::mem_kernels_cost(ks, sc_.platform.gpu), mb, layer,
+                         backward ? Phase::Backward : Phase::Forward, deps);
 }
 
 }  // namespace cpsim::schedule

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "model/stack_kernels.hpp"
 #include "model/cost_model.hpp"
 #include "model/topology.hpp"
 #include "scenario/specs.hpp"
@@ -77,6 +78,8 @@ class StageBuilder {
   Ops tp_gemm(bool backward, TpSide side, const char* name, double m, double n, double k, int mb,
               int layer, const Ops& deps);
   Ops memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps);
+  Ops memory_cost_all(const char* name, const model::Cost& c, int mb, int layer, Phase ph, const Ops& deps);
+  Ops stack_region(const char* name, model::LayerRegion region, bool backward, int layer, int mb, const Ops& deps);
   Ops tp_coll(CollOp op, const char* name, int mb, int layer, Phase ph, const Ops& deps);
   Ops tp_enter(bool backward, int mb, int layer, Phase ph, const Ops& deps);
   Ops tp_exit(bool backward, int mb, int layer, Phase ph, const Ops& deps);
@@ -107,7 +110,6 @@ class StageBuilder {
   size_t twin(size_t i) const { return i - i % static_cast<size_t>(tp_); }
   int tp_ = 1, cp_ = 1;
   double tokens_ = 0;
-  double norm_bytes_ = 0;        ///< bytes one norm reads and writes in the current layer pass
   bool sp_ = false;
   bool overlap_ = false;         ///< parallel.tp_comm_overlap (with SP)
   bool recompute_ = false;
