@@ -126,7 +126,7 @@ int price_gemm(const PriceArgs& a, const scenario::PlatformSpec& platform, const
   nlohmann::json quant = nlohmann::json::array();
   double q_time = 0;
   for (const auto& qk : model::fp8_quantize_kernels(c, needs, platform.gpu.arch)) {
-    const model::Cost qc = cost.memory_bound(qk.bytes);
+    const model::Cost qc = model::mem_kernels_cost({{qk.name, model::MemClass::FusedFwd, qk.bytes, 1}}, platform.gpu);
     q_time += qc.time_s;
     quant.push_back({{"kernel", qk.name}, {"bytes", qk.bytes}, {"time_s", qc.time_s},
                      {"source", model::cost_source_name(qc.source)}, {"origin", qc.origin ? qc.origin : ""}});

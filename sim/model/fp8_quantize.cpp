@@ -68,17 +68,11 @@ std::vector<QuantKernel> fp8_quantize_kernels(const GemmCall& c, const QuantNeed
   return ks;
 }
 
-Cost fp8_quantize_cost(const CostModel& model, const GemmCall& c, const QuantNeeds& needs,
-                       scenario::GpuArch arch) {
-  Cost sum;
-  sum.source = CostSource::Roofline;
-  for (const QuantKernel& k : fp8_quantize_kernels(c, needs, arch)) {
-    const Cost one = model.memory_bound(k.bytes);
-    sum.time_s += one.time_s;
-    sum.source = one.source;
-    sum.origin = one.origin;
-  }
-  return sum;
+Cost fp8_quantize_cost(const GemmCall& c, const QuantNeeds& needs, const scenario::GpuSpec& gpu) {
+  std::vector<MemKernel> ks;
+  for (const QuantKernel& k : fp8_quantize_kernels(c, needs, gpu.arch)) ks.push_back({k.name, MemClass::FusedFwd, k.bytes, 1});
+  if (ks.empty()) return {};
+  return mem_kernels_cost(ks, gpu);
 }
 
 }  // namespace cpsim::model

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/cost_model.hpp"
+#include "model/stack_kernels.hpp"
 
 namespace cpsim::model {
 
@@ -33,8 +34,9 @@ struct QuantNeeds {
 std::vector<QuantKernel> fp8_quantize_kernels(const GemmCall& c, const QuantNeeds& needs,
                                               scenario::GpuArch arch);
 
-/// Their total time: each kernel at the model's memory-bound price.
-Cost fp8_quantize_cost(const CostModel& model, const GemmCall& c, const QuantNeeds& needs,
-                       scenario::GpuArch arch);
+/// Their total time: TE's quantise kernels are single fused passes (nvte_quantize_v2,
+/// cast_transpose), priced at the fused single-pass kernel bandwidth measured on H200
+/// (stack_kernels.hpp MemClass::FusedFwd) plus a launch each.
+Cost fp8_quantize_cost(const GemmCall& c, const QuantNeeds& needs, const scenario::GpuSpec& gpu);
 
 }  // namespace cpsim::model

@@ -103,7 +103,6 @@ StageBuilder::GemmPrice StageBuilder::gemm_price(const char* name, double m, dou
   c.fp8 = sc_.training.fp8 && !starts_with(nm, "lm_head") && !starts_with(nm, "moe_router");
   c.recipe = sc_.training.fp8_recipe;
   const auto& cm = pricer_.cost();
-  const auto arch = sc_.platform.gpu.arch;
   GemmPrice p;
   model::QuantNeeds needs;
   if (ph != Phase::Backward) {
@@ -112,13 +111,13 @@ StageBuilder::GemmPrice StageBuilder::gemm_price(const char* name, double m, dou
     needs.weight = mb == 0 && !recompute_;
     c.pass = model::GemmPass::Fprop;
     p.gemm = cm.gemm(c);
-    p.quantize = model::fp8_quantize_cost(cm, c, needs, arch);
+    p.quantize = model::fp8_quantize_cost(c, needs, sc_.platform.gpu);
     return p;
   }
   const bool only_dgrad = ends_with(nm, "_dgrad"), only_wgrad = ends_with(nm, "_wgrad");
   c.pass = model::GemmPass::Dgrad;
   const model::Cost dgrad = cm.gemm(c);
-  if (!only_wgrad) p.quantize = model::fp8_quantize_cost(cm, c, needs, arch);
+  if (!only_wgrad) p.quantize = model::fp8_quantize_cost(c, needs, sc_.platform.gpu);
   c.pass = model::GemmPass::Wgrad;
   const model::Cost wgrad = cm.gemm(c);
   if (only_dgrad) p.gemm = dgrad;
