@@ -47,15 +47,18 @@ constexpr double kGemmFloor_s = 5e-6;
 
 // Split-K: libraries split a long K over several CTAs when the output tiles alone cannot fill
 // the SMs (small m x n, e.g. a weight gradient of a narrow layer or an expert with few
-// tokens), reducing fp32 partials through a workspace: 2 x 4 B per output element per split.
+// tokens), reducing fp32 partials through a workspace: 2 x 4 B per output element per split,
+// summed by a second kernel (cuBLAS's splitKreduce_kernel in Nsight traces) that pays a launch.
 constexpr int kSplits[] = {1, 2, 3, 4, 6, 8, 12, 16};
 
-// Blockwise FP8 on Hopper (DeepSeek-V3's 1x128 / 128x128 scales): the partial sums are
-// promoted to FP32 and rescaled on CUDA cores every 128 K, which costs issue slots: DeepGEMM
-// (deepseek-ai/DeepGEMM README) reaches up to 1,550 TFLOP/s on H800 against 1,599-1,630 for
-// cuBLASLt per-tensor FP8 at 8192^3 (platforms/gpus.yaml): 0.96 of the per-tensor rate.
-// On Blackwell, block scales are applied by the tensor cores (tcgen05 block-scaled MMA): 1.
-constexpr double kBlockwiseHopper = 0.96;
+// Blockwise FP8 on Hopper (DeepSeek-V3's 1x128 / 128x128 scales, which TransformerEngine runs
+// through cuBLASLt's block-scaled GEMM): the partial sums are promoted to FP32 and rescaled on
+// CUDA cores every 128 K, which costs issue slots. cuBLAS on H200 runs blockwise at 0.90 of its
+// tensorwise rate (median time ratio over the 704 shapes timed both ways in
+// kernels/profiles/h200-gemm-measured.csv); DeepGEMM's own kernel reaches 1,550 TFLOP/s on H800
+// (deepseek-ai/DeepGEMM README). On Blackwell, block scales are applied by the tensor cores
+// (tcgen05 block-scaled MMA): 1.
+constexpr double kBlockwiseHopper = 0.90;
 
 struct Format {
   double rate;       ///< best GEMM rate of the format, FLOP/s
@@ -151,7 +154,7 @@ Cost gemm_tile_cost(const GemmShape& s, GemmFormat f, const scenario::GpuSpec& g
       const double waves = std::ceil(ctas / sms);
       const double main_loop = 2 * t.m * t.n * steps * fm.k_tile / (sm_rate * feed(t));
       double time = waves * (kPrologue_s + main_loop) + (persistent ? 1 : waves) * epilogue;
-      if (split > 1) time += split * s.m * s.n * s.batch * 8.0 / gpu.hbm_Bps;
+      if (split > 1) time += split * s.m * s.n * s.batch * 8.0 / gpu.hbm_Bps + kGemmFloor_s;
       best = std::min(best, time);
     }
   }

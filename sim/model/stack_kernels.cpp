@@ -125,9 +125,9 @@ std::vector<MemKernel> layer_kernels(Stack stack, LayerRegion region, bool backw
           if (!backward) add("residual_add", MemClass::Add, t * h * 3 * kB, 1);
           break;
         case LayerRegion::Activation:
-          if (!backward) add("silu_mul", MemClass::EagerSwiglu, t * w.ffn * 3 * kB, 2);
+          if (!backward) add("silu_mul", MemClass::EagerSwiglu, t * w.ffn * 3 * kB, 1);
           else {
-            add("silu_mul_bwd", MemClass::EagerSwigluBwd, t * w.ffn * 5 * kB, 3);
+            add("silu_mul_bwd", MemClass::EagerSwigluBwd, t * w.ffn * 5 * kB, 1);
             // w1 and w3 are separate GEMMs: autograd sums their input gradients.
             add("w1_w3_grad_add", MemClass::Add, t * h * 3 * kB, 1);
           }
@@ -171,16 +171,15 @@ std::vector<MemKernel> layer_kernels(Stack stack, LayerRegion region, bool backw
 std::vector<MemKernel> loss_kernels(Stack stack, bool backward, double tokens, double vocab) {
   const double bytes = tokens * vocab * 2;
   if (stack == Stack::TorchCompile)
-    return {{backward ? "triton_cross_entropy_bwd" : "triton_cross_entropy",
-             backward ? MemClass::FusedBwd : MemClass::FusedFwd, bytes, 1}};
-  return {{backward ? "cross_entropy_bwd" : "cross_entropy", MemClass::EagerCrossEntropy, bytes, 4}};
+    return {{"triton_cross_entropy", backward ? MemClass::FusedBwd : MemClass::FusedFwd, bytes, 1}};
+  return {{"cross_entropy", MemClass::EagerCrossEntropy, bytes, 1}};
 }
 
 // torch.distributed's _SDPAMerger.step: 8 eager elementwise kernels over the fp32 output and
 // LSE; the measured lse_merge counts 10 B per output element.
 std::vector<MemKernel> cp_merge_kernels(Stack stack, double tokens, double heads, double head_dim) {
   if (stack == Stack::MegatronTe) return {};
-  return {{"lse_merge", MemClass::EagerLseMerge, tokens * heads * head_dim * 10, 8}};
+  return {{"lse_merge", MemClass::EagerLseMerge, tokens * heads * head_dim * 10, 1}};
 }
 
 Cost mem_kernels_cost(const std::vector<MemKernel>& ks, const scenario::GpuSpec& gpu) {

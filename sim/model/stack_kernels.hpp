@@ -34,7 +34,9 @@ struct MemKernel {
   const char* name;
   MemClass cls;
   double bytes;    ///< logical bytes read + written
-  int launches;    ///< kernels launched for it (each pays the launch floor)
+  /// Launch floors it pays: one per op timed in the measured table (an eager op of several
+  /// ATen kernels, e.g. silu*mul or the LSE merge, was timed whole: its launches are in its rate).
+  int launches;
 };
 
 /// The layer-level regions a schedule builds, in launch order within a pass.

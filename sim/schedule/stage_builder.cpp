@@ -53,7 +53,7 @@ StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry)
     const double t = std::min(chunk, tokens_ - done);
     x = gemm_all(backward ? "lm_head_bwd" : "lm_head", t, m_.vocab / tp_, m_.hidden, mb, -1, ph, x);
     // cross-entropy over the vocabulary shard, as the stack runs it (stack_kernels.hpp)
-    x = memory_cost_all(backward ? "cross_entropy_bwd" : "cross_entropy",
+    x = memory_cost_all("cross_entropy",
                         model::mem_kernels_cost(model::loss_kernels(sc_.training.stack, backward, t, m_.vocab / tp_),
                                                 sc_.platform.gpu),
                         mb, -1, ph, x);
