@@ -91,6 +91,9 @@ Cost RooflineModel::attention(const AttentionCall& c) const {
   Cost r;
   r.flops = attention_flops(c);
   r.source = CostSource::Roofline;
+  // The tile model's plateaus come from published kernel figures (FA2 paper, FA3 README and
+  // paper, cuDNN in the FA3 paper, the FlexAttention blog): say so beside "roofline".
+  r.origin = "tile model at published FA/cuDNN plateaus";
   if (!(r.flops > 0)) return r;  // nothing unmasked: no kernel
   const double q = static_cast<double>(c.q_len), kv = static_cast<double>(c.kv_len);
   // Tile level (tile_cost.hpp): each tile at the implementation's dense plateau, partially
