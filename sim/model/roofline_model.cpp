@@ -150,7 +150,9 @@ Cost RooflineModel::linear_attention(int64_t tokens, int heads, int key_dim, int
 // pre-process, which no benchmark times, and calls outside the profile (marked extrapolated):
 // the roofline.
 Cost RooflineModel::gdn(const GdnCall& c) const {
-  const Cost roof = gdn_roofline(c, gpu_, sms_);
+  Cost roof = gdn_roofline(c, gpu_, sms_);
+  // Kernel by kernel, each FLA chunk kernel at rates fitted to FLA's published H200 figures.
+  roof.origin = "FLA chunk kernels, published H200 fit";
   if (!gdn_ || c.part == GdnPart::CpPreprocess || !(roof.time_s > 0)) return roof;
   GdnCall whole = c;
   whole.part = GdnPart::Whole;
@@ -164,6 +166,7 @@ Cost RooflineModel::gdn(const GdnCall& c) const {
   Cost r = roof;
   r.time_s = p->time_s * roof.time_s / gdn_roofline(whole, gpu_, sms_).time_s;
   r.source = CostSource::Derived;
+  r.origin = "split of FLA's published H200 figures";
   return r;
 }
 
