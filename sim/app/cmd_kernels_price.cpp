@@ -58,7 +58,7 @@ int price_memory(const PriceArgs& a, const scenario::PlatformSpec& platform) {
   w.ffn = a.ffn;
   std::vector<model::MemKernel> ks;
   using R = model::LayerRegion;
-  if (a.op == "norm") ks = model::layer_kernels(*stack, R::NormMlp, bwd, w);
+  if (a.op == "norm") ks = model::layer_kernels(*stack, R::NormAttn, bwd, w);
   else if (a.op == "rope") ks = model::layer_kernels(*stack, R::Rope, bwd, w);
   else if (a.op == "residual") ks = model::layer_kernels(*stack, R::ResidualMlp, bwd, w);
   else if (a.op == "activation") ks = model::layer_kernels(*stack, R::Activation, bwd, w);
