@@ -1,7 +1,9 @@
 // `cpsim kernels price`: what the cost model charges for one attention kernel call on a
 // platform's GPU, with which source priced it; the validation cases under validation/kernels/
 // compare it with published kernel benchmarks.
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,10 @@
 #include "app/commands.hpp"
 #include "model/cost_model.hpp"
 #include "model/fp8_attention.hpp"
+#include "model/fp8_quantize.hpp"
+#include "model/gemm_cost.hpp"
+#include "model/stack_kernels.hpp"
+#include "scenario/enum_names.hpp"
 #include "report/safe_write.hpp"
 #include "scenario/load.hpp"
 
@@ -22,7 +28,129 @@ struct PriceArgs {
   std::string platform, impl = "auto", profile = "auto", direction = "fwd", mask = "causal", dtype = "bf16";
   std::string q = "8K", kv, json;
   int heads = 32, kv_heads = 0, head_dim = 128, batch = 1;
+  std::string op = "attention", layout = "TN", recipe = "delayed";
+  std::string m, n, k;
+  std::string stack = "megatron-te", tokens = "8K";
+  int hidden = 4096, ffn = 14336;
+  std::string vocab = "128256";
 };
+
+/// `--op norm | rope | residual | activation | loss | cp-merge`: the memory-bound kernels one
+/// region of a layer launches under `--stack` (stack_kernels.hpp), forward or backward, over
+/// --tokens tokens, with the time, bytes, achieved rate and source of each.
+int price_memory(const PriceArgs& a, const scenario::PlatformSpec& platform) {
+  const auto stack = scenario::parse_enum<scenario::Stack>(a.stack, scenario::kStackNames);
+  if (!stack)
+    throw std::invalid_argument("--stack: expected " + scenario::enum_choices(scenario::kStackNames) + ", got '" +
+                                a.stack + "'");
+  if (a.direction != "fwd" && a.direction != "bwd")
+    throw std::invalid_argument("--direction: expected fwd or bwd for --op " + a.op + ", got '" + a.direction + "'");
+  const bool bwd = a.direction == "bwd";
+  const double tokens = scenario::parse_tokens(a.tokens), vocab = scenario::parse_tokens(a.vocab);
+  if (!(tokens >= 1 && tokens <= 1e9) || !(vocab >= 1 && vocab <= 1e9) || a.hidden < 1 || a.ffn < 1 ||
+      a.heads < 1 || a.head_dim < 1 || a.kv_heads < 0)
+    throw std::invalid_argument("--tokens, --vocab: 1 to 1G; --hidden, --ffn, --heads, --head-dim: positive");
+  model::LayerWidths w;
+  w.tokens = tokens;
+  w.hidden = a.hidden;
+  w.q = static_cast<double>(a.heads) * a.head_dim;
+  w.kv = static_cast<double>(a.kv_heads > 0 ? a.kv_heads : a.heads) * a.head_dim;
+  w.ffn = a.ffn;
+  std::vector<model::MemKernel> ks;
+  using R = model::LayerRegion;
+  if (a.op == "norm") ks = model::layer_kernels(*stack, R::NormAttn, bwd, w);
+  else if (a.op == "rope") ks = model::layer_kernels(*stack, R::Rope, bwd, w);
+  else if (a.op == "residual") ks = model::layer_kernels(*stack, R::ResidualMlp, bwd, w);
+  else if (a.op == "activation") ks = model::layer_kernels(*stack, R::Activation, bwd, w);
+  else if (a.op == "loss") ks = model::loss_kernels(*stack, bwd, tokens, vocab);
+  else if (a.op == "cp-merge") ks = model::cp_merge_kernels(*stack, tokens, a.heads, a.head_dim);
+  nlohmann::json kernels = nlohmann::json::array();
+  double bytes = 0;
+  for (const auto& k : ks) {
+    const model::Cost c = model::mem_kernels_cost({k}, platform.gpu);
+    bytes += k.bytes;
+    kernels.push_back({{"kernel", k.name}, {"class", model::mem_class_name(k.cls)}, {"bytes", k.bytes},
+                       {"launches", k.launches}, {"time_s", c.time_s},
+                       {"gbps", c.time_s > 0 ? k.bytes / c.time_s / 1e9 : 0}});
+  }
+  const model::Cost total = model::mem_kernels_cost(ks, platform.gpu);
+  const std::string source = std::string(model::cost_source_name(total.source)) + " (" + total.origin + ")";
+  nlohmann::json out = {{"gpu", platform.gpu.name}, {"op", a.op}, {"stack", a.stack}, {"direction", a.direction},
+                        {"tokens", tokens}, {"kernels", kernels}, {"bytes", bytes}, {"time_s", total.time_s},
+                        {"gbps", total.time_s > 0 ? bytes / total.time_s / 1e9 : 0}, {"source", source}};
+  std::printf("%s %s %s %s, %.0f tokens: %.3f us, %.3f GB, %.0f GB/s (%s)%s\n", platform.gpu.name.c_str(),
+              a.stack.c_str(), a.op.c_str(), a.direction.c_str(), tokens, total.time_s * 1e6, bytes / 1e9,
+              out["gbps"].get<double>(), source.c_str(), ks.empty() ? ": no kernel under this stack" : "");
+  for (const auto& k : kernels)
+    std::printf("  %s (%s, %d launch%s): %.3f us, %.0f GB/s\n", k["kernel"].get<std::string>().c_str(),
+                k["class"].get<std::string>().c_str(), k["launches"].get<int>(),
+                k["launches"].get<int>() == 1 ? "" : "es", k["time_s"].get<double>() * 1e6, k["gbps"].get<double>());
+  if (!a.json.empty()) report::write_file_atomic(a.json, out.dump(2) + "\n");
+  return 0;
+}
+
+/// `--op gemm`: one GEMM D[m x n] = A[m x k] B[k x n] by its cuBLAS layout (TransformerEngine's
+/// fprop TN, dgrad NN, wgrad NT), dtype and FP8 recipe; with FP8, the quantisation kernels TE
+/// runs for it (fprop: the input and, on a step's first micro-batch, the weight; dgrad: the
+/// output gradient) are priced beside it.
+int price_gemm(const PriceArgs& a, const scenario::PlatformSpec& platform, const model::CostModel& cost) {
+  model::GemmCall c;
+  const double m = scenario::parse_tokens(a.m), n = scenario::parse_tokens(a.n), k = scenario::parse_tokens(a.k);
+  if (!(m >= 1 && n >= 1 && k >= 1 && m <= 1e9 && n <= 1e9 && k <= 1e9))
+    throw std::invalid_argument("--m, --n, --k: 1 to 1G each (e.g. --m 8K --n 4096 --k 4096)");
+  if (a.layout == "TN") {
+    c.pass = model::GemmPass::Fprop, c.m = m, c.n = n, c.k = k;
+  } else if (a.layout == "NN") {
+    c.pass = model::GemmPass::Dgrad, c.m = m, c.k = n, c.n = k;
+  } else if (a.layout == "NT") {
+    c.pass = model::GemmPass::Wgrad, c.n = m, c.k = n, c.m = k;
+  } else {
+    throw std::invalid_argument("--layout: expected TN (fprop), NN (dgrad) or NT (wgrad), got '" + a.layout + "'");
+  }
+  if (a.dtype != "bf16" && a.dtype != "fp8")
+    throw std::invalid_argument("--dtype: expected bf16 or fp8, got '" + a.dtype + "'");
+  c.fp8 = a.dtype == "fp8";
+  const auto recipe = scenario::parse_enum<scenario::Fp8Recipe>(a.recipe, scenario::kFp8RecipeNames);
+  if (!recipe)
+    throw std::invalid_argument("--recipe: expected " + scenario::enum_choices(scenario::kFp8RecipeNames) +
+                                ", got '" + a.recipe + "'");
+  c.recipe = *recipe;
+  if (c.fp8 && !(platform.gpu.fp8_gemm_flops > 0))
+    throw std::invalid_argument("--dtype fp8: GPU '" + platform.gpu.name + "' has no FP8 tensor cores");
+  if (c.fp8 && (c.recipe == scenario::Fp8Recipe::Mxfp8 || c.recipe == scenario::Fp8Recipe::Nvfp4) &&
+      platform.gpu.arch != scenario::GpuArch::Blackwell)
+    throw std::invalid_argument("--recipe " + a.recipe + ": Blackwell GPUs only");
+  const model::Cost g = cost.gemm(c);
+  model::QuantNeeds needs;
+  needs.weight = true;
+  nlohmann::json quant = nlohmann::json::array();
+  double q_time = 0;
+  for (const auto& qk : model::fp8_quantize_kernels(c, needs, platform.gpu.arch)) {
+    const model::Cost qc = model::mem_kernels_cost({{qk.name, model::MemClass::FusedFwd, qk.bytes, 1}}, platform.gpu);
+    q_time += qc.time_s;
+    quant.push_back({{"kernel", qk.name}, {"bytes", qk.bytes}, {"time_s", qc.time_s},
+                     {"source", model::cost_source_name(qc.source)}, {"origin", qc.origin ? qc.origin : ""}});
+  }
+  const std::string source = std::string(model::cost_source_name(g.source)) + (g.origin ? std::string(" (") + g.origin + ")" : "");
+  nlohmann::json out = {{"gpu", platform.gpu.name}, {"op", "gemm"}, {"m", m}, {"n", n}, {"k", k},
+                        {"layout", a.layout}, {"dtype", a.dtype}, {"time_s", g.time_s},
+                        {"tflops", g.time_s > 0 ? g.flops / g.time_s / 1e12 : 0}, {"source", source},
+                        {"format", model::gemm_format_name(model::gemm_format(c))},
+                        {"cost_model", cost.describe()}};
+  if (c.fp8) {
+    out["recipe"] = a.recipe;
+    out["quantize"] = quant;
+    out["quantize_time_s"] = q_time;
+  }
+  std::printf("%s GEMM %s %s %.0fx%.0fx%.0f: %.3f us, %.1f TFLOP/s (%s)\n", platform.gpu.name.c_str(),
+              a.layout.c_str(), model::gemm_format_name(model::gemm_format(c)), m, n, k, g.time_s * 1e6,
+              out["tflops"].get<double>(), source.c_str());
+  for (const auto& q : quant)
+    std::printf("  + %s %.0f B: %.3f us (%s)\n", q["kernel"].get<std::string>().c_str(), q["bytes"].get<double>(),
+                q["time_s"].get<double>() * 1e6, q["source"].get<std::string>().c_str());
+  if (!a.json.empty()) report::write_file_atomic(a.json, out.dump(2) + "\n");
+  return 0;
+}
 
 /// Unmasked pairs of a bottom-right aligned causal q x kv block (FlashAttention's causal flag).
 double causal_pairs(double q, double kv) {
@@ -34,6 +162,17 @@ int price(const PriceArgs& a) {
   // Before any work: never the platform or profile file it reads, never a directory or device.
   report::check_outputs({{"--json", a.json}}, {{"--platform", a.platform}, {"--profile", a.profile}});
   const scenario::PlatformSpec platform = scenario::load_platform(a.platform);
+  static const std::vector<std::string> kMemOps = {"norm", "rope", "residual", "activation", "loss", "cp-merge"};
+  const bool mem_op = std::find(kMemOps.begin(), kMemOps.end(), a.op) != kMemOps.end();
+  if (a.op != "attention" && a.op != "gemm" && !mem_op)
+    throw std::invalid_argument("--op: expected attention, gemm, norm, rope, residual, activation, loss or cp-merge, got '" +
+                                a.op + "'");
+  if (mem_op) return price_memory(a, platform);
+  if (a.op == "gemm") {
+    scenario::CostSpec gspec;
+    gspec.profile = a.profile;
+    return price_gemm(a, platform, *model::CostModel::make(gspec, platform.gpu));
+  }
   scenario::CostSpec spec;
   const auto impl = scenario::parse_enum<scenario::AttnImpl>(a.impl, scenario::kAttnImplNames);
   if (!impl) {
@@ -104,7 +243,19 @@ int price(const PriceArgs& a) {
 void register_kernels_price(CLI::App* kernels, int& rc) {
   register_kernels_gdn(kernels, rc);
   auto a = std::make_shared<PriceArgs>();
-  auto* sub = kernels->add_subcommand("price", "price one attention kernel call on a platform's GPU");
+  auto* sub = kernels->add_subcommand("price", "price one kernel call (attention, or --op gemm) on a platform's GPU");
+  sub->add_option("--op", a->op,
+                  "attention | gemm | norm | rope | residual | activation | loss | cp-merge (default attention)");
+  sub->add_option("--stack", a->stack, "memory-bound ops: megatron-te | torch-eager | torch-compile (default megatron-te)");
+  sub->add_option("--tokens", a->tokens, "memory-bound ops: tokens (default 8K)");
+  sub->add_option("--hidden", a->hidden, "norm / residual: hidden size (default 4096)");
+  sub->add_option("--ffn", a->ffn, "activation: SwiGLU intermediate size (default 14336)");
+  sub->add_option("--vocab", a->vocab, "loss: vocabulary (default 128256)");
+  sub->add_option("--m", a->m, "gemm: rows of the output (tokens for fprop/dgrad)");
+  sub->add_option("--n", a->n, "gemm: columns of the output");
+  sub->add_option("--k", a->k, "gemm: the reduction dimension");
+  sub->add_option("--layout", a->layout, "gemm: TN (fprop) | NN (dgrad) | NT (wgrad), cuBLAS terms (default TN)");
+  sub->add_option("--recipe", a->recipe, "gemm with --dtype fp8: delayed | tensorwise | blockwise | mxfp8 | nvfp4");
   sub->add_option("--platform", a->platform, "platform preset or YAML file (its GPU is priced)")->required();
   sub->add_option("--impl", a->impl, "auto | fa2 | fa3 | cudnn | flex (default auto)");
   sub->add_option("--profile", a->profile, "auto | none | profile CSV (default auto)");
@@ -116,7 +267,7 @@ void register_kernels_price(CLI::App* kernels, int& rc) {
   sub->add_option("--kv-heads", a->kv_heads, "key/value heads (default: --heads)");
   sub->add_option("--head-dim", a->head_dim, "head dimension (default 128)");
   sub->add_option("--batch", a->batch, "batch (default 1)");
-  sub->add_option("--dtype", a->dtype, "bf16 | fp8 (TE's FP8 attention on cuDNN; default bf16)");
+  sub->add_option("--dtype", a->dtype, "bf16 | fp8 (attention: TE's FP8 attention on cuDNN; default bf16)");
   sub->add_option("--json", a->json, "write the result as JSON to this file");
   sub->callback([a, &rc] { rc = report_errors("cpsim kernels price", "", [&] { return price(*a); }); });
 }

@@ -87,6 +87,12 @@ std::unique_ptr<CostModel> CostModel::make(const scenario::CostSpec& spec,
                                 gpu.name + "' is " + scenario::arch_name(gpu.arch));
   }
   if (spec.profile == "none") return std::make_unique<RooflineModel>(gpu, impl);
+  // GEMMs: the bundled measured table for this GPU where it covers a shape, whatever prices
+  // attention; `none` keeps GEMMs on the tile/wave model.
+  std::shared_ptr<const GemmTable> gemms;
+  if (const std::string gemm_path = scenario::find_bundled_gemm_profile(gpu); !gemm_path.empty()) {
+    gemms = std::make_shared<const GemmTable>(scenario::read_gemm_profile_csv(gemm_path), gpu);
+  }
   // Gated DeltaNet: the bundled profile for this GPU whatever prices attention (cost.profile
   // names an attention profile); `none` keeps both on the roofline.
   std::shared_ptr<const GdnProfile> gdn;
@@ -96,9 +102,9 @@ std::unique_ptr<CostModel> CostModel::make(const scenario::CostSpec& spec,
   std::string path = spec.profile;
   if (path == "auto") {
     path = scenario::find_bundled_profile(gpu, scenario::impl_name(impl));
-    if (path.empty()) return std::make_unique<RooflineModel>(gpu, impl, gdn);
+    if (path.empty()) return std::make_unique<RooflineModel>(gpu, impl, gdn, gemms);
   }
-  return std::make_unique<ProfileModel>(scenario::read_profile_csv(path), gpu, impl, gdn);
+  return std::make_unique<ProfileModel>(scenario::read_profile_csv(path), gpu, impl, gdn, gemms);
 }
 
 }  // namespace cpsim::model

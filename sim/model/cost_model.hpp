@@ -33,6 +33,25 @@ struct Cost {
   double flops = 0;              ///< FLOPs the kernel performs (FlashAttention convention)
   CostSource source = CostSource::Roofline;
   bool extrapolated = false;     ///< outside the measured range: priced by the fallback
+  /// What set the price within its source class, e.g. "cuBLAS tile/wave model" or a profile's
+  /// file name; owned by the cost model (static or the model's own strings), null if none.
+  const char* origin = nullptr;
+};
+
+/// Which GEMM of a linear layer: the forward Y = X W^T (fprop), the input gradient
+/// dX = dY W (dgrad) or the weight gradient dW = dY^T X (wgrad).
+enum class GemmPass : uint8_t { Fprop, Dgrad, Wgrad };
+
+/// One GEMM of a linear layer, named by the layer's forward shape: X [m x k] times W^T [k x n]
+/// (m tokens, k inputs, n outputs); the pass says which of its three GEMMs runs. With fp8 the
+/// inputs are FP8 as `recipe` scales them (TransformerEngine); the output is BF16, a wgrad's
+/// an FP32 accumulation into main_grad.
+struct GemmCall {
+  double m = 0, n = 0, k = 0;
+  GemmPass pass = GemmPass::Fprop;
+  bool fp8 = false;
+  scenario::Fp8Recipe recipe = scenario::Fp8Recipe::Delayed;
+  int batch = 1;                 ///< independent GEMMs of this shape in one batched call
 };
 
 /// FLOPs of an attention call (FlashAttention's convention): forward
@@ -78,11 +97,26 @@ class CostModel {
  public:
   virtual ~CostModel() = default;
   virtual Cost attention(const AttentionCall& call) const = 0;
-  /// BF16 GEMM [m x k] * [k x n].
-  virtual Cost gemm(double m, double n, double k) const = 0;
-  /// FP8 GEMM (TransformerEngine: FP8 inputs, BF16 output) at the GPU's best measured FP8 GEMM
-  /// rate; the BF16 GEMM on a GPU without FP8 (fp8_gemm_flops 0; the scenario refuses that).
-  virtual Cost gemm_fp8(double m, double n, double k) const { return gemm(m, n, k); }
+  /// One GEMM of a linear layer by shape, pass and number format (gemm_cost.hpp): a measured
+  /// table for the GPU where it covers the shape, else the tile/wave model.
+  virtual Cost gemm(const GemmCall& call) const = 0;
+  /// The forward BF16 GEMM [m x k] * [k x n].
+  Cost gemm(double m, double n, double k) const {
+    GemmCall c;
+    c.m = m;
+    c.n = n;
+    c.k = k;
+    return gemm(c);
+  }
+  /// The forward FP8 GEMM (TransformerEngine delayed scaling: FP8 inputs, BF16 output).
+  Cost gemm_fp8(double m, double n, double k) const {
+    GemmCall c;
+    c.m = m;
+    c.n = n;
+    c.k = k;
+    c.fp8 = true;
+    return gemm(c);
+  }
   /// A memory-bound op that reads + writes `bytes` in total (norms, merges, elementwise).
   virtual Cost memory_bound(double bytes) const = 0;
   /// Chunked linear-attention (Gated DeltaNet) forward or backward over `tokens` tokens with

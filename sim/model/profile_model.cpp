@@ -85,8 +85,10 @@ double ProfileModel::interpolate(const Curve& curve, double x) {
 }
 
 ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
-                           scenario::AttnImpl impl, std::shared_ptr<const GdnProfile> gdn)
-    : path_(table.path), fallback_(gpu, impl, std::move(gdn)), sms_(gpu.sm_count > 0 ? gpu.sm_count : 132) {
+                           scenario::AttnImpl impl, std::shared_ptr<const GdnProfile> gdn,
+                           std::shared_ptr<const GemmTable> gemm_table)
+    : path_(table.path), fallback_(gpu, impl, std::move(gdn), std::move(gemm_table)),
+      sms_(gpu.sm_count > 0 ? gpu.sm_count : 132) {
   struct Point {
     double flops, time_s;
     CostSource source;

@@ -19,10 +19,11 @@ class ProfileModel final : public CostModel {
  public:
   ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
                scenario::AttnImpl impl = scenario::AttnImpl::Auto,
-               std::shared_ptr<const GdnProfile> gdn = nullptr);
+               std::shared_ptr<const GdnProfile> gdn = nullptr,
+               std::shared_ptr<const GemmTable> gemm_table = nullptr);
   Cost attention(const AttentionCall& c) const override;
-  Cost gemm(double m, double n, double k) const override { return fallback_.gemm(m, n, k); }
-  Cost gemm_fp8(double m, double n, double k) const override { return fallback_.gemm_fp8(m, n, k); }
+  using CostModel::gemm;
+  Cost gemm(const GemmCall& c) const override { return fallback_.gemm(c); }
   Cost memory_bound(double bytes) const override { return fallback_.memory_bound(bytes); }
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override {

@@ -71,32 +71,14 @@ double forward_plateau(int head_dim) {
   return 0.78;
 }
 
-double wave_occupancy(double tiles, int sms) {
-  if (tiles <= 0) return 1;
-  const double waves = std::ceil(tiles / sms);
-  return tiles / (waves * sms);
-}
-
-// ---- GEMM -----------------------------------------------------------------------------------
-// efficiency = gemm_flops / peak_flops (the best measured GEMM) x tiling x k roll-off:
-//  - tiling: the best of three output-tile shapes, each wave-quantised over the SMs and
-//    weighted by its data reuse relative to the 128 x 256 tile the best GEMMs use (assumed
-//    weights 1, 0.85, 0.7 for 128 x 256, 128 x 128, 64 x 128): libraries switch to smaller
-//    tiles when large ones leave SMs idle;
-//  - k / (k + 128): prologue and epilogue of each output tile amortised over its k loop,
-//    normalised to 1 at k = 8192, the size best-GEMM figures are measured at.
-// Memory roofline: 2 (mk + kn + mn) bytes of BF16.
-struct GemmTile {
-  double m, n, weight;
-};
-constexpr GemmTile kGemmTiles[] = {{128, 256, 1.0}, {128, 128, 0.85}, {64, 128, 0.7}};
-constexpr double kGemmHalfK = 128, kGemmRefK = 8192;
 
 }  // namespace
 
 RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::AttnImpl impl,
-                             std::shared_ptr<const GdnProfile> gdn)
-    : gpu_(gpu), impl_(scenario::resolve_impl(impl, gpu.arch)), gdn_(std::move(gdn)) {
+                             std::shared_ptr<const GdnProfile> gdn,
+                             std::shared_ptr<const GemmTable> gemm_table)
+    : gpu_(gpu), impl_(scenario::resolve_impl(impl, gpu.arch)), gdn_(std::move(gdn)),
+      gemm_table_(std::move(gemm_table)) {
   if (!(gpu_.peak_flops > 0)) {
     throw std::invalid_argument("cost model: GPU '" + gpu_.name + "' has no peak_flops");
   }
@@ -118,6 +100,9 @@ Cost RooflineModel::priced(const AttentionCall& c) const {
   Cost r;
   r.flops = attention_flops(c);
   r.source = CostSource::Roofline;
+  // The tile model's plateaus come from published kernel figures (FA2 paper, FA3 README and
+  // paper, cuDNN in the FA3 paper, the FlexAttention blog): say so beside "roofline".
+  r.origin = "tile model at published FA/cuDNN plateaus";
   if (!(r.flops > 0)) return r;  // nothing unmasked: no kernel
   const double q = static_cast<double>(c.q_len), kv = static_cast<double>(c.kv_len);
   // Tile level (tile_cost.hpp): each tile at the implementation's dense plateau, partially
@@ -139,46 +124,20 @@ Cost RooflineModel::priced(const AttentionCall& c) const {
   return r;
 }
 
-Cost RooflineModel::gemm(double m, double n, double k) const {
-  Cost r;
-  r.flops = 2 * m * n * k;
-  r.source = CostSource::Roofline;
-  if (!(r.flops > 0)) return r;
-  double tiling = 0;
-  for (const GemmTile& t : kGemmTiles) {
-    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
-    tiling = std::max(tiling, t.weight * wave_occupancy(tiles, sms_));
-  }
-  const double k_rolloff =
-      std::min(1.0, (k / (k + kGemmHalfK)) / (kGemmRefK / (kGemmRefK + kGemmHalfK)));
-  const double rate = gpu_.gemm_flops * tiling * k_rolloff;
-  const double bytes = 2 * (m * k + k * n + m * n);
-  r.time_s = std::max({r.flops / rate, bytes / gpu_.hbm_Bps, kLaunchFloor_s});
-  return r;
-}
-
-// FP8: the same tiling and k roll-off over the measured FP8 plateau (fp8_gemm_flops), 1 B
-// inputs and a 2 B output. TE's per-tensor scaling (amax, cast) is a memory op of its own that
-// fuses into the neighbouring norm / activation kernels, so it is not priced here.
-Cost RooflineModel::gemm_fp8(double m, double n, double k) const {
-  Cost r = gemm(m, n, k);
-  if (!(gpu_.fp8_gemm_flops > 0) || !(r.flops > 0)) return r;
-  double tiling = 0;
-  for (const GemmTile& t : kGemmTiles) {
-    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n);
-    tiling = std::max(tiling, t.weight * wave_occupancy(tiles, sms_));
-  }
-  const double k_rolloff =
-      std::min(1.0, (k / (k + kGemmHalfK)) / (kGemmRefK / (kGemmRefK + kGemmHalfK)));
-  const double rate = gpu_.fp8_gemm_flops * tiling * k_rolloff;
-  const double bytes = m * k + k * n + 2 * m * n;
-  r.time_s = std::max({r.flops / rate, bytes / gpu_.hbm_Bps, kLaunchFloor_s});
-  return r;
+// A measured table for the GPU where it covers the shape, else the tile/wave model
+// (gemm_cost.hpp).
+Cost RooflineModel::gemm(const GemmCall& c) const {
+  const GemmShape shape = gemm_shape(c);
+  const GemmFormat f = gemm_format(c);
+  if (gemm_table_)
+    if (const auto measured = gemm_table_->price(shape, f)) return *measured;
+  return gemm_tile_cost(shape, f, gpu_);
 }
 
 Cost RooflineModel::memory_bound(double bytes) const {
   Cost r;
   r.source = CostSource::Roofline;
+  r.origin = "HBM bandwidth";
   r.time_s = std::max(0.0, bytes) / gpu_.hbm_Bps + kLaunchFloor_s;
   return r;
 }
@@ -200,7 +159,9 @@ Cost RooflineModel::linear_attention(int64_t tokens, int heads, int key_dim, int
 // pre-process, which no benchmark times, and calls outside the profile (marked extrapolated):
 // the roofline.
 Cost RooflineModel::gdn(const GdnCall& c) const {
-  const Cost roof = gdn_roofline(c, gpu_, sms_);
+  Cost roof = gdn_roofline(c, gpu_, sms_);
+  // Kernel by kernel, each FLA chunk kernel at rates fitted to FLA's published H200 figures.
+  roof.origin = "FLA chunk kernels, published H200 fit";
   if (!gdn_ || c.part == GdnPart::CpPreprocess || !(roof.time_s > 0)) return roof;
   GdnCall whole = c;
   whole.part = GdnPart::Whole;
@@ -223,20 +184,23 @@ Cost RooflineModel::gdn(const GdnCall& c) const {
   Cost r = roof;
   r.time_s = p->time_s * roof.time_s / gdn_roofline(whole, gpu_, sms_).time_s;
   r.source = CostSource::Derived;
+  r.origin = "split of FLA's published H200 figures";
   return r;
 }
 
 std::string RooflineModel::describe() const {
-  char buf[512];
+  char buf[768];
   std::snprintf(buf, sizeof buf,
                 "roofline for %s (%s, %.0f TFLOP/s BF16 peak, %.0f GEMM, %.2f TB/s HBM, %d SMs): "
                 "attention (%s) tile by tile at %.0f %% of peak for dense d128 forward tiles, "
-                "GEMM at %.0f %% of peak",
+                "%s",
                 gpu_.name.c_str(), scenario::arch_name(gpu_.arch), gpu_.peak_flops / 1e12,
                 gpu_.gemm_flops / 1e12, gpu_.hbm_Bps / 1e12, sms_, scenario::impl_name(impl_),
                 100 * 0.67 * impl_scale(impl_, gpu_.arch, false),
-                100 * gpu_.gemm_flops / gpu_.peak_flops);
-  return std::string(buf) + "; Gated DeltaNet " +
+                describe_gemm_model(gpu_).c_str());
+  return std::string(buf) +
+         (gemm_table_ ? ", measured where " + gemm_table_->origin() + " covers the shape" : std::string()) +
+         "; Gated DeltaNet " +
          (gdn_ ? "from the " + gdn_->describe() + ", else " : std::string()) +
          "kernel by kernel (FLA chunk kernels, fitted to FLA's published H200 figures)";
 }

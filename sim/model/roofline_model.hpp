@@ -5,6 +5,7 @@
 
 #include "model/cost_model.hpp"
 #include "model/gdn_cost.hpp"
+#include "model/gemm_cost.hpp"
 
 namespace cpsim::model {
 
@@ -15,12 +16,13 @@ class RooflineModel final : public CostModel {
   /// the kernel-by-kernel roofline of gdn_cost.hpp).
   explicit RooflineModel(const scenario::GpuSpec& gpu,
                          scenario::AttnImpl impl = scenario::AttnImpl::Auto,
-                         std::shared_ptr<const GdnProfile> gdn = nullptr);
+                         std::shared_ptr<const GdnProfile> gdn = nullptr,
+                         std::shared_ptr<const GemmTable> gemm_table = nullptr);
   Cost attention(const AttentionCall& c) const override;
   /// The tile-level price of one direction, before the backward's bound by its forward.
   Cost priced(const AttentionCall& c) const;
-  Cost gemm(double m, double n, double k) const override;
-  Cost gemm_fp8(double m, double n, double k) const override;
+  using CostModel::gemm;
+  Cost gemm(const GemmCall& c) const override;
   Cost memory_bound(double bytes) const override;
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override;
@@ -35,6 +37,7 @@ class RooflineModel final : public CostModel {
   scenario::AttnImpl impl_;
   int sms_ = 132;
   std::shared_ptr<const GdnProfile> gdn_;
+  std::shared_ptr<const GemmTable> gemm_table_;
 };
 
 }  // namespace cpsim::model

@@ -108,6 +108,8 @@ json training(const scenario::TrainingSpec& t) {
             {"loss", name_of(t.loss, scenario::kLossNames)},
             {"precision", name_of(t.fp8 ? 1 : 0, scenario::kPrecisionNames)}};
   if (t.fp8) j["fp8_attention"] = t.fp8_attention;
+  if (t.fp8) j["fp8_recipe"] = name_of(t.fp8_recipe, scenario::kFp8RecipeNames);
+  j["stack"] = name_of(t.stack, scenario::kStackNames);
   if (!t.doc_distribution.empty())
     j["documents"] = {{"distribution", t.doc_distribution}, {"mean", t.doc_mean_tokens}, {"seed", t.doc_seed}};
   else if (!t.documents.empty())

@@ -32,6 +32,8 @@ inline constexpr std::string_view kModelMaskNames[] = {"causal", "full", "slidin
 inline constexpr std::string_view kNcclArchNames[] = {"volta", "ampere", "hopper", "blackwell"};
 /// `precision:` (TrainingSpec::fp8) and `document_sharding:` (AttentionSpec::per_document_sharding).
 inline constexpr std::string_view kPrecisionNames[] = {"bf16", "fp8"};
+inline constexpr std::string_view kStackNames[] = {"megatron-te", "torch-eager", "torch-compile"};
+inline constexpr std::string_view kFp8RecipeNames[] = {"delayed", "tensorwise", "blockwise", "mxfp8", "nvfp4"};
 inline constexpr std::string_view kDocumentShardingNames[] = {"whole-sequence", "per-document"};
 
 /// The name of `e` in its table.

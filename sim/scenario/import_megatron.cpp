@@ -40,7 +40,7 @@ const std::map<std::string, Arity>& known() {
       // training
       {"seq-length", Arity::One}, {"micro-batch-size", Arity::One}, {"global-batch-size", Arity::One},
       {"recompute-granularity", Arity::One}, {"recompute-method", Arity::One},
-      {"recompute-num-layers", Arity::One}, {"fp8-format", Arity::One}, {"fp8", Arity::Flag},
+      {"recompute-num-layers", Arity::One}, {"fp8-format", Arity::One}, {"fp8", Arity::Flag}, {"fp8-recipe", Arity::One},
       {"bf16", Arity::Flag}, {"fp16", Arity::Flag},
       // model
       {"num-layers", Arity::One}, {"hidden-size", Arity::One}, {"num-attention-heads", Arity::One},
@@ -480,6 +480,14 @@ MegatronImport import_megatron(const std::vector<std::string>& raw, const std::s
   } else if (a.flag("fp8")) {
     precision = "fp8";
   }
+  // --fp8-recipe (Megatron's arguments.py choices: delayed, tensorwise, mxfp8, blockwise).
+  std::string recipe;
+  if (const auto r = a.str("fp8-recipe")) {
+    if (*r != "delayed" && *r != "tensorwise" && *r != "mxfp8" && *r != "blockwise")
+      a.fail(a.get("fp8-recipe")->values[0], "fp8-recipe",
+             "expected delayed, tensorwise, mxfp8 or blockwise, got '" + *r + "'");
+    recipe = *r;
+  }
   if (a.flag("fp16")) notes.push_back("--fp16: modelled as BF16 (the same 2-byte tensors and tensor-core rate)");
   if (a.flag("bf16")) notes.push_back("--bf16: cpsim's default precision");
 
@@ -510,6 +518,8 @@ MegatronImport import_megatron(const std::vector<std::string>& raw, const std::s
   if (micro_batches) o << "  micro_batches: " << *micro_batches << "\n";
   o << "  recompute: " << recompute << "\n";
   if (!precision.empty()) o << "  precision: " << precision << "\n";
+  if (!precision.empty() && !recipe.empty()) o << "  fp8_recipe: " << recipe << "\n";
+  o << "  stack: megatron-te  # Megatron-Core with TransformerEngine's fused kernels\n";
   o << "parallel:\n  tp: " << tp << "\n  cp: " << cp << "\n  pp: " << pp << "\n  dp: " << dp << "\n"
     << "  order: tp-cp-dp-pp  # Megatron's rank order tp-cp-ep-dp-pp, innermost first\n";
   if (a.flag("sequence-parallel")) o << "  sequence_parallel: true\n";

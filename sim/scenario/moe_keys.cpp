@@ -91,6 +91,11 @@ void read_precision(const MapReader& r, TrainingSpec& t) {
     if (t.fp8_attention && !t.fp8)
       fail_at(*v, "fp8_attention needs training.precision: fp8");
   }
+  if (const Node* v = r.get("fp8_recipe")) {
+    t.fp8_recipe = static_cast<Fp8Recipe>(as_choice(*v, choices(kFp8RecipeNames)));
+    if (!t.fp8) fail_at(*v, "fp8_recipe needs training.precision: fp8");
+  }
+  if (const Node* v = r.get("stack")) t.stack = static_cast<Stack>(as_choice(*v, choices(kStackNames)));
 }
 
 void check_moe(const Scenario& s, const Node& par, const Node& training) {
@@ -130,6 +135,19 @@ void check_moe(const Scenario& s, const Node& par, const Node& training) {
     fail_at(prec ? *prec : training, "training.precision fp8 needs FP8 tensor cores, but GPU '" +
                                          s.platform.gpu.name + "' of platform '" + s.platform.name +
                                          "' has no fp8_gemm_flops (A100 and older have no FP8)");
+  }
+  // TransformerEngine's MXFP8 and NVFP4 recipes need sm100+ (pytorch/quantization.py
+  // _compute_mxfp8_support, NVFP4BlockScaling); blockwise needs sm90+.
+  const Fp8Recipe rec = s.training.fp8_recipe;
+  if (s.training.fp8 && (rec == Fp8Recipe::Mxfp8 || rec == Fp8Recipe::Nvfp4) &&
+      s.platform.gpu.arch != GpuArch::Blackwell) {
+    fail_at(*key_in(training, "fp8_recipe"), std::string(name_of(rec, kFp8RecipeNames)) +
+                                                 " needs a Blackwell GPU (TransformerEngine: sm100+), but '" +
+                                                 s.platform.gpu.name + "' is " + arch_name(s.platform.gpu.arch));
+  }
+  if (s.training.fp8 && rec == Fp8Recipe::Blockwise && s.platform.gpu.arch != GpuArch::Hopper &&
+      s.platform.gpu.arch != GpuArch::Blackwell) {
+    fail_at(*key_in(training, "fp8_recipe"), "blockwise needs Hopper or Blackwell (TransformerEngine: sm90+)");
   }
 }
 

@@ -91,6 +91,18 @@ class Reader {
     return t;
   }
 
+  /// A GEMM profile: one timed GEMM per row.
+  GemmProfileTable read_gemm() {
+    GemmProfileTable t;
+    t.path = src_->file;
+    const bool measured_file = lower(src_->file).find("-measured.csv") != std::string::npos;
+    t.rows = read<GemmProfileRow>({"gpu", "dtype", "m", "n", "k", "time_us"},
+                                  [&](const std::string& line, int line_no) {
+                                    return gemm_row(line, line_no, measured_file);
+                                  });
+    return t;
+  }
+
   /// A Gated DeltaNet profile: one forward or backward chunk_gated_delta_rule call per row.
   GdnProfileTable read_gdn() {
     GdnProfileTable t;
@@ -200,6 +212,38 @@ class Reader {
     return r;
   }
 
+  GemmProfileRow gemm_row(const std::string& line, int line_no, bool measured_file) const {
+    GemmProfileRow r;
+    r.line = line_no;
+    r.gpu = cell(line, line_no, "gpu");
+    r.dtype = lower(cell(line, line_no, "dtype"));
+    if (r.dtype.empty()) fail(line_no, at("dtype"), "column 'dtype': empty (expected bf16, fp8, ...)");
+    // kernels/measure.sh writes the FP8 scaling in a `recipe` column (tensorwise, rowwise,
+    // blockwise; bf16 for BF16 rows).
+    if (col_.count("recipe")) {
+      const std::string recipe = lower(cell(line, line_no, "recipe"));
+      if (!recipe.empty() && recipe != r.dtype) r.dtype += "-" + recipe;
+    }
+    if (col_.count("layout")) r.layout = cell(line, line_no, "layout");
+    r.m = whole(line, line_no, "m", 1099511627776.0);
+    r.n = whole(line, line_no, "n", 1099511627776.0);
+    r.k = whole(line, line_no, "k", 1099511627776.0);
+    r.time_s = time_s(line, line_no);
+    r.source = measured_file ? RowSource::Measured : RowSource::Published;
+    if (col_.count("source")) {
+      const std::string& s = cell(line, line_no, "source");
+      bool named = false;
+      for (size_t i = 0; i < std::size(kRowSourceNames); ++i)
+        if (s == kRowSourceNames[i]) {
+          r.source = static_cast<RowSource>(i);
+          named = true;
+        }
+      if (!named) r.reference = s;
+    }
+    if (col_.count("reference")) r.reference = cell(line, line_no, "reference");
+    return r;
+  }
+
   GdnProfileRow gdn_row(const std::string& line, int line_no) const {
     GdnProfileRow r;
     r.line = line_no;
@@ -234,6 +278,32 @@ class Reader {
 ProfileTable read_profile_csv(const std::string& path) { return Reader(path).read(); }
 
 GdnProfileTable read_gdn_profile_csv(const std::string& path) { return Reader(path).read_gdn(); }
+
+GemmProfileTable read_gemm_profile_csv(const std::string& path) { return Reader(path).read_gemm(); }
+
+std::string find_bundled_gemm_profile(const GpuSpec& gpu) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(data_dir()) / "kernels" / "profiles";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};
+  const std::string name = lower(gpu.name);
+  for (const std::string tail : {"-gemm-measured.csv", "-gemm-published.csv"}) {
+    std::string best, best_key;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string file = lower(entry.path().filename().string());
+      if (file.size() <= tail.size() || file.compare(file.size() - tail.size(), tail.size(), tail) != 0)
+        continue;
+      const std::string key = file.substr(0, file.size() - tail.size());
+      if (key.find('-') != std::string::npos || name.find(key) == std::string::npos) continue;
+      if (key.size() > best_key.size() || (key.size() == best_key.size() && entry.path().string() < best)) {
+        best = entry.path().string();
+        best_key = key;
+      }
+    }
+    if (!best.empty()) return best;
+  }
+  return {};
+}
 
 std::string find_bundled_gdn_profile(const GpuSpec& gpu) {
   namespace fs = std::filesystem;

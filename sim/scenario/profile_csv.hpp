@@ -53,6 +53,32 @@ struct GdnProfileRow {
   int line = 0;
 };
 
+/// One GEMM timed (kernels/profiles/<gpu>-gemm-measured.csv): D[m x n] = A[m x k] B[k x n].
+struct GemmProfileRow {
+  std::string gpu;              ///< "H200-SXM"
+  std::string dtype;            ///< lower case as written: bf16, fp8, fp8-tensorwise, fp8-rowwise, ...
+  std::string layout;           ///< TN / NT / NN as cuBLAS names the operands ("" = not given)
+  double m = 0, n = 0, k = 0;
+  double time_s = 0;
+  RowSource source = RowSource::Measured;
+  std::string reference;        ///< the `source` text when it is not a source class, or `reference`
+  int line = 0;
+};
+
+struct GemmProfileTable {
+  std::string path;
+  std::vector<GemmProfileRow> rows;
+};
+
+/// Reads a GEMM profile CSV: columns gpu, dtype, m, n, k, time_us required; layout, source,
+/// reference optional (a `source` cell that is not measured/published/derived is kept as the
+/// reference, the row measured when the file is a -measured.csv, else published).
+GemmProfileTable read_gemm_profile_csv(const std::string& path);
+
+/// The bundled GEMM table for `gpu`: <key>-gemm-measured.csv, else <key>-gemm-published.csv,
+/// whose key the GPU's name contains. Empty if none.
+std::string find_bundled_gemm_profile(const GpuSpec& gpu);
+
 struct GdnProfileTable {
   std::string path;
   std::vector<GdnProfileRow> rows;

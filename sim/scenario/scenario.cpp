@@ -44,7 +44,8 @@ struct TrainingNodes {
 
 TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
   MapReader r(n, {"seq_len", "micro_batch", "micro_batches", "recompute", "recompute_method",
-                  "recompute_layers", "offload_layers", "documents", "loss", "precision", "fp8_attention"});
+                  "recompute_layers", "offload_layers", "documents", "loss", "precision", "fp8_attention",
+                  "fp8_recipe", "stack"});
   TrainingSpec t;
   nodes.root = &n;
   const Node& sl = r.require("seq_len");
@@ -564,6 +565,17 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
       s.cost.profile =
           read_profile(*v, enum_choices(kAttnImplNames) + ", or a profile in kernels/profiles");
     }
+  }
+  // `auto` is the kernel the stack's own dispatch picks (shared/data/stacks.md 4): TE's
+  // get_attention_backend prefers cuDNN FusedAttention over FlashAttention on sm90+ and uses
+  // FlashAttention-2 on Ampere; PyTorch SDPA's default priority puts its in-tree
+  // FlashAttention-2 first (cuDNN only with cuDNN > 9.15 preferred), FA3 is not its default.
+  if (s.cost.attention_kernel == AttnImpl::Auto) {
+    const GpuArch arch = s.platform.gpu.arch;
+    if (s.training.stack == Stack::MegatronTe)
+      s.cost.attention_kernel = arch == GpuArch::Hopper || arch == GpuArch::Blackwell ? AttnImpl::Cudnn : AttnImpl::Fa2;
+    else
+      s.cost.attention_kernel = AttnImpl::Fa2;
   }
 
   std::vector<const Node*> rank_keys;

@@ -130,6 +130,16 @@ enum class Mode { Train, Prefill };
 /// How the loss is computed: the whole logits tensor at once, or a chunk of tokens at a time
 /// (Liger's fused linear cross-entropy, Megatron's fused CE).
 enum class Loss { Materialized, Chunked };
+/// Which framework runs the layer (training.stack): it decides the memory-bound kernels a layer
+/// launches (fused or not), which attention kernel `auto` means, and their launch overheads.
+/// Megatron-Core with TransformerEngine; PyTorch eager (torchtitan without torch.compile);
+/// PyTorch with torch.compile (torchtitan's per-block compile).
+enum class Stack : uint8_t { MegatronTe, TorchEager, TorchCompile };
+/// TransformerEngine's FP8 recipe (training.fp8_recipe): per-tensor scaling from an amax history
+/// (DelayedScaling) or from the tensor itself (Float8CurrentScaling); DeepSeek-V3-style blocks
+/// (Float8BlockScaling: 1x128 activations and gradients, 128x128 weights); on Blackwell MXFP8
+/// (1x32 blocks, E8M0 scales) and NVFP4 (FP4 E2M1, 1x16 blocks with E4M3 scales).
+enum class Fp8Recipe : uint8_t { Delayed, Tensorwise, Blockwise, Mxfp8, Nvfp4 };
 
 /// Mixture-of-experts MLP (model YAML `moe:`); experts == 0 = dense model.
 struct MoeSpec {
@@ -275,6 +285,8 @@ struct TrainingSpec {
   /// GEMM precision: false = BF16; true = FP8 (TransformerEngine delayed/current scaling).
   bool fp8 = false;
   bool fp8_attention = false;    ///< attention kernels in FP8 too (only with fp8)
+  Fp8Recipe fp8_recipe = Fp8Recipe::Delayed;  ///< with fp8: how tensors are scaled
+  Stack stack = Stack::MegatronTe;            ///< the framework whose kernels a layer runs
 };
 
 /// Which link of a GPU a link perturbation degrades.

@@ -11,7 +11,9 @@
 namespace cpsim::schedule {
 
 double Pricer::time(const model::Cost& c, const std::string& kind) {
-  sources_[kind][model::cost_source_name(c.source)]++;
+  // The source class and, where the model names it, what set the price within it.
+  if (c.origin) sources_[kind][std::string(model::cost_source_name(c.source)) + " (" + c.origin + ")"]++;
+  else sources_[kind][model::cost_source_name(c.source)]++;
   if (c.extrapolated) extrapolated_++;
   return c.time_s;
 }

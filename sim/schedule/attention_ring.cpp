@@ -20,6 +20,7 @@
 #include <string>
 
 #include "model/transformer.hpp"
+#include "model/stack_kernels.hpp"
 #include "schedule/attention.hpp"
 #include "schedule/collectives.hpp"
 
@@ -55,6 +56,7 @@ class TwoLevelRing {
     dkv_bytes_ = kv_bf16 * (ctx.sc.parallel.attention.dkv_fp32 ? 2.0 : 1.0);
     // Online-softmax merge: read the running fp32 output and LSE and the step's partial, write
     // the result.
+    merge_tokens_ = static_cast<double>(part.tokens_of(0)) * geo.batch;
     merge_bytes_ = 3.0 * static_cast<double>(part.tokens_of(0)) * geo.heads_q *
                    (geo.head_dim + 1) * model::kFp32Bytes * geo.batch;
     // With one ring, the steps after the last one in which any rank has an unmasked pair (a
@@ -161,8 +163,7 @@ class TwoLevelRing {
       kernel_at[p] = kop;
       tail_[p] = kop;
       if (!backward_ && step > 0)
-        tail_[p] = add_memory_op(ctx_, rank, merge_bytes_,
-                                 make_label(g_, ctx_, "softmax_merge", scheme_, phase_, step));
+        tail_[p] = merge_op(rank, step);
     }
     return kernel_at;
   }
@@ -265,6 +266,19 @@ class TwoLevelRing {
   const int n_, inner_, outer_;
   int last_ = 0;  ///< last inner step with any work (inner_ - 1 unless a window truncates)
   double kv_bytes_ = 0, dkv_bytes_ = 0, merge_bytes_ = 0;
+  double merge_tokens_ = 0;
+
+  /// A ring step's online-softmax merge: TE merges in its own fused kernel (the merge bytes at
+  /// HBM bandwidth); PyTorch-native CP with eager LSE-merge kernels (stack_kernels.hpp).
+  OpId merge_op(int rank, int step) {
+    OpLabel l = make_label(g_, ctx_, "softmax_merge", scheme_, phase_, step);
+    const auto ks = model::cp_merge_kernels(ctx_.sc.training.stack, merge_tokens_, ctx_.geo.heads_q,
+                                            ctx_.geo.head_dim);
+    if (ks.empty()) return add_memory_op(ctx_, rank, merge_bytes_, l);
+    const model::Cost c = model::mem_kernels_cost(ks, ctx_.sc.platform.gpu);
+    l.category = g_.intern("memory");
+    return g_.add_priced(rank, stream::kCompute, ctx_.pricer.time(c, "memory"), l);
+  }
 
   std::vector<OpId> first_kv_;          ///< block the current outer step starts with is here
   std::vector<OpId> kv_recv_;           ///< inner ring: block that arrived for the current step

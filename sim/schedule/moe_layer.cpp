@@ -132,25 +132,35 @@ Ops expert_ops(MoeCtx& c, int part, const Ops& deps) {
   const model::ExpertLoad load =
       model::route_tokens(m, local_tokens(c) * p.ep, p.ep, c.sc.simulation.seed, c.layer, c.mb);
   const int local = m.moe.experts / p.ep;
-  const double mult = c.backward ? 2.0 : 1.0;
   auto price = [&](int ep_index) {
     model::Cost sum;
     for (int e = ep_index * local; e < (ep_index + 1) * local; ++e) {
       const double tok = load.tokens[static_cast<size_t>(e)] * tp_gather;
       if (!(tok > 0)) continue;
-      model::Cost k;
       const auto& cm = c.pricer.cost();
-      const bool fp8 = c.sc.training.fp8;
-      if (part == 0) k = fp8 ? cm.gemm_fp8(tok, 2 * ffn, h) : cm.gemm(tok, 2 * ffn, h);
-      else if (part == 2) k = fp8 ? cm.gemm_fp8(tok, h, ffn) : cm.gemm(tok, h, ffn);
-      else k = c.pricer.cost().memory_bound(tok * ffn * (c.backward ? 5 : 3) * model::kBf16Bytes);
-      sum.time_s += k.time_s;
-      sum.flops += k.flops;
-      sum.source = k.source;
-    }
-    if (part != 1) {
-      sum.time_s *= mult;
-      sum.flops *= mult;
+      if (part == 1) {
+        const model::Cost k = cm.memory_bound(tok * ffn * (c.backward ? 5 : 3) * model::kBf16Bytes);
+        sum.time_s += k.time_s;
+        sum.source = k.source;
+        sum.origin = k.origin;
+        continue;
+      }
+      // The expert's GEMM by its own (skinny) shape: forward fprop, backward dgrad + wgrad.
+      model::GemmCall g;
+      g.m = tok;
+      g.n = part == 0 ? 2 * ffn : h;
+      g.k = part == 0 ? h : ffn;
+      g.fp8 = c.sc.training.fp8;
+      g.recipe = c.sc.training.fp8_recipe;
+      for (const model::GemmPass pass : {model::GemmPass::Fprop, model::GemmPass::Dgrad, model::GemmPass::Wgrad}) {
+        if ((pass == model::GemmPass::Fprop) == c.backward) continue;
+        g.pass = pass;
+        const model::Cost k = cm.gemm(g);
+        sum.time_s += k.time_s;
+        sum.flops += k.flops;
+        sum.source = k.source;
+        sum.origin = k.origin;
+      }
     }
     return sum;
   };

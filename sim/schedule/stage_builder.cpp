@@ -4,9 +4,12 @@
 #include <string>
 #include <string_view>
 
+#include "model/cost_source.hpp"
 #include "model/data_parallel.hpp"
+#include "model/fp8_quantize.hpp"
 #include "model/moe.hpp"
 #include "model/offload.hpp"
+#include "model/stack_kernels.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
 #include "schedule/replicas.hpp"
@@ -43,17 +46,19 @@ StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry)
   Ops x = entry;
   if (sp_) x = tp_coll(backward ? CollOp::ReduceScatter : CollOp::AllGather, "tp_lm_head", mb, -1, ph, x);
   if (sc_.mode == scenario::Mode::Prefill)  // logits of each sequence's last token only (vLLM)
-    return gemm_all("lm_head", sc_.training.micro_batch, m_.vocab / tp_, m_.hidden, 1.0, mb, -1, ph, x);
+    return gemm_all("lm_head", sc_.training.micro_batch, m_.vocab / tp_, m_.hidden, mb, -1, ph, x);
   // Chunked loss: the same GEMM and cross-entropy passes, one chunk of tokens at a time.
   const double chunk = sc_.training.loss == scenario::Loss::Chunked
                            ? std::min(tokens_, model::loss_chunk_tokens(sc_))
                            : tokens_;
   for (double done = 0; done < tokens_; done += chunk) {
     const double t = std::min(chunk, tokens_ - done);
-    x = gemm_all(backward ? "lm_head_bwd" : "lm_head", t, m_.vocab / tp_, m_.hidden,
-                 backward ? 2.0 : 1.0, mb, -1, ph, x);
-    // cross-entropy over the vocabulary shard: read bf16 logits, fp32 softmax, write grads
-    x = memory_all("cross_entropy", t * m_.vocab / tp_ * 8.0, mb, -1, ph, x);
+    x = gemm_all(backward ? "lm_head_bwd" : "lm_head", t, m_.vocab / tp_, m_.hidden, mb, -1, ph, x);
+    // cross-entropy over the vocabulary shard, as the stack runs it (stack_kernels.hpp)
+    x = memory_cost_all("cross_entropy",
+                        model::mem_kernels_cost(model::loss_kernels(sc_.training.stack, backward, t, m_.vocab / tp_),
+                                                sc_.platform.gpu),
+                        mb, -1, ph, x);
   }
   return x;
 }
@@ -111,31 +116,82 @@ OpLabel StageBuilder::label(const char* name, int mb, int layer, Phase ph, const
   return l;
 }
 
-// FP8 (TransformerEngine) runs the transformer layers' GEMMs in FP8; Megatron keeps the
-// output layer (LM head) in BF16.
-model::Cost StageBuilder::gemm_cost(const char* name, double m, double n, double k) const {
-  const bool fp8 = sc_.training.fp8 && std::string_view(name).rfind("lm_head", 0) != 0;
-  return fp8 ? pricer_.cost().gemm_fp8(m, n, k) : pricer_.cost().gemm(m, n, k);
+namespace {
+bool starts_with(std::string_view s, std::string_view p) { return s.rfind(p, 0) == 0; }
+bool ends_with(std::string_view s, std::string_view x) {
+  return s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0;
+}
+}  // namespace
+
+// FP8 (TransformerEngine) runs the transformer layers' linear GEMMs in FP8; Megatron keeps the
+// output layer (LM head, a plain ColumnParallelLinear) and the MoE router in BF16. Backward:
+// dgrad and wgrad (TE _Linear.backward), or one of them where the TP overlap runs them apart
+// (names ending _dgrad / _wgrad). In FP8 each GEMM first runs its quantisation kernels
+// (fp8_quantize.hpp): under Megatron-TE the QKV and FC1 inputs come FP8 out of the fused norm,
+// and weights are re-cast on the first micro-batch of a step only.
+StageBuilder::GemmPrice StageBuilder::gemm_price(const char* name, double m, double n, double k,
+                                                 Phase ph, int mb) const {
+  const std::string_view nm(name);
+  model::GemmCall c;
+  c.m = m;
+  c.n = n;
+  c.k = k;
+  c.fp8 = sc_.training.fp8 && !starts_with(nm, "lm_head") && !starts_with(nm, "moe_router");
+  c.recipe = sc_.training.fp8_recipe;
+  const auto& cm = pricer_.cost();
+  GemmPrice p;
+  model::QuantNeeds needs;
+  if (ph != Phase::Backward) {
+    needs.input_from_norm = sc_.training.stack == scenario::Stack::MegatronTe &&
+                            (nm == "qkv_proj" || nm == "mlp_up_gate");
+    needs.weight = mb == 0 && !recompute_;
+    c.pass = model::GemmPass::Fprop;
+    p.gemm = cm.gemm(c);
+    p.quantize = model::fp8_quantize_cost(c, needs, sc_.platform.gpu);
+    return p;
+  }
+  const bool only_dgrad = ends_with(nm, "_dgrad"), only_wgrad = ends_with(nm, "_wgrad");
+  c.pass = model::GemmPass::Dgrad;
+  const model::Cost dgrad = cm.gemm(c);
+  if (!only_wgrad) p.quantize = model::fp8_quantize_cost(c, needs, sc_.platform.gpu);
+  c.pass = model::GemmPass::Wgrad;
+  const model::Cost wgrad = cm.gemm(c);
+  if (only_dgrad) p.gemm = dgrad;
+  else if (only_wgrad) p.gemm = wgrad;
+  else {
+    p.gemm = dgrad;
+    p.gemm.time_s += wgrad.time_s;
+    p.gemm.flops += wgrad.flops;
+    p.gemm.source = model::weaker(dgrad.source, wgrad.source);
+    p.gemm.extrapolated = dgrad.extrapolated || wgrad.extrapolated;
+  }
+  return p;
 }
 
-OpId StageBuilder::gemm_op(size_t i, const char* name, const model::Cost& c, double mult, double slow,
+OpId StageBuilder::gemm_op(size_t i, const char* name, const GemmPrice& c, double mult, double slow,
                            int mb, int layer, Phase ph, OpId dep) {
+  if (c.quantize.time_s > 0) {
+    OpLabel q = label("fp8_quantize", mb, layer, ph, "quantize");
+    const OpId qop = g_.add_priced(ranks_[i], stream::kCompute, pricer_.time(c.quantize, "quantize") * slow, q);
+    g_.add_edge(dep, qop);
+    dep = qop;
+  }
   OpLabel l = label(name, mb, layer, ph, "gemm");
   if (recompute_) l.name = g_.intern(std::string(name) + "_recompute");
-  const double t = pricer_.time(c, "gemm") * mult * slow;
-  const OpId op = g_.add_priced(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.flops * mult);
+  const double t = pricer_.time(c.gemm, "gemm") * mult * slow;
+  const OpId op = g_.add_priced(ranks_[i], stream::kCompute, t, l, recompute_ ? 0 : c.gemm.flops * mult);
   g_.add_edge(dep, op);
   if (!param_ready_.empty()) g_.add_edge(param_ready_[i], op);
   if (!offload_wait_.empty()) g_.add_edge(offload_wait_[i], op);
   return op;
 }
 
-StageBuilder::Ops StageBuilder::gemm_all(const char* name, double m, double n, double k, double mult, int mb,
+StageBuilder::Ops StageBuilder::gemm_all(const char* name, double m, double n, double k, int mb,
                                          int layer, Phase ph, const Ops& deps) {
   Ops out(ranks_.size());
-  const model::Cost c = gemm_cost(name, m, n, k);
+  const GemmPrice c = gemm_price(name, m, n, k, ph, mb);
   for (size_t i = 0; i < ranks_.size(); ++i)
-    out[i] = mirrored_[i] ? out[twin(i)] : gemm_op(i, name, c, mult, 1.0, mb, layer, ph, deps[i]);
+    out[i] = mirrored_[i] ? out[twin(i)] : gemm_op(i, name, c, 1.0, 1.0, mb, layer, ph, deps[i]);
   return out;
 }
 
@@ -143,7 +199,7 @@ TpOverlapCtx StageBuilder::overlap_ctx(int mb, int layer, Phase ph) {
   TpOverlapCtx c{g_, topo_, sc_, ranks_, mb, layer, ph, tokens_ * m_.hidden * model::kBf16Bytes, {}};
   c.gemm = [this, mb, layer, ph](size_t i, const char* name, double m, double n, double k, double mult,
                                  double slow, OpId dep) {
-    return gemm_op(i, name, gemm_cost(name, m, n, k), mult, slow, mb, layer, ph, dep);
+    return gemm_op(i, name, gemm_price(name, m, n, k, ph, mb), mult, slow, mb, layer, ph, dep);
   };
   return c;
 }
@@ -159,17 +215,20 @@ StageBuilder::Ops StageBuilder::tp_gemm(bool backward, TpSide side, const char* 
     TpOverlapCtx c = overlap_ctx(mb, layer, ph);
     return side == kGatherIn ? ag_gemm_overlap(c, name, m, n, k, deps) : gemm_rs_overlap(c, name, m, n, k, deps);
   }
-  const double mult = backward ? 2.0 : 1.0;
   if (side == kGatherIn)
-    return gemm_all(name, m, n, k, mult, mb, layer, ph,
+    return gemm_all(name, m, n, k, mb, layer, ph,
                     backward ? tp_exit(true, mb, layer, ph, deps) : tp_enter(false, mb, layer, ph, deps));
-  const Ops x = gemm_all(name, m, n, k, mult, mb, layer, ph, deps);
+  const Ops x = gemm_all(name, m, n, k, mb, layer, ph, deps);
   return backward ? tp_enter(true, mb, layer, ph, x) : tp_exit(false, mb, layer, ph, x);
 }
 
 StageBuilder::Ops StageBuilder::memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps) {
+  return memory_cost_all(name, pricer_.cost().memory_bound(bytes), mb, layer, ph, deps);
+}
+
+StageBuilder::Ops StageBuilder::memory_cost_all(const char* name, const model::Cost& c, int mb, int layer, Phase ph,
+                                                const Ops& deps) {
   Ops out(ranks_.size());
-  const model::Cost c = pricer_.cost().memory_bound(bytes);
   for (size_t i = 0; i < ranks_.size(); ++i) {
     if (mirrored_[i]) {
       out[i] = out[twin(i)];
@@ -399,9 +458,8 @@ void StageBuilder::overlapped_param_gather(int layer, int mb, int pass, const Op
 /// A MoE layer's MLP (schedule/moe_layer.cpp) from the normed input to the block output.
 StageBuilder::Ops StageBuilder::moe(int layer, int mb, bool backward, const Ops& entry) {
   const Phase ph = backward ? Phase::Backward : Phase::Forward;
-  const double mult = backward ? 2.0 : 1.0;
   auto gemm = [&](const char* name, double m, double n, double k, const Ops& d) {
-    return gemm_all(name, m, n, k, mult, mb, layer, ph, d);
+    return gemm_all(name, m, n, k, mb, layer, ph, d);
   };
   auto memory = [&](const char* name, double bytes, const Ops& d) {
     return memory_all(name, bytes, mb, layer, ph, d);
@@ -439,7 +497,6 @@ StageBuilder::Ops StageBuilder::layer_pass(int layer, int mb, bool backward, con
   overlapped_param_gather(layer, mb, backward ? 2 : (recompute ? 1 : 0), entry);
   prev_entry_ = entry;
   recompute_ = recompute;
-  norm_bytes_ = tokens_ * m_.hidden * model::kBf16Bytes * 2 / (sp_ ? tp_ : 1);
   Ops x = backward ? backward_pass(layer, mb, entry) : forward_pass(layer, mb, entry);
   recompute_ = false;
   param_ready_.clear();
@@ -447,38 +504,63 @@ StageBuilder::Ops StageBuilder::layer_pass(int layer, int mb, bool backward, con
 }
 
 StageBuilder::Ops StageBuilder::forward_pass(int layer, int mb, const Ops& entry) {
-  const Phase ph = Phase::Forward;
   const double h = m_.hidden;
   const Widths w = widths(layer);
-  Ops x = memory_all("norm_attn", norm_bytes_, mb, layer, ph, entry);
+  Ops x = stack_region("norm_attn", model::LayerRegion::NormAttn, false, layer, mb, entry);
   x = tp_gemm(false, kGatherIn, "qkv_proj", tokens_, w.in, h, mb, layer, x);
+  x = stack_region("rope", model::LayerRegion::Rope, false, layer, mb, x);
   x = sequence_mixing(layer, mb, false, x);
   x = tp_gemm(false, kScatterOut, "out_proj", tokens_, h, w.mix, mb, layer, x);
-  x = memory_all("norm_mlp", norm_bytes_, mb, layer, ph, x);
+  x = stack_region("residual_attn", model::LayerRegion::ResidualAttn, false, layer, mb, x);
+  x = stack_region("norm_mlp", model::LayerRegion::NormMlp, false, layer, mb, x);
   if (model::is_moe_layer(m_, layer)) return moe(layer, mb, false, x);
   x = tp_gemm(false, kGatherIn, "mlp_up_gate", tokens_, 2 * w.ffn, h, mb, layer, x);
-  x = memory_all("swiglu", tokens_ * w.ffn * 3 * model::kBf16Bytes, mb, layer, ph, x);
-  return tp_gemm(false, kScatterOut, "mlp_down", tokens_, h, w.ffn, mb, layer, x);
+  x = stack_region("swiglu", model::LayerRegion::Activation, false, layer, mb, x);
+  x = tp_gemm(false, kScatterOut, "mlp_down", tokens_, h, w.ffn, mb, layer, x);
+  return stack_region("residual_mlp", model::LayerRegion::ResidualMlp, false, layer, mb, x);
 }
 
-// Backward GEMMs do the data gradient and the weight gradient: twice the forward FLOPs.
+// Backward GEMMs do the data gradient and the weight gradient (gemm_price).
 StageBuilder::Ops StageBuilder::backward_pass(int layer, int mb, const Ops& entry) {
-  const Phase ph = Phase::Backward;
   const double h = m_.hidden;
   const Widths w = widths(layer);
-  Ops x = entry;
+  Ops x = stack_region("residual_mlp_bwd", model::LayerRegion::ResidualMlp, true, layer, mb, entry);
   if (model::is_moe_layer(m_, layer)) {
     x = moe(layer, mb, true, x);
   } else {
     x = tp_gemm(true, kGatherIn, "mlp_down_bwd", tokens_, h, w.ffn, mb, layer, x);
-    x = memory_all("swiglu_bwd", tokens_ * w.ffn * 5 * model::kBf16Bytes, mb, layer, ph, x);
+    x = stack_region("swiglu_bwd", model::LayerRegion::Activation, true, layer, mb, x);
     x = tp_gemm(true, kScatterOut, "mlp_up_gate_bwd", tokens_, 2 * w.ffn, h, mb, layer, x);
   }
-  x = memory_all("norm_mlp_bwd", 1.5 * norm_bytes_, mb, layer, ph, x);
+  x = stack_region("norm_mlp_bwd", model::LayerRegion::NormMlp, true, layer, mb, x);
+  x = stack_region("residual_attn_bwd", model::LayerRegion::ResidualAttn, true, layer, mb, x);
   x = tp_gemm(true, kGatherIn, "out_proj_bwd", tokens_, h, w.mix, mb, layer, x);
   x = sequence_mixing(layer, mb, true, x);
+  x = stack_region("rope_bwd", model::LayerRegion::Rope, true, layer, mb, x);
   x = tp_gemm(true, kScatterOut, "qkv_proj_bwd", tokens_, w.in, h, mb, layer, x);
-  return memory_all("norm_attn_bwd", 1.5 * norm_bytes_, mb, layer, ph, x);
+  return stack_region("norm_attn_bwd", model::LayerRegion::NormAttn, true, layer, mb, x);
+}
+
+// The stack's memory-bound kernels of one region (stack_kernels.hpp) as one op: norms and
+// residual adds over this rank's sequence shard under sequence parallelism, RoPE and the
+// activation over the TP rank's heads and FFN columns.
+StageBuilder::Ops StageBuilder::stack_region(const char* name, model::LayerRegion region, bool backward,
+                                             int layer, int mb, const Ops& deps) {
+  const bool full = model::layer_kind(m_, layer) == LayerKind::FullAttention;
+  model::LayerWidths lw;
+  const bool per_token_shard = region == model::LayerRegion::NormAttn || region == model::LayerRegion::NormMlp ||
+                               region == model::LayerRegion::ResidualAttn || region == model::LayerRegion::ResidualMlp;
+  lw.tokens = per_token_shard && sp_ ? tokens_ / tp_ : tokens_;
+  lw.hidden = m_.hidden;
+  if (full) {
+    lw.q = static_cast<double>(m_.heads_q) * m_.head_dim / tp_;
+    lw.kv = static_cast<double>(std::max(1, m_.heads_kv / tp_)) * m_.head_dim;
+  }
+  lw.ffn = static_cast<double>(m_.ffn_hidden) / tp_;
+  const auto ks = model::layer_kernels(sc_.training.stack, region, backward, lw);
+  if (ks.empty()) return deps;
+  return memory_cost_all(name, model::mem_kernels_cost(ks, sc_.platform.gpu), mb, layer,
+                         backward ? Phase::Backward : Phase::Forward, deps);
 }
 
 }  // namespace cpsim::schedule

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "model/stack_kernels.hpp"
 #include "model/cost_model.hpp"
 #include "model/topology.hpp"
 #include "scenario/specs.hpp"
@@ -70,17 +71,25 @@ class StageBuilder {
     double in = 0, mix = 0, ffn = 0;
   };
   OpLabel label(const char* name, int mb, int layer, Phase ph, const char* cat);
-  model::Cost gemm_cost(const char* name, double m, double n, double k) const;
-  /// One GEMM on grid rank i, `mult` times the FLOPs of c, `slow` times its time.
-  OpId gemm_op(size_t i, const char* name, const model::Cost& c, double mult, double slow, int mb,
+  /// A GEMM's price and, in FP8, that of the quantisation kernels it needs first.
+  struct GemmPrice {
+    model::Cost gemm, quantize;
+  };
+  GemmPrice gemm_price(const char* name, double m, double n, double k, Phase ph, int mb) const;
+  /// One GEMM on grid rank i (after its quantisation kernels), `mult` times the FLOPs of c,
+  /// `slow` times its time.
+  OpId gemm_op(size_t i, const char* name, const GemmPrice& c, double mult, double slow, int mb,
                int layer, Phase ph, OpId dep);
-  Ops gemm_all(const char* name, double m, double n, double k, double mult, int mb, int layer,
-               Phase ph, const Ops& deps);
+  /// A linear layer's GEMM X[m x k] W^T on every rank: forward fprop, backward dgrad + wgrad.
+  Ops gemm_all(const char* name, double m, double n, double k, int mb, int layer, Phase ph,
+               const Ops& deps);
   TpOverlapCtx overlap_ctx(int mb, int layer, Phase ph);
   enum TpSide { kGatherIn, kScatterOut };
   Ops tp_gemm(bool backward, TpSide side, const char* name, double m, double n, double k, int mb,
               int layer, const Ops& deps);
   Ops memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps);
+  Ops memory_cost_all(const char* name, const model::Cost& c, int mb, int layer, Phase ph, const Ops& deps);
+  Ops stack_region(const char* name, model::LayerRegion region, bool backward, int layer, int mb, const Ops& deps);
   Ops tp_coll(CollOp op, const char* name, int mb, int layer, Phase ph, const Ops& deps);
   Ops tp_enter(bool backward, int mb, int layer, Phase ph, const Ops& deps);
   Ops tp_exit(bool backward, int mb, int layer, Phase ph, const Ops& deps);
@@ -118,7 +127,6 @@ class StageBuilder {
   size_t twin(size_t i) const { return i - i % static_cast<size_t>(tp_); }
   int tp_ = 1, cp_ = 1;
   double tokens_ = 0;
-  double norm_bytes_ = 0;        ///< bytes one norm reads and writes in the current layer pass
   bool sp_ = false;
   bool overlap_ = false;         ///< parallel.tp_comm_overlap (with SP)
   bool recompute_ = false;

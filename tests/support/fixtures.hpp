@@ -59,7 +59,8 @@ class PerPairCost : public model::CostModel {
     c.time_s = c_ * pairs * std::max(1, a.heads_q) * (a.backward ? 2.5 : 1.0);
     return c;
   }
-  model::Cost gemm(double, double, double) const override { return {}; }
+  using model::CostModel::gemm;
+  model::Cost gemm(const model::GemmCall&) const override { return {}; }
   model::Cost memory_bound(double) const override { return {}; }
   model::Cost linear_attention(int64_t, int, int, int, int, bool) const override { return {}; }
   std::string describe() const override { return "per-pair test cost"; }
