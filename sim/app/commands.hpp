@@ -23,4 +23,6 @@ void register_sweep(CLI::App& app, int& rc, pool::Runner* runner = nullptr, pool
 void register_import(CLI::App& app, int& rc);
 void register_memory(CLI::App& app, int& rc);
 void register_plan(CLI::App& app, int& rc);
+/// `cpsim diff A B`: two result JSONs, or two sweep output directories, with deltas.
+void register_diff(CLI::App& app, int& rc);
 }  // namespace cpsim::app

@@ -68,6 +68,7 @@ int dispatch(int argc, char** argv) {
   register_import(app, rc);
   register_memory(app, rc);
   register_plan(app, rc);
+  register_diff(app, rc);
   if (unknown_subcommand(app, argc, argv)) return 2;
   if (argc >= 2) set_phase(std::string("running `cpsim ") + argv[1] + "`");
   const int code = run_guarded([&] {
