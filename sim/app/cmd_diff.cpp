@@ -306,6 +306,18 @@ int diff_sweeps(const diff_fs::path& da, const diff_fs::path& db, const std::str
       if (!labels.insert(diff_label(r, common)).second) return false;
     return true;
   };
+  // Of those, the keys with one value in every point of both say nothing about a point.
+  std::vector<std::string> varying;
+  for (const auto& k : common) {
+    std::set<std::string> values;
+    for (const DiffSweep* s : {&a, &b})
+      for (const auto& r : s->rows) {
+        const auto it = r.cells.find(k);
+        values.insert(it == r.cells.end() ? "" : it->second);
+      }
+    if (values.size() > 1) varying.push_back(k);
+  }
+  common = varying;
   const bool by_values = !common.empty() && unique_by(a) && unique_by(b);
   auto key = [&](const sweep::Row& r, const DiffSweep&) { return by_values ? diff_label(r, common) : r.id; };
   std::map<std::string, const sweep::Row*> in_b;
@@ -384,10 +396,9 @@ void register_diff(CLI::App& app, int& rc) {
       std::error_code ec;
       const bool dir_a = diff_fs::is_directory(args->a, ec), dir_b = diff_fs::is_directory(args->b, ec);
       if (dir_a != dir_b)
-        throw DiffInputError((dir_a ? args->b : args->a) + ": expected " +
-                             (dir_a ? "a sweep output directory, like " + args->a
-                                    : std::string("a result JSON file, like ") + args->a) +
-                             " (both arguments are result JSONs or both sweep directories)");
+        throw DiffInputError(args->b + ": " + (dir_b ? "a directory" : "not a directory") + "; expected " +
+                             (dir_a ? "a sweep output directory" : "a result JSON file") + ", as " + args->a +
+                             " is (both arguments are result JSONs or both sweep directories)");
       rc = dir_a ? diff_sweeps(args->a, args->b, args->json) : diff_results(args->a, args->b, args->json);
     } catch (const DiffInputError& e) {
       std::cerr << "cpsim diff: error: " << e.what() << "\n";

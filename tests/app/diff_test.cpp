@@ -17,10 +17,19 @@ namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles uni
 using namespace cpsim::cli;
 namespace fs = std::filesystem;
 
+/// This process's scratch directory, removed when the test binary exits.
+struct DiffScratch {
+  fs::path dir = fs::temp_directory_path() / ("cpsim-diff-" + std::to_string(::getpid()));
+  DiffScratch() { fs::create_directories(dir); }
+  ~DiffScratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
 fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("cpsim-diff-" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d / name;
+  static const DiffScratch s;
+  return s.dir / name;
 }
 
 /// quickstart (ring) as A, the same with all-gather CP as B; made once per test binary.
@@ -75,8 +84,8 @@ TEST(DiffCli, ResultDeltasAreExactlyBMinusA) {
 }
 
 std::string sweep_csv(const std::vector<std::array<std::string, 4>>& rows) {
-  std::string t = "id,status,reason,parallel.cp,step_time_s,tokens_per_s\n";
-  for (const auto& r : rows) t += r[0] + "," + r[1] + ",," + r[2] + "," + r[3] + ",1\n";
+  std::string t = "id,status,reason,simulation.engine,parallel.cp,step_time_s,tokens_per_s\n";
+  for (const auto& r : rows) t += r[0] + "," + r[1] + ",,analytic," + r[2] + "," + r[3] + ",1\n";
   return t;
 }
 
@@ -86,10 +95,11 @@ TEST(DiffCli, SweepsPairPointsBySweptValues) {
   fs::create_directories(b / "runs");
   // B gained a cp value at the front: its ids moved, its points did not.
   write(a / "results.csv", sweep_csv({{"0000", "ok", "2", "4.0"}, {"0001", "ok", "4", "2.5"}, {"0002", "failed", "8", ""}}));
-  // B also swept the scheme (one value): that is what changed, so points pair on the cp alone.
+  // B also swept the scheme (one value): that is what changed, so points pair on the cp alone;
+  // the engine is the same everywhere, so it names no point.
   write(b / "results.csv",
-        "id,status,reason,parallel.cp,parallel.attention.scheme,step_time_s\n"
-        "0000,ok,,1,allgather,9.0\n0001,ok,,4,allgather,2.0\n0002,ok,,8,allgather,1.5\n");
+        "id,status,reason,simulation.engine,parallel.cp,parallel.attention.scheme,step_time_s\n"
+        "0000,ok,,analytic,1,allgather,9.0\n0001,ok,,analytic,4,allgather,2.0\n0002,ok,,analytic,8,allgather,1.5\n");
   const fs::path out = scratch("sweep-diff.json");
   const Output o = run(kCpsim + " diff " + a.string() + " " + b.string() + " --json " + out.string());
   ASSERT_EQ(o.rc, 0) << o.text;
@@ -120,7 +130,7 @@ TEST(DiffCli, RefusesWhatIsNotAResultOrASweepWithExitTwo) {
       {text.string() + " " + b.string(), text.string() + ": not valid JSON (expected a cpsim result JSON"},
       {a.string() + " " + other.string(), other.string() + ": no key 'step_time_s'"},
       {a.string() + " " + scratch("missing.json").string(), "missing.json: no such file"},
-      {a.string() + " " + bad_csv.string(), "expected a result JSON file"},
+      {a.string() + " " + bad_csv.string(), bad_csv.string() + ": a directory; expected a result JSON file, as"},
       {bad_csv.string() + " " + scratch("").string(), "results.csv: no column 'step_time_s'"},
       {scratch("").string() + " " + bad_csv.string(), ": no results.csv (expected a `cpsim sweep` output directory"},
   };
