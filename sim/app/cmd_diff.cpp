@@ -92,8 +92,12 @@ std::string diff_fmt(const char* f, double v) {
   return buf;
 }
 
-std::string diff_pad_left(const std::string& s, size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
-std::string diff_pad_right(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+std::string diff_pad_left(const std::string& s, size_t w) {
+  return s.size() >= w ? s : std::string(w - s.size(), ' ') + s;
+}
+std::string diff_pad_right(const std::string& s, size_t w) {
+  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
+}
 
 /// One compared quantity: where it is in the result, how it is printed (scale and printf
 /// format of the printed unit).
@@ -138,7 +142,8 @@ std::vector<DiffMetric> diff_metrics(const diff_json& a, const diff_json& b) {
     m.push_back({k + " comm total, s", "/communication/" + diff_token(k) + "/total_s"});
     m.push_back({k + " comm exposed, s", "/communication/" + diff_token(k) + "/exposed_s"});
   }
-  for (const auto& k : keys_of("/time_by_category_s")) m.push_back({"time: " + k + ", s", "/time_by_category_s/" + diff_token(k)});
+  for (const auto& k : keys_of("/time_by_category_s"))
+    m.push_back({"time: " + k + ", s", "/time_by_category_s/" + diff_token(k)});
   m.push_back({"critical path, s", "/critical_path/length_s"});
   for (const auto& k : keys_of("/critical_path/by_category_s"))
     m.push_back({"critical path: " + k + ", s", "/critical_path/by_category_s/" + diff_token(k)});
@@ -323,7 +328,8 @@ int diff_sweeps(const diff_fs::path& da, const diff_fs::path& db, const std::str
   std::map<std::string, const sweep::Row*> in_b;
   for (const auto& r : b.rows) in_b.emplace(key(r, b), &r);
   std::set<std::string> seen;
-  std::cout << "cpsim diff (sweeps, points paired by " << (by_values ? "the values of " + diff_join(common) : std::string("id")) << ")\n  A: "
+  std::cout << "cpsim diff (sweeps, points paired by "
+            << (by_values ? "the values of " + diff_join(common) : std::string("id")) << ")\n  A: "
             << da.string() << "  (" << a.rows.size() << " points)\n  B: " << db.string() << "  (" << b.rows.size()
             << " points)\n\n";
   size_t w = 10;
