@@ -27,4 +27,6 @@ void register_calibrate(CLI::App& app, int& rc);
 void register_compare(CLI::App& app, int& rc);
 /// `cpsim calibrate kernels` under `calibrate`.
 void register_calibrate_kernels(CLI::App* calibrate, int& rc);
+/// `cpsim diff A B`: two result JSONs, or two sweep output directories, with deltas.
+void register_diff(CLI::App& app, int& rc);
 }  // namespace cpsim::app

@@ -100,6 +100,7 @@ int dispatch(int argc, char** argv) {
   register_plan(app, rc);
   register_calibrate(app, rc);
   register_compare(app, rc);
+  register_diff(app, rc);
   auto log_args = std::make_shared<LogArgs>();
   if (const char* env = std::getenv("CPSIM_LOG"); env != nullptr && *env != '\0') {
     log_args->env = log::parse_level(env);
