@@ -141,14 +141,14 @@ void register_plan(CLI::App& app, int& rc) {
     std::cout.flush();
     if (!res.ranked.empty()) {
       const auto& best = res.all[res.ranked.front()];
-      std::cout << "best: cpsim run " << args->scenario << " " << sets_text(best.sets) << "\n";
+      std::cout << "best: " << run_line(args->scenario, best.sets) << "\n";
       // A layout faster by the analytic engine that SimGrid did not verify (--verify, or its full
       // graph over --max-memory) is the next thing to try: say which, and why it is not first.
       for (size_t k = 1; k < res.ranked.size(); ++k) {
         const auto& c = res.all[res.ranked[k]];
         if (c.simgrid_s > 0 || !(best.simgrid_s > 0) || !(c.tokens_per_s() > best.tokens_per_s())) continue;
-        std::cout << "faster by the analytic engine, not verified: cpsim run " << args->scenario << " "
-                  << sets_text(c.sets) << "\n  (" << c.why << ")\n";
+        std::cout << "faster by the analytic engine, not verified: " << run_line(args->scenario, c.sets) << "\n  ("
+                  << c.why << ")\n";
         break;
       }
     } else {

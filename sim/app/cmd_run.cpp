@@ -11,6 +11,7 @@
 #include "report/safe_write.hpp"
 #include "scenario/index_list.hpp"
 #include "scenario/load.hpp"
+#include "support/shell_quote.hpp"
 
 namespace cpsim::app {
 
@@ -99,11 +100,11 @@ void register_run(CLI::App& app, int& rc) {
       // model (the full list, with step times: `cpsim memory`).
       if (!args->quiet && !out.result["memory"]["fits"].get<bool>()) {
         const auto changes = memory_changes(args->scenario, sets, sc);
-        std::cout << "  does not fit; `cpsim memory " << args->scenario << "` lists what does";
+        std::cout << "  does not fit; `cpsim memory " << support::shell_quote(args->scenario) << "` lists what does";
         if (!changes.empty() && changes.front().memory.fits)
           std::cout << ", e.g. " << changes.front().what << " ("
                     << static_cast<int>(changes.front().memory.peak_bytes / 1e8) / 10.0 << " GB):\n"
-                    << "    cpsim run " << args->scenario << " " << sets_text(changes.front().sets);
+                    << "    " << run_line(args->scenario, changes.front().sets);
         std::cout << "\n";
       }
       return 0;

@@ -22,6 +22,7 @@
 #include "app/sweep/shards.hpp"
 #include "app/sweep/slurm_job.hpp"
 #include "report/safe_write.hpp"
+#include "support/shell_quote.hpp"
 
 namespace cpsim::app {
 
@@ -133,8 +134,8 @@ int run_sweep(const SweepArgs& a, pool::Runner& runner, pool::Clock& clock) {
     for (size_t i : todo) {
       // A line a shell runs as is: the point's id as a trailing comment.
       const auto& p = sweep.points[i];
-      std::cout << "cpsim run " << shell_word(p.base_path);
-      for (const auto& o : p.overrides) std::cout << " --set " << shell_word(o);
+      std::cout << "cpsim run " << support::shell_quote(p.base_path);
+      for (const auto& o : p.overrides) std::cout << " --set " << support::shell_quote(o);
       std::cout << "  # " << p.id << "\n";
     }
     return 0;
@@ -164,7 +165,7 @@ int run_sweep(const SweepArgs& a, pool::Runner& runner, pool::Clock& clock) {
     SweepRunner sweep_runner(args, sweep.points, csv_name, runner, clock);
     if (args.resume) sweep_runner.load_previous(todo);
     const int code = sweep_runner.run(todo);
-    if (!args.pivot.empty() && code != 130)
+    if (!args.pivot.empty() && !pool::interrupted())
       std::cout << pivot_table((fs::path(args.out_dir) / csv_name).string(), args.pivot);
     return code;
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 #include "app/boundary.hpp"
 #include "app/commands.hpp"
 #include "cpsim_version.hpp"
+#include "support/std_streams.hpp"
 
 namespace cpsim::app {
 namespace {
@@ -80,7 +81,8 @@ int dispatch(int argc, char** argv) {
     }
     return rc;
   });
-  return code;
+  // Output that did not reach stdout is a failure, whatever the command thought.
+  return support::finish_stdout(code);
 }
 
 }  // namespace cpsim::app

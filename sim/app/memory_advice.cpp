@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "scenario/load.hpp"
+#include "support/shell_quote.hpp"
 
 namespace cpsim::app {
 
@@ -103,8 +104,13 @@ bool evaluate(const std::string& path, const std::vector<std::string>& base_sets
 
 std::string sets_text(const std::vector<std::string>& sets) {
   std::string s;
-  for (const auto& x : sets) s += (s.empty() ? "" : " ") + std::string("--set ") + x;
+  for (const auto& x : sets) s += (s.empty() ? "" : " ") + std::string("--set ") + support::shell_quote(x);
   return s;
+}
+
+std::string run_line(const std::string& scenario_path, const std::vector<std::string>& sets) {
+  const std::string s = sets_text(sets);
+  return "cpsim run " + support::shell_quote(scenario_path) + (s.empty() ? "" : " " + s);
 }
 
 std::vector<MemoryChange> memory_changes(const std::string& path,

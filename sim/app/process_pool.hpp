@@ -18,13 +18,16 @@ namespace cpsim::app::pool {
 
 // ---- one interrupt flag -------------------------------------------------------------------------
 
-/// Set by SIGINT/SIGTERM while an InterruptGuard lives, or by request_interrupt().
+/// Set by SIGINT/SIGTERM/SIGHUP while an InterruptGuard lives, or by request_interrupt().
 bool interrupted();
+/// 128 + the signal that interrupted (130 for SIGINT, 143 for SIGTERM), as a shell reports it.
+int interrupted_exit_code();
 /// Sets the flag as a signal would (tests, and fakes that stand for an impatient user).
 void request_interrupt();
 
-/// Installs SIGINT/SIGTERM handlers for its lifetime and clears the flag; commands run in
-/// their own process groups, so a terminal's Ctrl-C reaches only cpsim, which then stops them.
+/// Installs SIGINT/SIGTERM/SIGHUP handlers for its lifetime (in place of support/lifetime.hpp's,
+/// which end the process at once) and clears the flag; commands run in their own process
+/// groups, so a terminal's Ctrl-C reaches only cpsim, which then stops them.
 class InterruptGuard {
  public:
   InterruptGuard();

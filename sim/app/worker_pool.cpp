@@ -9,7 +9,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +25,7 @@
 #include <thread>
 
 #include "app/pool_fd.hpp"
+#include "support/lifetime.hpp"
 
 namespace cpsim::app::pool {
 
@@ -140,16 +140,13 @@ void WorkerPool::fork_worker(Worker& w) {
   }
   std::cout.flush();
   std::cerr.flush();
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  // support::start_child: a worker never outlives the search that started it (killed or crashed).
+  const pid_t pid = support::start_child(false);
   if (pid < 0) {
     for (int fd : {req[0], req[1], rep[0], rep[1]}) ::close(fd);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    throw std::runtime_error(std::string("cannot start a worker process: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    // A worker never outlives the search that forked it (killed or crashed).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(3);
     ::close(req[1]);
     ::close(rep[0]);
     // The other workers' pipes, inherited: closed, so that each worker sees its own end of file.

@@ -495,7 +495,8 @@ MegatronImport import_megatron(const std::vector<std::string>& raw, const std::s
   std::ostringstream o;
   o << "# Written by `cpsim import megatron` from the arguments:\n";
   std::string line = "#  ";
-  for (const auto& r : raw) {
+  for (const auto& arg : raw) {
+    const std::string r = detail::comment_text(arg);
     if (line.size() + r.size() > 100 && line.size() > 3) {
       o << line << "\n";
       line = "#  ";

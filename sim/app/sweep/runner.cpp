@@ -112,7 +112,7 @@ int SweepRunner::run(const std::vector<size_t>& todo) {
     write_csv();
     std::cerr << "sweep: interrupted after " << done << " of " << total << " points; "
               << "rerun with --resume to finish (" << csv_path_ << ")\n";
-    return 130;
+    return pool::interrupted_exit_code();
   }
   const double el = clock_.now_s() - t0;
   if (!args_.quiet) {

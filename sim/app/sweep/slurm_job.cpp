@@ -199,7 +199,7 @@ int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep, pool::Runner& ru
       std::cout << "sweep: when it is done: cpsim sweep --merge " << slurm::shell_quote(dir.string()) << "\n";
   }
   if (!a.wait) return 0;
-  if (!wait_for_job(runner, clock, sub.job_id, dir, shard_of, to_run, k, a.quiet)) return 130;
+  if (!wait_for_job(runner, clock, sub.job_id, dir, shard_of, to_run, k, a.quiet)) return pool::interrupted_exit_code();
   const std::optional<Manifest> now = next;
   Collected c = collect_shards(dir, sweep.points, shard_of, k);
   // On a shared filesystem the last files a node wrote may take a moment to show here.
