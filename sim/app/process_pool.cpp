@@ -329,7 +329,10 @@ Runner::Id SystemRunner::start_cpsim(const std::vector<std::string>& args, const
   std::vector<char*> cargv;
   for (auto& s : argv) cargv.push_back(s.data());
   cargv.push_back(nullptr);
-  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A new file, never through a link: whatever was at the log's path (a previous run's log, a
+  // planted symlink) is removed, not truncated or followed.
+  ::unlink(log_path.c_str());
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   std::cout.flush();
   std::cerr.flush();

@@ -112,7 +112,7 @@ class Runner {
   using Id = long;
   virtual ~Runner() = default;
   /// Starts `cpsim ARGS` in its own process group, stdin and stdout on /dev/null, stderr into
-  /// `log_path` (truncated). Never throws: a command that cannot start reports
+  /// `log_path` (a new file: what was there, a symlink included, is removed first). Never throws: a command that cannot start reports
   /// Exit::How::NotStarted from poll().
   virtual Id start_cpsim(const std::vector<std::string>& args, const std::string& log_path) = 0;
   /// The command's exit once it ended (and is reaped); nullopt while it runs. Never blocks.
