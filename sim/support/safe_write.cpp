@@ -1,4 +1,4 @@
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -14,7 +14,7 @@
 #include <ostream>
 #include <streambuf>
 
-namespace cpsim::report {
+namespace cpsim::support {
 
 namespace fs = std::filesystem;
 
@@ -187,4 +187,4 @@ std::string path_component(const std::string& name) {
   return out.empty() ? "-" : out;
 }
 
-}  // namespace cpsim::report
+}  // namespace cpsim::support
