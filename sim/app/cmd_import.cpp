@@ -7,18 +7,18 @@
 #include "app/commands.hpp"
 #include "scenario/import_hf.hpp"
 #include "scenario/import_megatron.hpp"
-#include "report/safe_write.hpp"
 #include "scenario/load.hpp"
+#include "support/safe_write.hpp"
 
 namespace cpsim::app {
 namespace {
 
-/// Writes `text` to `path` (report/safe_write.hpp: a private temporary, synced and renamed, so a
+/// Writes `text` to `path` (support/safe_write.hpp: a private temporary, synced and renamed, so a
 /// full disk leaves the previous file whole), or to stdout when empty (checked at exit by
 /// support::finish_stdout).
 void emit(const std::string& text, const std::string& path) {
   if (path.empty()) std::cout << text;
-  else report::write_file_atomic(path, text);
+  else support::write_file_atomic(path, text);
 }
 
 void list(const std::string& head, const std::vector<std::string>& items) {
@@ -30,8 +30,8 @@ void list(const std::string& head, const std::vector<std::string>& items) {
 
 /// The files Megatron arguments read (--model hf:FILE, a --platform file), so that -o never
 /// names one of them.
-std::vector<report::NamedPath> megatron_inputs(const std::vector<std::string>& args) {
-  std::vector<report::NamedPath> in;
+std::vector<support::NamedPath> megatron_inputs(const std::vector<std::string>& args) {
+  std::vector<support::NamedPath> in;
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     const std::string v = args[i + 1];
     if (args[i] == "--model" && v.starts_with("hf:")) in.push_back({"--model", v.substr(3)});
@@ -56,7 +56,7 @@ void register_import(CLI::App& app, int& rc) {
   hf->callback([hf_args, &rc] {
     rc = report_errors("import hf", "", [&] {
       // Checked before the work: -o naming the config (or a directory) would destroy it.
-      report::check_outputs({{"-o", hf_args->output}}, {{"config", hf_args->config}});
+      support::check_outputs({{"-o", hf_args->output}}, {{"config", hf_args->config}});
       const scenario::HfImport imp = scenario::import_hf(hf_args->config);
       list("note: ignored fields", imp.ignored);
       for (const auto& n : imp.notes) std::cerr << "note: " << n << "\n";
@@ -78,7 +78,7 @@ void register_import(CLI::App& app, int& rc) {
                  "cpsim's --platform P --nodes N --model NAME|hf:config.json --name NAME");
   mg->callback([mg_args, &rc] {
     rc = report_errors("import megatron", "", [&] {
-      report::check_outputs({{"-o", mg_args->output}}, megatron_inputs(mg_args->args));
+      support::check_outputs({{"-o", mg_args->output}}, megatron_inputs(mg_args->args));
       std::string dir;
       if (const size_t slash = mg_args->output.rfind('/'); slash != std::string::npos)
         dir = mg_args->output.substr(0, slash);

@@ -12,7 +12,7 @@
 #include "app/commands.hpp"
 #include "model/cost_model.hpp"
 #include "model/fp8_attention.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 #include "scenario/load.hpp"
 
 namespace cpsim::app {
@@ -32,7 +32,7 @@ double causal_pairs(double q, double kv) {
 
 int price(const PriceArgs& a) {
   // Before any work: never the platform or profile file it reads, never a directory or device.
-  report::check_outputs({{"--json", a.json}}, {{"--platform", a.platform}, {"--profile", a.profile}});
+  support::check_outputs({{"--json", a.json}}, {{"--platform", a.platform}, {"--profile", a.profile}});
   const scenario::PlatformSpec platform = scenario::load_platform(a.platform);
   scenario::CostSpec spec;
   const auto impl = scenario::parse_enum<scenario::AttnImpl>(a.impl, scenario::kAttnImplNames);
@@ -94,7 +94,7 @@ int price(const PriceArgs& a) {
               call.heads_q, call.heads_kv, call.head_dim, call.batch, time * 1e6,
               out["tflops"].get<double>(), sources.c_str());
   if (!a.json.empty()) {
-    report::write_file_atomic(a.json, out.dump(2) + "\n");  // a private temporary, renamed over
+    support::write_file_atomic(a.json, out.dump(2) + "\n");  // a private temporary, renamed over
   }
   return 0;
 }

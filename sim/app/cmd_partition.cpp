@@ -19,7 +19,7 @@
 #include "scenario/enum_names.hpp"
 #include "schedule/partition.hpp"
 #include "report/output.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 
 namespace cpsim::app {
 
@@ -252,7 +252,7 @@ int run_partition(const Options& o) {
     if (o.cp > kMaxPartitionCp)
       throw std::invalid_argument("--cp: at most " + std::to_string(kMaxPartitionCp) + " (got " +
                                   std::to_string(o.cp) + "); the ring table has cp x cp cells");
-    report::check_outputs({{"--json", o.json}});
+    support::check_outputs({{"--json", o.json}});
     const Layout layout = parse_layout(o.layout);
     stripe_width = parse_token_count(o.stripe_width, "--stripe-width");
     if (layout != Layout::Striped && o.stripe_width != "1")

@@ -8,7 +8,7 @@
 #include "app/progress.hpp"
 #include "app/simulate.hpp"
 #include "app/work_limit.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 #include "scenario/index_list.hpp"
 #include "scenario/load.hpp"
 #include "support/shell_quote.hpp"
@@ -61,7 +61,7 @@ void register_run(CLI::App& app, int& rc) {
   cmd->callback([args, &rc] {
     // Outputs first: a bad path must fail before minutes of simulation, and never destroy the
     // scenario.
-    report::check_outputs({{"--json", args->json}, {"--trace", args->trace}}, {{"", args->scenario}});
+    support::check_outputs({{"--json", args->json}, {"--trace", args->trace}}, {{"", args->scenario}});
     WorkLimits limits;
     if (!args->max_memory.empty()) limits.max_memory_bytes = parse_memory_limit(args->max_memory);
     limits.force = args->force;

@@ -21,7 +21,7 @@
 #include "app/sweep/runner.hpp"
 #include "app/sweep/shards.hpp"
 #include "app/sweep/slurm_job.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 #include "support/shell_quote.hpp"
 
 namespace cpsim::app {
@@ -150,7 +150,7 @@ int run_sweep(const SweepArgs& a, pool::Runner& runner, pool::Clock& clock) {
   }
   SweepArgs args = a;
   // The name comes from the sweep file: as one path component, "../../x" stays here.
-  if (args.out_dir.empty()) args.out_dir = report::path_component(sweep.name) + "-sweep";
+  if (args.out_dir.empty()) args.out_dir = support::path_component(sweep.name) + "-sweep";
   if (args.jobs <= 0) args.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::error_code ec;
   fs::create_directories(fs::path(args.out_dir) / "runs", ec);

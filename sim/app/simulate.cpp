@@ -25,7 +25,7 @@
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
 #include "schedule/plan.hpp"
-#include "schedule/threads.hpp"
+#include "support/threads.hpp"
 
 namespace cpsim::app {
 
@@ -255,7 +255,7 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   // that reads the graph alone is built on the core the replay leaves idle.
   std::optional<report::GraphPart> part;
   if (!together && !children)
-    schedule::on_threads(schedule::threads_for(0, p.graph.size()) > 1 ? 2 : 1, [&](unsigned w) {
+    support::on_threads(support::threads_for(0, p.graph.size()) > 1 ? 2 : 1, [&](unsigned w) {
       if (w == 0)
         tr = engine::replay(p.graph, topo, sc.simulation.engine, ro);
       else

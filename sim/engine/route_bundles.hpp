@@ -18,7 +18,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/flat_map.hpp"
+#include "support/flat_map.hpp"
 #include "engine/replay_common.hpp"
 #include "schedule/task_graph.hpp"
 
@@ -150,7 +150,7 @@ class RouteBundles {
   std::vector<Bundle> b_;
   std::vector<uint32_t> free_;
   std::vector<uint32_t> link_;  ///< per Topology link: its group, or kNone
-  OpMap of_;  ///< member -> group
+  support::FlatMap<schedule::OpId> of_;  ///< member -> group
 };
 
 }  // namespace cpsim::engine::detail

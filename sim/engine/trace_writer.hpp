@@ -11,7 +11,7 @@
 /// the arrays hold the same bytes as if written in place; the replay waits only when the writer
 /// is a whole ring behind, and then writes that block itself.
 ///
-/// For a small graph or a one-core machine (schedule::threads_for gives 1), or where no thread
+/// For a small graph or a one-core machine (support::threads_for gives 1), or where no thread
 /// can be started, the times are written in place.
 #include <cstddef>
 #include <cstdint>
@@ -25,7 +25,7 @@ namespace cpsim::engine::detail {
 class TraceWriter {
  public:
   /// Sizes tr's arrays for n ops (zeros, no page touched: schedule::TimeArray) if `keep`; with
-  /// keep false it writes nothing. `threads`: as schedule::threads_for's `asked` (0: by the
+  /// keep false it writes nothing. `threads`: as support::threads_for's `asked` (0: by the
   /// graph's size and the machine's cores; 2 or more: a writer thread).
   TraceWriter(schedule::Trace& tr, size_t n, bool keep, unsigned threads = 0);
   /// Every time handed over is in the trace once this returns (or the destructor ran).

@@ -3,8 +3,8 @@
 #include "report/comm_split.hpp"
 #include "report/intervals.hpp"
 #include "report/rank_ops.hpp"
-#include "report/run_sort.hpp"
-#include "schedule/threads.hpp"
+#include "support/run_sort.hpp"
+#include "support/threads.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -319,7 +319,7 @@ class WaitCharges {
   /// A thread's buffers, kept from one rank to the next.
   struct Scratch {
     std::vector<Entry> ops, host;
-    RunSortScratch<Entry> sort;
+    support::RunSortScratch<Entry> sort;
     std::vector<std::pair<OpId, double>> waited;
     std::vector<OpId> preds;
   };
@@ -356,7 +356,7 @@ class WaitCharges {
     }
     if (ops.empty() && host.empty()) return;
     for (std::vector<Entry>* v : {&ops, &host})
-      sort_runs(*v, before, s.sort);
+      support::sort_runs(*v, before, s.sort);
     const size_t kernels = ops.size();
     ops.insert(ops.end(), host.begin(), host.end());
     std::inplace_merge(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(kernels), ops.end(), before);
@@ -415,9 +415,9 @@ class WaitCharges {
 /// The report's per-rank parts read each op's times at random (a rank's ops lie ~1,000 ids
 /// apart on the 70B full replay): memory-bound work that scales with cores. Measured on that
 /// replay (1,024 ranks, 24.3 M ops) on this 2-core VM: the whole report 4.4 s -> 2.6-2.9 s.
-/// (How many threads and how they run: schedule/threads.hpp.)
-using schedule::on_threads;
-using schedule::threads_for;
+/// (How many threads and how they run: support/threads.hpp.)
+using support::on_threads;
+using support::threads_for;
 
 /// The critical path and the rank whose compute lies most on it (the straggler).
 void critical_path(const TaskGraph& g, const schedule::Trace& tr, Result& r) {

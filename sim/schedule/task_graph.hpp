@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "model/cost_model.hpp"
-#include "schedule/chunked_vector.hpp"
+#include "support/chunked_vector.hpp"
 #include "schedule/compute_noise.hpp"
 
 namespace cpsim::schedule {
@@ -505,10 +505,10 @@ class TaskGraph {
   };
   std::vector<QueueEnds> queue_ends(OpId first, OpId count) const;
 
-  ChunkedVector<Op> ops_;
+  support::ChunkedVector<Op> ops_;
   std::vector<CopyRange> copies_;  ///< by base
   size_t size_ = 0;                ///< op ids: stored and copied
-  ChunkedVector<OpId> edge_from_, edge_to_;  ///< until finalize(): then CSR only
+  support::ChunkedVector<OpId> edge_from_, edge_to_;  ///< until finalize(): then CSR only
   /// After finalize, by stored index (ops_'s order): explicit edges in CSR form, [0] successors
   /// and [1] predecessors, the other ends by op id; each op's neighbours on its queues,
   /// qlink_[dir][side] (dir 0: next, 1: previous), kNoOp at a queue's end and kNotQueued where

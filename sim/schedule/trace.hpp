@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "schedule/zeroed_alloc.hpp"
+#include "support/zeroed_alloc.hpp"
 
 namespace cpsim::schedule {
 
 /// Per-op times: sized without touching a page (zeroed_alloc.hpp).
-using TimeArray = std::vector<double, ZeroedAlloc<double>>;
+using TimeArray = std::vector<double, support::ZeroedAlloc<double>>;
 
 struct Trace {
   TimeArray start_s;   ///< per op, simulated seconds

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "report/output.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 
 namespace cpsim::app::sweep {
 
@@ -149,7 +149,7 @@ void SweepRunner::remove_stale_temporaries(const std::vector<size_t>& todo) cons
   for (const auto& e : fs::directory_iterator(dir_ / "runs", ec)) {
     const std::string name = e.path().filename().string();
     for (const auto& id : ids)
-      if (name.starts_with(report::temp_prefix(id + ".json")) || name.starts_with(id + ".json.tmp."))
+      if (name.starts_with(support::temp_prefix(id + ".json")) || name.starts_with(id + ".json.tmp."))
         stale.push_back(e.path());
   }
   for (const auto& p : stale) fs::remove(p, ec);
@@ -193,7 +193,7 @@ Row& SweepRunner::record(size_t i, const pool::Finished& f) {
   if (log.empty()) fs::remove(log_path(i), ec);
   if (f.exit.how != How::NotStarted) {
     std::vector<fs::path> tmp;
-    const std::string prefix = report::temp_prefix(points_[i].id + ".json");
+    const std::string prefix = support::temp_prefix(points_[i].id + ".json");
     for (const auto& e : fs::directory_iterator(dir_ / "runs", ec))
       if (e.path().filename().string().starts_with(prefix)) tmp.push_back(e.path());
     for (const auto& p : tmp) fs::remove(p, ec);

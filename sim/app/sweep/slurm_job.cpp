@@ -11,7 +11,7 @@
 #include "app/slurm.hpp"
 #include "app/sweep/manifest.hpp"
 #include "report/output.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 
 namespace cpsim::app::sweep {
 
@@ -68,7 +68,7 @@ bool wait_for_job(pool::Runner& runner, pool::Clock& clock, const std::string& j
 
 int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep, pool::Runner& runner, pool::Clock& clock) {
   const size_t n = sweep.points.size();
-  const fs::path dir = absolute_dir(a.out_dir.empty() ? report::path_component(sweep.name) + "-sweep" : a.out_dir);
+  const fs::path dir = absolute_dir(a.out_dir.empty() ? support::path_component(sweep.name) + "-sweep" : a.out_dir);
   if (dir.string().find_first_of(" \t\n%") != std::string::npos)
     return usage_error("--slurm: the output directory's path goes into `#SBATCH --output` and may not hold "
                        "blanks or '%': " + dir.string());

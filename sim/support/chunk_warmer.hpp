@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <memory>
 
-namespace cpsim::schedule {
+namespace cpsim::support {
 
 class ChunkWarmer {
  public:
@@ -44,4 +44,4 @@ class ChunkWarmer {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace cpsim::schedule
+}  // namespace cpsim::support

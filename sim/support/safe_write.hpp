@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace cpsim::report {
+namespace cpsim::support {
 
 /// An output path that must not be written: exit code 2 (bad input), as std::invalid_argument.
 class OutputError : public std::invalid_argument {
@@ -53,4 +53,4 @@ std::string temp_prefix(const std::string& file_name);
 /// and '_' becomes '-', a leading '.' too (no "..", no hidden files); never empty.
 std::string path_component(const std::string& name);
 
-}  // namespace cpsim::report
+}  // namespace cpsim::support

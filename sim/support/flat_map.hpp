@@ -1,5 +1,5 @@
 #pragma once
-/// The engines' hash map from a key (an op id, a route's ends) to a small index: open
+/// A hash map from an integer key (an op id, a route's ends) to a small index: open
 /// addressing with linear probing, at most half full, deletion by backward shift (no
 /// tombstones), Fibonacci hashing (the product's top bits).
 ///
@@ -13,9 +13,7 @@
 #include <limits>
 #include <vector>
 
-#include "schedule/task_graph.hpp"
-
-namespace cpsim::engine::detail {
+namespace cpsim::support {
 
 /// Key's largest value is never a key (it marks an empty slot).
 template <class Key>
@@ -83,7 +81,4 @@ class FlatMap {
   size_t used_ = 0;
 };
 
-/// Op id -> value (kNoOp is never an op).
-using OpMap = FlatMap<schedule::OpId>;
-
-}  // namespace cpsim::engine::detail
+}  // namespace cpsim::support

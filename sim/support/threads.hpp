@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace cpsim::schedule {
+namespace cpsim::support {
 
 /// Threads for `work` ops or entries: `asked` if set, else the machine's cores up to 4, and one
 /// for less than 2^18 (a thread's start costs ~50 us).
@@ -47,4 +47,4 @@ void on_threads(unsigned n, F&& f) {
     if (e) std::rethrow_exception(e);
 }
 
-}  // namespace cpsim::schedule
+}  // namespace cpsim::support

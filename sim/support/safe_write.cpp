@@ -1,4 +1,4 @@
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -16,7 +16,7 @@
 
 #include "support/lifetime.hpp"
 
-namespace cpsim::report {
+namespace cpsim::support {
 
 namespace fs = std::filesystem;
 
@@ -186,9 +186,9 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
     tmp = (dir / (temp_prefix(target.filename().string()) + random_hex())).string();
     // Tracked before it exists: a signal between open and track would leave it behind.
-    support::track_temporary(tmp);
+    track_temporary(tmp);
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) support::forget_temporary(tmp);
+    if (fd < 0) forget_temporary(tmp);
     if (fd < 0 && errno != EEXIST)
       throw std::runtime_error("cannot write " + path + ": cannot create a temporary file in " + dir.string() +
                                ": " + std::strerror(errno));
@@ -196,7 +196,7 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
   if (fd < 0) throw std::runtime_error("cannot write " + path + ": no free temporary name in " + dir.string());
   auto drop = [&] {
     ::unlink(tmp.c_str());
-    support::forget_temporary(tmp);
+    forget_temporary(tmp);
   };
   int err = 0;
   try {
@@ -219,7 +219,7 @@ void write_file_atomic(const std::string& path, const std::function<void(std::os
     drop();
     throw std::runtime_error("cannot write " + path + ": rename: " + std::strerror(err));
   }
-  support::forget_temporary(tmp);
+  forget_temporary(tmp);
   if (const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
     ::fsync(d);  // the rename itself on disk; best effort (some file systems refuse)
     ::close(d);
@@ -241,4 +241,4 @@ std::string path_component(const std::string& name) {
   return out.empty() ? "-" : out;
 }
 
-}  // namespace cpsim::report
+}  // namespace cpsim::support

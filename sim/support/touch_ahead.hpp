@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace cpsim::schedule {
+namespace cpsim::support {
 
 /// How much TouchAhead faults in at a time.
 inline constexpr size_t kTouchStep = size_t{2} << 20;
@@ -56,4 +56,4 @@ void assign_ahead(std::vector<T>& v, size_t n, const T& value) {
   v.assign(n, value);
 }
 
-}  // namespace cpsim::schedule
+}  // namespace cpsim::support

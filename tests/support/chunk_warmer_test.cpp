@@ -1,4 +1,4 @@
-// ChunkWarmer (schedule/chunk_warmer.cpp) hands ChunkedVector chunks faulted in ahead on
+// ChunkWarmer (support/chunk_warmer.cpp) hands ChunkedVector chunks faulted in ahead on
 // another thread while it lives, and nothing otherwise: checked by taking chunks directly
 // (some come back ready once the thread runs; none of another size, none without a warmer,
 // none from a second warmer's scope once the first is gone), and by filling a ChunkedVector
@@ -11,13 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "schedule/chunk_warmer.hpp"
-#include "schedule/chunked_vector.hpp"
+#include "support/chunk_warmer.hpp"
+#include "support/chunked_vector.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
 using namespace cpsim;
-using schedule::ChunkWarmer;
+using support::ChunkWarmer;
 
 namespace {
 constexpr size_t kChunk = ChunkWarmer::kChunkBytes;  // ChunkedVector's default chunk
@@ -54,7 +54,7 @@ TEST(ChunkWarmer, HandsOutReadyChunksOnlyWhileAliveAndOnlyOfItsSize) {
 }
 
 TEST(ChunkWarmer, AChunkedVectorFilledUnderAWarmerHoldsWhatWasPushed) {
-  schedule::ChunkedVector<uint64_t> v;
+  support::ChunkedVector<uint64_t> v;
   const size_t n = kChunk / sizeof(uint64_t) * 12 + 5;  // 13 chunks, 48 MB
   {
     const ChunkWarmer warm;

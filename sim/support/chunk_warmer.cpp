@@ -1,4 +1,4 @@
-#include "schedule/chunk_warmer.hpp"
+#include "support/chunk_warmer.hpp"
 
 #include <sys/mman.h>
 
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace cpsim::schedule {
+namespace cpsim::support {
 
 namespace {
 constexpr size_t kBytes = ChunkWarmer::kChunkBytes;
@@ -92,4 +92,4 @@ void* ChunkWarmer::take(size_t bytes) {
   return p;
 }
 
-}  // namespace cpsim::schedule
+}  // namespace cpsim::support

@@ -16,7 +16,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace cpsim::schedule {
+namespace cpsim::support {
 
 template <class T>
 struct ZeroedAlloc {
@@ -44,4 +44,4 @@ struct ZeroedAlloc {
   }
 };
 
-}  // namespace cpsim::schedule
+}  // namespace cpsim::support

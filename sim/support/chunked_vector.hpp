@@ -17,9 +17,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "schedule/chunk_warmer.hpp"
+#include "support/chunk_warmer.hpp"
 
-namespace cpsim::schedule {
+namespace cpsim::support {
 
 /// kChunkBytes: each chunk's size, a multiple of the page (elements fill it to within one).
 template <class T, size_t kChunkBytes = ChunkWarmer::kChunkBytes>
@@ -108,4 +108,4 @@ class ChunkedVector {
   size_t size_ = 0;
 };
 
-}  // namespace cpsim::schedule
+}  // namespace cpsim::support

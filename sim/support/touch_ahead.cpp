@@ -1,4 +1,4 @@
-#include "schedule/touch_ahead.hpp"
+#include "support/touch_ahead.hpp"
 
 #include <sys/mman.h>
 
@@ -7,7 +7,7 @@
 #include <system_error>
 #include <thread>
 
-namespace cpsim::schedule {
+namespace cpsim::support {
 
 struct TouchAhead::Impl {
   std::atomic<bool> stop{false};
@@ -41,4 +41,4 @@ TouchAhead::~TouchAhead() {
   impl_->t.join();
 }
 
-}  // namespace cpsim::schedule
+}  // namespace cpsim::support
