@@ -1,9 +1,9 @@
 // `cpsim collective`: one NCCL collective per message size, simulated on a platform and printed
 // as nccl-tests prints it (all_reduce_perf & co.), so users can lay it next to their own runs.
 //
-// Each size is its own replay. With SimGrid each runs in a forked child (one Engine per
+// Each size is its own replay. With SimGrid each runs in a child process (one Engine per
 // process): the sizes stay independent, exactly as nccl-tests times them one after another,
-// and each child's memory is returned when it exits. The fork costs about a millisecond.
+// and each child's memory is returned when it exits. Starting one costs about a millisecond.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,5 @@
-// Every fork, exec and waitpid of cpsim (process_pool.hpp says why there are child processes).
+// The pools of child processes (process_pool.hpp says why there are any); each is started and
+// reaped through support/lifetime.hpp, the one owner of cpsim's processes.
 #include "app/process_pool.hpp"
 
 #include "app/pool_fd.hpp"
@@ -92,7 +93,7 @@ Exit exit_of(int status) {
   return e;
 }
 
-/// A forked child running one function: its pid and the pipe its answer comes through.
+/// A child process running one function: its pid and the pipe its answer comes through.
 struct FnChild {
   size_t job;
   pid_t pid;

@@ -130,7 +130,7 @@ WorkerPool::~WorkerPool() {
   for (Worker& w : workers_) end(w);
 }
 
-void WorkerPool::fork_worker(Worker& w) {
+void WorkerPool::start_worker(Worker& w) {
   int req[2], rep[2];
   if (::pipe2(req, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   if (::pipe2(rep, O_CLOEXEC) != 0) {
@@ -163,7 +163,7 @@ void WorkerPool::fork_worker(Worker& w) {
   w.pid = pid;
   w.to = req[1];
   w.from = rep[0];
-  ++forks_;
+  ++starts_;
 }
 
 void WorkerPool::end(Worker& w) {
@@ -180,7 +180,7 @@ void WorkerPool::trim(Worker& w) {
   double rss = 0;
   std::string none;
   if (send(w.to, frame('T', 0, "")) != 0 || !read_frame(w.from, tag, rss, none) || tag != 'T') {
-    end(w);  // a worker that cannot trim is gone: the next job forks another
+    end(w);  // a worker that cannot trim is gone: the next job starts another
     return;
   }
   w.kept = rss;
@@ -229,12 +229,12 @@ std::vector<ChildOutcome> WorkerPool::run(const std::vector<std::string>& reques
           if (busy() > 0 && held_by_others(*w) + std::max(limit_of(k), w->kept) > total_) continue;
         }
       }
-      if (w->pid <= 0) fork_worker(*w);
+      if (w->pid <= 0) start_worker(*w);
       // The job may use what its worker already holds: those pages are its heap.
       int err = send(w->to, frame('J', limit_of(k) > 0 ? std::max(limit_of(k), w->kept) : 0, requests[k]));
       if (err != 0) {  // the worker died while idle: the job goes to a fresh one
         end(*w);
-        fork_worker(*w);
+        start_worker(*w);
         err = send(w->to, frame('J', limit_of(k), requests[k]));
       }
       if (err != 0) {

@@ -16,7 +16,7 @@ namespace cpsim::support {
 void install_signal_cleanup();
 
 /// Starts a child process: returns its pid in the parent, 0 in the child, -1 (errno set) on
-/// failure, as fork() does. The child is killed (SIGKILL) when this process dies, leads its own
+/// failure. The child is killed (SIGKILL) when this process dies, leads its own
 /// process group when `own_group` (a terminal's Ctrl-C then reaches only its parent, which
 /// stops it), and inherits none of its parent's children or temporaries. Call from the main
 /// thread: the kernel's parent-death signal follows the thread that started the child.
