@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "app/cli_checks.hpp"
 #include "app/command_errors.hpp"
 #include "app/commands.hpp"
 #include "model/cost_model.hpp"
@@ -62,6 +63,10 @@ int price(const PriceArgs& a) {
   call.unmasked_fraction = *mask == scenario::Mask::Full ? 1.0 : causal_pairs(q, kv) / (q * kv);
   call.heads_q = a.heads;
   call.heads_kv = a.kv_heads > 0 ? a.kv_heads : a.heads;
+  // Grouped-query attention shares each key/value head among heads/kv_heads query heads.
+  if (call.heads_kv > call.heads_q || call.heads_q % call.heads_kv != 0)
+    throw std::invalid_argument("--kv-heads " + std::to_string(call.heads_kv) + " must divide --heads " +
+                                std::to_string(call.heads_q) + " (each key/value head serves a group of query heads)");
   call.head_dim = a.head_dim;
   call.batch = a.batch;
   const auto cost = model::CostModel::make(spec, platform.gpu);
@@ -112,8 +117,8 @@ void register_kernels_price(CLI::App* kernels, int& rc) {
   sub->add_option("--q", a->q, "query tokens, e.g. 8K (default 8K)");
   sub->add_option("--kv", a->kv, "key tokens (default: --q)");
   sub->add_option("--mask", a->mask, "full | causal (default causal)");
-  sub->add_option("--heads", a->heads, "query heads (default 32)");
-  sub->add_option("--kv-heads", a->kv_heads, "key/value heads (default: --heads)");
+  sub->add_option("--heads", a->heads, "query heads (default 32)")->check(whole_number(1, 4096));
+  sub->add_option("--kv-heads", a->kv_heads, "key/value heads (default: --heads)")->check(whole_number(1, 4096));
   sub->add_option("--head-dim", a->head_dim, "head dimension (default 128)");
   sub->add_option("--batch", a->batch, "batch (default 1)");
   sub->add_option("--dtype", a->dtype, "bf16 | fp8 (TE's FP8 attention on cuDNN; default bf16)");

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_checks.hpp"
 #include "app/commands.hpp"
 #include "scenario/enum_names.hpp"
 #include "schedule/partition.hpp"
@@ -315,7 +316,9 @@ void register_partition(CLI::App& app, int& rc) {
   docs->excludes(mean);
   sub->add_option("--doc-dist", opts->doc_dist, "uniform | lognormal (default lognormal)")
       ->needs(mean);
-  sub->add_option("--seed", opts->seed, "seed of the random documents (default 1)")->needs(mean);
+  sub->add_option("--seed", opts->seed, "seed of the random documents (default 1)")
+      ->needs(mean)
+      ->check(whole_number(0, INT64_MAX));
   sub->add_option("--mask", opts->mask, "causal | full | sliding-window (default causal)");
   sub->add_option("--window", opts->window, "sliding-window mask: window in tokens (4K)");
   sub->add_option("--document-sharding", opts->sharding,

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "app/cli_checks.hpp"
 #include "app/commands.hpp"
 #include "app/process_pool.hpp"
 #include "app/slurm.hpp"
@@ -182,7 +183,8 @@ void register_sweep(CLI::App& app, int& rc, pool::Runner* runner, pool::Clock* c
   cmd->add_option("sweep", a->sweep_file, "sweep YAML file (with --merge: taken from DIR when submitted with --slurm)");
   cmd->add_option("-o,--out", a->out_dir, "output directory (default: <sweep name>-sweep)");
   cmd->add_option("-j,--jobs", a->jobs,
-                  "scenarios run at once (default: CPU count; with --slurm: CPUs per array task, default 1)");
+                  "scenarios run at once (default: CPU count; with --slurm: CPUs per array task, default 1)")
+      ->check(whole_number(1, 1024));
   cmd->add_option("--timeout", a->timeout_s, "seconds one scenario may run before it is killed (0 = no limit)")
       ->default_str("600");
   cmd->add_option("--set", a->sets,

@@ -19,6 +19,7 @@
 #include "scenario/json_object.hpp"
 #include "scenario/load.hpp"
 #include "scenario/yaml_tree.hpp"
+#include "support/bounded_read.hpp"
 
 namespace cpsim::scenario {
 namespace {
@@ -401,14 +402,10 @@ HfImport import_hf(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     detail::fail(Origin{src, 0, 0}, "", "cannot read Hugging Face config: it is a directory (give its config.json)");
-  if (!fs::is_regular_file(path, ec))
-    detail::fail(Origin{src, 0, 0}, "", "cannot read Hugging Face config: no such file");
-  if (fs::file_size(path, ec) > (16u << 20))
-    detail::fail(Origin{src, 0, 0}, "", "cannot read Hugging Face config: larger than 16 MiB");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return import_hf_text(ss.str(), path);
+  std::string why;
+  const std::optional<std::string> text = support::read_regular_file(path, support::kMaxInputBytes, why);
+  if (!text) detail::fail(Origin{src, 0, 0}, "", "cannot read Hugging Face config: " + why);
+  return import_hf_text(*text, path);
 }
 
 namespace detail {

@@ -150,8 +150,10 @@ class Args {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != v.text.size() || v.text.empty() || n < min || n > 1'000'000'000)
-      fail(v, name, "expected an integer >= " + std::to_string(min) + ", got '" + v.text + "'");
+    if (used != v.text.size() || v.text.empty())
+      fail(v, name, "expected an integer >= " + std::to_string(min) + ", got '" + v.text.substr(0, 40) + "'");
+    if (n < min || n > 1'000'000'000)
+      fail(v, name, "must be from " + std::to_string(min) + " to 1000000000, got " + v.text.substr(0, 40));
     return n;
   }
   std::optional<double> number(const std::string& name) const {

@@ -161,7 +161,8 @@ Row& SweepRunner::record(size_t i, const pool::Finished& f) {
   Row& row = rows_[i].emplace();
   row.id = points_[i].id;
   for (const auto& [k, v] : points_[i].values) row.cells[k] = v;
-  const std::string log = read_file(log_path(i));
+  std::string log;  // none when the command never started
+  if (fs::is_regular_file(log_path(i))) log = read_file(log_path(i));
   const std::string why = failure_reason(log);
   if (f.exit.how == How::NotStarted) {
     row.status = "failed";
