@@ -5,6 +5,7 @@
 
 #include "app/command_errors.hpp"
 #include "app/commands.hpp"
+#include "scenario/builders.hpp"
 #include "scenario/import_hf.hpp"
 #include "scenario/import_megatron.hpp"
 #include "scenario/load.hpp"
@@ -24,7 +25,7 @@ void emit(const std::string& text, const std::string& path) {
 void list(const std::string& head, const std::vector<std::string>& items) {
   if (items.empty()) return;
   std::cerr << head << " (" << items.size() << "):";
-  for (size_t i = 0; i < items.size(); ++i) std::cerr << (i ? ", " : " ") << items[i];
+  for (size_t i = 0; i < items.size(); ++i) std::cerr << (i ? ", " : " ") << scenario::detail::comment_text(items[i]);
   std::cerr << "\n";
 }
 

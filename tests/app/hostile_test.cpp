@@ -2,6 +2,7 @@
 // and an adversarial user found (full disks and closed streams, injected YAML lines and pasted
 // commands, planted symlinks, children left behind, unbounded or silently wrapped inputs).
 // tests/faults/faults.py runs every subcommand under every fault; these pin one case of each.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -75,10 +77,11 @@ bool catches_term(int pid) {
 // ---- 1. lost output: never exit 0 with output lost, never a previous file destroyed -------------
 
 TEST_F(HostileTest, LostOutputIsExitOneNamingIt) {
-  const Output full = run(kCpsim + " partition --seq 16K --cp 4 --layout zigzag >/dev/full");
+  // In a group: run() sends the group's stderr to the output, only stdout is redirected here.
+  const Output full = run("{ " + kCpsim + " partition --seq 16K --cp 4 --layout zigzag >/dev/full; }");
   EXPECT_EQ(full.rc, 1) << full.text;
   EXPECT_NE(full.text.find("cannot write standard output: No space left on device"), std::string::npos) << full.text;
-  const Output closed = run(kCpsim + " import hf " + p("config.json") + " >&-");
+  const Output closed = run("{ " + kCpsim + " import hf " + p("config.json") + " >&-; }");
   EXPECT_EQ(closed.rc, 1) << closed.text;
   // -o naming the input: refused before any work, the input untouched.
   const Output onto_input = cpsim("import hf config.json -o config.json");
@@ -102,9 +105,10 @@ TEST_F(HostileTest, LostOutputIsExitOneNamingIt) {
 TEST_F(HostileTest, NamesAndKeysNeverBecomeYamlLines) {
   write(dir_ / "evil.json", std::string(kConfig).substr(0, std::string(kConfig).size() - 1) +
                                 R"(,"x\nattention:\n  mask: full\ny":1})");
-  const Output hf = cpsim("import hf evil.json");
+  const Output hf = cpsim("import hf evil.json -o m.yaml");
   ASSERT_EQ(hf.rc, 0) << hf.text;
-  EXPECT_EQ(hf.text.find("\nattention:"), std::string::npos) << hf.text;
+  EXPECT_EQ(slurp(dir_ / "m.yaml").find("\nattention:"), std::string::npos) << slurp(dir_ / "m.yaml");
+  EXPECT_EQ(hf.text.find("\nattention:"), std::string::npos) << hf.text;  // nor in the notes
   const Output mg = cpsim(
       "import megatron -o s.yaml -- --num-layers 4 --hidden-size 1024 --num-attention-heads 8 --ffn-hidden-size 4096 "
       "--vocab-size 32000 --seq-length 4096 --platform dgx-h100 --nodes 1 --name $'x\\nmode: prefill' "
@@ -123,8 +127,8 @@ TEST_F(HostileTest, PrintedCommandsAreShellQuoted) {
   EXPECT_NE(m.text.find("cpsim run 'my $(touch X).yaml'"), std::string::npos) << m.text;
   // Pasting the printed line runs cpsim on that file, and nothing else.
   const size_t at = m.text.find("cpsim run 'my");
-  const std::string line = m.text.substr(at, m.text.find('\n', at) - at);
-  const Output pasted = run("cd '" + dir_.string() + "' && set -- && " + line.replace(0, 5, kCpsim) + " -q");
+  std::string line = m.text.substr(at, m.text.find('\n', at) - at);
+  const Output pasted = run("cd '" + dir_.string() + "' && " + line.replace(0, 5, kCpsim) + " -q");
   EXPECT_FALSE(fs::exists(dir_ / "X")) << pasted.text;
 }
 
@@ -211,6 +215,21 @@ TEST_F(HostileTest, BadInputsAreRefusedWithAPosition) {
   const Output passwd = cpsim("run tiny.yaml --set platform=/etc/passwd");
   EXPECT_EQ(passwd.rc, 2) << passwd.text;
   EXPECT_EQ(passwd.text.find("root:x:0:0:root:/root"), passwd.text.rfind("root:x:0:0:root:/root")) << passwd.text;
+}
+
+// ---- 6. stale results: resume reuses a point only if it resolves to the scenario it ran --------
+
+TEST_F(HostileTest, ResumeRerunsPointsWhoseBaseChanged) {
+  write(dir_ / "sweep.yaml", "name: s\nbase: tiny.yaml\naxes:\n  training.seq_len: [4K, 8K]\n");
+  ASSERT_EQ(cpsim("sweep sweep.yaml -o out -j 1 -q").rc, 0);
+  const Output same = cpsim("sweep sweep.yaml -o out -j 1 --resume");
+  EXPECT_NE(same.text.find("resuming: 2 of 2"), std::string::npos) << same.text;
+  std::string base = kTinyScenario;
+  base.replace(base.find("zigzag"), 6, "contiguous");
+  write(dir_ / "tiny.yaml", base);
+  const Output edited = cpsim("sweep sweep.yaml -o out -j 1 --resume");
+  EXPECT_EQ(edited.rc, 0) << edited.text;
+  EXPECT_NE(edited.text.find("resuming: 0 of 2"), std::string::npos) << edited.text;
 }
 
 }  // namespace
