@@ -66,6 +66,7 @@
 #include "engine/simgrid_event.hpp"
 #include "engine/simgrid_platform.hpp"
 #include "engine/trace_writer.hpp"
+#include "support/lifetime.hpp"
 
 namespace cpsim::engine {
 
@@ -541,6 +542,9 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
 
   if (!opt.verbose) xbt_log_control_set("root.thres:critical");
   sg4::Engine engine("cpsim");
+  // SimGrid's engine takes SIGINT for itself (a status dump, exit 1 at the second): give it back
+  // to cpsim's, which kills the children and removes the temporaries (support/lifetime.hpp).
+  support::reclaim_signals();
   // A GPU fabric, not wide-area TCP: with these a lone flow takes exactly L + S/B.
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");

@@ -58,7 +58,17 @@ void forget_all() {
 
 }  // namespace
 
+namespace {
+bool g_installed = false;  ///< install_signal_cleanup ran: reclaim_signals puts the handler back
+}  // namespace
+
 void install_signal_cleanup() {
+  g_installed = true;
+  reclaim_signals();
+}
+
+void reclaim_signals() {
+  if (!g_installed) return;
   struct sigaction sa {};
   sa.sa_handler = on_fatal_signal;
   sigfillset(&sa.sa_mask);  // one cleanup, never interrupted by the next signal

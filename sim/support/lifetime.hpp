@@ -15,6 +15,10 @@ namespace cpsim::support {
 /// while (app/process_pool.hpp InterruptGuard) and restores this one.
 void install_signal_cleanup();
 
+/// Installs the handler again if install_signal_cleanup ran (a library that took the signals
+/// for itself, SimGrid's engine, gives them back); nothing otherwise.
+void reclaim_signals();
+
 /// Starts a child process: returns its pid in the parent, 0 in the child, -1 (errno set) on
 /// failure. The child is killed (SIGKILL) when this process dies, leads its own
 /// process group when `own_group` (a terminal's Ctrl-C then reaches only its parent, which
