@@ -1,4 +1,4 @@
-// `cpsim collective`'s options and their checks (nccl-tests' flags; issue 18's size limits).
+// `cpsim collective`'s options and their checks (nccl-tests' flags; the size limits of collective_args.hpp).
 #include "app/collective_args.hpp"
 
 #include <algorithm>

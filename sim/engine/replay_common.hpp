@@ -121,7 +121,7 @@ class GpuKernels {
 /// What each op still waits for: explicit predecessors plus its predecessor in each queue it
 /// occupies, counted with multiplicity (as for_each_successor notifies). Two bytes per op, the
 /// rare op that waits for 65,535 or more (a collective's join over a huge group) counted on
-/// the side: 48 MB less on the 24 M-op 70B full replay (issue 20).
+/// the side: 48 MB less on the 24 M-op 70B full replay.
 class Waits {
  public:
   /// Counted on the machine's cores (support/threads.hpp), each a slice of the ids: a copied

@@ -1,5 +1,5 @@
 #pragma once
-/// Transfers the SimGrid engine runs as timers instead of Comms (issue 20): those that have their
+/// Transfers the SimGrid engine runs as timers instead of Comms: those that have their
 /// route's links to themselves, alone or with transfers of the very same route. Internal to the
 /// engine stage; no SimGrid here, so its arithmetic is tested on its own.
 ///

@@ -1,5 +1,5 @@
 #pragma once
-/// The trace's per-op times, written by another core while the replay runs (issue 20).
+/// The trace's per-op times, written by another core while the replay runs.
 ///
 /// Why: a replay finishes ops in time order, and a rank's ops lie ~1,000 ids apart on the 70B
 /// full replay, so every start and end written into the id-ordered arrays is a cache miss on

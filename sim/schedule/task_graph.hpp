@@ -450,7 +450,7 @@ class TaskGraph {
   /// The last copy range whose base is at most `id` (>= the first's): from range_block_, then
   /// a step or two. Why: chain() is on every start of a copied op, and scanning the ranges
   /// back to front (twice: the copy, then its source) was ~110 instructions a call, 8 % of
-  /// the 70B full replay's instructions (callgrind, 80 layers cut to 16).
+  /// the 70B full replay's instructions (counted with its 80 layers cut to 16).
   const CopyRange* range_of(OpId id) const;
   /// The copy range of copied op `id` when it copies a stored op in one hop (its original's
   /// range is stored ops before any copy, as every replica's is): else nullptr (chain()).
@@ -461,7 +461,7 @@ class TaskGraph {
   /// chain_edges and chain_queue_link for a one-hop copy (one_hop), without building its chain:
   /// f(t) for each explicit neighbour (dir 0: successors, 1: predecessors), then its queues'.
   /// Why: every start and end of the 70B full replay's copied ops walks these; through chain()
-  /// they were ~100 instructions an op more (callgrind, cut to 16 layers).
+  /// they were ~100 instructions an op more (counted with the layers cut to 16).
   template <class F>
   void one_hop_neighbours(int dir, const CopyRange& c, OpId id, F&& f) const;
   /// A copied op's queue neighbour that is not its original's shifted (copy_links_), or kNoOp.
@@ -513,7 +513,7 @@ class TaskGraph {
   /// and [1] predecessors, the other ends by op id; each op's neighbours on its queues,
   /// qlink_[dir][side] (dir 0: next, 1: previous), kNoOp at a queue's end and kNotQueued where
   /// it occupies no queue on that side. A copied op (copy_ops) has none of its own: it reads
-  /// its original's, shifted, so a copied replica costs no structure per op (issue 20).
+  /// its original's, shifted, so a copied replica costs no structure per op.
   std::vector<uint32_t> edge_off_[2];
   std::vector<OpId> edge_csr_[2];
   std::vector<OpId> qlink_[2][2];

@@ -2,7 +2,7 @@
 // its (rank, stream) queues, for stored ops only. A copied op (copy_ops) reads its original's,
 // shifted into the copy; only the links that leave a copy are its own.
 //
-// Why (issue 20): Llama-3 70B on 1,024 GPUs with every replica replayed is 24.3 M ops of which
+// Why: Llama-3 70B on 1,024 GPUs with every replica replayed is 24.3 M ops of which
 // 21.3 M are copies of the first replica. Per op they held 16 B of queue slots, 8 B of CSR
 // offsets, ~10 B of edges and ~5 B of queue entries, and the replay read them at random; now
 // the eight replicas, which run nearly in step, read one replica's structure.

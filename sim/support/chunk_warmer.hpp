@@ -1,9 +1,9 @@
 #pragma once
 /// Chunks for ChunkedVector faulted in ahead, on another core, while the task graph
-/// is built (issue 20).
+/// is built.
 ///
-/// Why: in this project's VM the first touch of memory the guest has not touched lately costs
-/// the host's page faults too (touch_ahead.hpp). Building the 70B full replay's graph stores
+/// Why: the first touch of a fresh page is a page fault and a page cleared by the kernel
+/// (touch_ahead.hpp). Building the 70B full replay's graph stores
 /// 3.2 M ops and their edges, ~400 MB of chunks; measured with perf on a cold run (huge pages
 /// then), page clearing was ~55 % of the build's samples (1.9 s against 0.75 s warm), all on
 /// the building thread while the other core sat idle.

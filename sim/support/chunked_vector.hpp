@@ -1,5 +1,5 @@
 #pragma once
-/// An append-only vector stored in fixed chunks, for the task graph's ops (issue 20).
+/// An append-only vector stored in fixed chunks, for the task graph's ops.
 ///
 /// Why not std::vector: a graph of 24 M ops (Llama-3 70B, 1,024 GPUs, full replay) is 2.5 GB
 /// of Op. A std::vector grows by doubling, so it ends with up to 2x the memory it needs and, at

@@ -3,8 +3,8 @@
 /// reads as zero before it is written (calloc: fresh pages from the kernel for a large block,
 /// cleared by calloc for a small one), so value-initialising an element writes nothing.
 ///
-/// Why (issue 20): the trace's per-op times are 16 B per op, 389 MB on the 70B full replay. In
-/// this project's VM a first touch of memory costs the host's page faults too (touch_ahead.hpp),
+/// Why: the trace's per-op times are 16 B per op, 389 MB on the 70B full replay, and a first
+/// touch of a fresh page is a page fault and a page cleared (touch_ahead.hpp),
 /// and sizing them with std::vector wrote every page before the replay began; now they are
 /// written, faults and all, on the idle core while the replay runs (engine/trace_writer.hpp).
 ///
