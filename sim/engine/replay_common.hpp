@@ -1,7 +1,9 @@
 #pragma once
 /// What both engines share, so they can only differ by contention: readiness (explicit
 /// predecessors plus stream order), contention-free transfer time.
-/// Internal to the engine stage.
+/// Internal to the engine stage. Its bodies are inline: they run per op or per event of a
+/// replay (24.3 M ops and ~40 M events on the 70B full replay), and the engines call them
+/// through templates.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -17,7 +19,6 @@
 
 #include "support/flat_map.hpp"
 #include "model/topology.hpp"
-#include "support/touch_ahead.hpp"
 #include "schedule/lone_transfer.hpp"
 #include "schedule/task_graph.hpp"
 #include "support/threads.hpp"
@@ -129,7 +130,7 @@ class Waits {
   /// them copies) one thread took 0.63-0.68 s.
   explicit Waits(const schedule::TaskGraph& g) {
     const size_t n = g.size();
-    support::assign_ahead<uint16_t>(w_, n, 0);
+    w_.assign(n, 0);
     const unsigned threads = support::threads_for(0, n);
     std::vector<std::vector<std::pair<schedule::OpId, uint32_t>>> big(threads);
     support::on_threads(threads, [&](unsigned w) {
