@@ -27,6 +27,7 @@
 /// that ends sooner queues events before it; or float rounding in a caller's arithmetic) or at
 /// a negative time waits in a binary heap of its own, taken first: every event in the buckets
 /// is later.
+/// Inline, a template over the engine's event type: push and pop are the replay's hottest path.
 #include <algorithm>
 #include <array>
 #include <bit>
