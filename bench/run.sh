@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale and speed benchmarks (issue 8). Not a test: prints wall time, peak memory and simulated
+# Scale and speed benchmarks. Not a test: prints wall time, peak memory and simulated
 # ops per second for the four targets, then how wall time and memory grow with GPUs and with
 # sequence length. Writes bench/results/*.csv and plots them to docs/gallery/bench-scale.png.
 #   bench/run.sh [BUILD_DIR]      (default: build)
@@ -44,22 +44,22 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 printf "%-48s %10.1f\n" "1,000-scenario sweep, -j 2" "$(python3 -c "print($end-$start)")" | tee -a "$OUT/targets.txt"
 
-echo "== issue 20 targets: whole process, wall / user / sys seconds and peak RSS"
+echo "== fleet-scale workloads: whole process, wall / user / sys seconds and peak RSS"
 # Each row runs once (the big ones take minutes); a row over ROW_LIMIT_S seconds is cut and
-# printed as a timeout. ROW_LIMIT_S=0 skips the rows slower than a minute today.
+# printed as a timeout. ROW_LIMIT_S=0 skips the rows slower than a minute (405B full replay, plan).
 ROW_LIMIT_S=${ROW_LIMIT_S:-900}
-printf "%-64s %9s %9s %9s %9s\n" workload wall_s user_s sys_s peak_MB | tee "$OUT/issue20.txt"
+printf "%-64s %9s %9s %9s %9s\n" workload wall_s user_s sys_s peak_MB | tee "$OUT/whole_process.txt"
 row() {  # row NAME CMD... -> one line of the table
   local name=$1; shift
   local rc=0
   timeout "$ROW_LIMIT_S" /usr/bin/time -f "%e %U %S %M" -o "$tmp/time" "$@" > /dev/null 2> "$tmp/err" || rc=$?
   if [ "$rc" = 124 ]; then
-    printf "%-64s %9s\n" "$name" "timeout>${ROW_LIMIT_S}s" | tee -a "$OUT/issue20.txt"
+    printf "%-64s %9s\n" "$name" "timeout>${ROW_LIMIT_S}s" | tee -a "$OUT/whole_process.txt"
   elif [ "$rc" != 0 ]; then
-    printf "%-64s %9s (%s)\n" "$name" "failed" "$(tail -1 "$tmp/err")" | tee -a "$OUT/issue20.txt"
+    printf "%-64s %9s (%s)\n" "$name" "failed" "$(tail -1 "$tmp/err")" | tee -a "$OUT/whole_process.txt"
   else
     read -r wall user sys kb < "$tmp/time"
-    printf "%-64s %9s %9s %9s %9s\n" "$name" "$wall" "$user" "$sys" "$((kb / 1024))" | tee -a "$OUT/issue20.txt"
+    printf "%-64s %9s %9s %9s %9s\n" "$name" "$wall" "$user" "$sys" "$((kb / 1024))" | tee -a "$OUT/whole_process.txt"
   fi
 }
 noise=(--set simulation.symmetry=off --set perturb.jitter_cv=0.02 --set perturb.gpu_variation_cv=0.03)
@@ -80,14 +80,14 @@ if [ "$ROW_LIMIT_S" != 0 ]; then
   # straggler, and each what-if replay costs as much as a sample.
   # -j 3: the two other seeds replay beside the main run (each child reads the parent's graph
   # copy-on-write; peak RSS is the largest process, the parent and 3 children together used
-  # 9.5 GB of this machine when measured).
+  # 9.5 GB together when measured on a 2-core, 16 GB machine).
   row "Llama 3 405B, 16,384 H100, full replay + jitter/variation, 3 samples, SimGrid" \
       "$CPSIM" run scenarios/llama3-405b-16k-gpus.yaml "${noise[@]}" --samples 3 -j 3 \
       --no-what-if-straggler -q
   row "405B-class step on 131,072 GPUs (symmetry allowed)" \
       "$CPSIM" run scenarios/llama3-405b-16k-gpus.yaml --set platform.nodes=16384 --set parallel.dp=64 -q
 fi
-if "$CPSIM" plan --help > /dev/null 2>&1; then  # `cpsim plan` (issue 17) where it exists
+if "$CPSIM" plan --help > /dev/null 2>&1; then  # `cpsim plan`, where the binary has it
   row "cpsim plan, 405B on 16,384 GPUs, -j 2" \
       "$CPSIM" plan scenarios/llama3-405b-16k-gpus.yaml --gpus 16384 -j 2
 fi

@@ -1,10 +1,11 @@
-// `cpsim collective`'s options and their checks (nccl-tests' flags; issue 18's size limits).
-#include "app/cli_checks.hpp"
+// `cpsim collective`'s options and their checks (nccl-tests' flags; the size limits of collective_args.hpp).
 #include "app/collective_args.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+
+#include "app/cli_checks.hpp"
 
 namespace cpsim::app {
 

@@ -29,7 +29,7 @@
 //    lone SimGrid flow gets (its route's narrowest link, under its cap): max-min fairness has
 //    nothing to share, and a Comm costs an LMM variable, a constraint expansion and a solve per
 //    start and end. When a later flow reaches one of its links, it becomes a Comm for the bytes
-//    it has left, so from then on SimGrid shares the link exactly as before (issue 20). Measured on
+//    it has left, so from then on SimGrid shares the link exactly as before. Measured on
 //    Llama-3 70B, 128 GPUs, full replay (3.9 M ops): replay 6.9 -> 4.7 s. The times agree with
 //    Comms to SimGrid's rounding (~2e-11 s per Comm, tests/engine/solo_transfers_test.cpp);
 //    where compute interference feeds transfer timing back into compute, that rounding can grow
@@ -136,7 +136,7 @@ struct Replay {
   bool draining = false;
   size_t done = 0;
   /// SimGrid's clock, read when SimGrid hands over control (our timer, a Comm's end); reading
-  /// it ~5 times per op was ~4 % of the replay's instructions (callgrind, 70B on 64 GPUs).
+  /// it ~5 times per op was ~4 % of the replay's instructions (counted on the 70B cut to 64 GPUs).
   double now_ = 0;
 
   /// Comm data: op id + 1, or a pipeline index with the top bit set.

@@ -3,7 +3,7 @@
 /// the report's per-rank timelines need to know of each, so that those timelines are built one
 /// rank at a time, and the index itself a bounded number of ranks at a time.
 ///
-/// Why (issue 20): built for every rank at once, the interval lists of the 70B full replay
+/// Why: built for every rank at once, the interval lists of the 70B full replay
 /// (1,024 ranks, 24.3 M ops) peaked at 455 MB (heaptrack) and set the run's peak; the index
 /// of every rank at once (5 B per op end, 30 M ends) still did, by 53 MB over the replay's.
 #include <cstdint>

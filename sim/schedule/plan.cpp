@@ -3,7 +3,6 @@
 #include <optional>
 
 #include "schedule/attention.hpp"
-#include "support/chunk_warmer.hpp"
 #include "schedule/replicas.hpp"
 
 namespace cpsim::schedule {
@@ -26,7 +25,6 @@ Plan plan(const scenario::Scenario& sc, const model::Topology& topo, const model
   p.scenario = priced_scenario(sc);
   std::optional<Pricer> pricer(std::in_place, cost);
   auto build = [&] {
-    const support::ChunkWarmer warm;  // the graph's chunks faulted in on another core (chunk_warmer.hpp)
     p.graph = TaskGraph();
     pricer.emplace(cost);
     p.info = build_scenario(p.scenario, topo, *pricer, p.graph);

@@ -1,4 +1,4 @@
-// Issue 18: never a crash, never a lost file. One test per class of failure an adversarial
+// Never a crash, never a lost file. One test per class of failure an adversarial
 // user found: crashes (exit code and message, never 134), unbounded work (refused with the
 // estimate), silent wrong results, check vs run, data loss (on temp dirs and, as root, a private
 // device node), concurrency (two real sweep processes), poor messages.
