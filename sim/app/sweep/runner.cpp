@@ -127,6 +127,8 @@ int SweepRunner::run(const std::vector<size_t>& todo) {
       });
   if (tty_) std::cerr << "\r\033[K" << std::flush;
   if (!finished) {
+    // The points it killed (SIGKILL, their group) could not remove their result's temporary.
+    remove_stale_temporaries(todo);
     write_csv();
     std::cerr << "sweep: interrupted after " << done << " of " << total << " points; "
               << "rerun with --resume to finish (" << csv_path_ << ")\n";
