@@ -224,5 +224,20 @@ TEST_F(HostileTest, ResumeRerunsPointsWhoseBaseChanged) {
   EXPECT_NE(edited.text.find("resuming: 0 of 2"), std::string::npos) << edited.text;
 }
 
+TEST_F(HostileTest, PlanRanksTheSameTableAtAnyJobs) {
+  // Everything but the line of work done and wall time ("runs: ..."), which may differ.
+  auto table = [&](int jobs) {
+    const Output o = run(kCpsim + " plan " + CPSIM_SOURCE_DIR + "/scenarios/quickstart.yaml --gpus 16 --budget 12 -j " +
+                         std::to_string(jobs));
+    EXPECT_EQ(o.rc, 0) << o.text;
+    std::istringstream in(o.text);
+    std::string out;
+    for (std::string line; std::getline(in, line);)
+      if (line.find("runs:") == std::string::npos) out += line + "\n";
+    return out;
+  };
+  EXPECT_EQ(table(1), table(2));
+}
+
 }  // namespace
 }  // namespace CPSIM_TEST_TU
