@@ -46,7 +46,7 @@ printf "%-48s %10.1f\n" "1,000-scenario sweep, -j 2" "$(python3 -c "print($end-$
 
 echo "== whole process: wall / user / sys seconds and peak RSS"
 # Each row runs once (the big ones take minutes); a row over ROW_LIMIT_S seconds is cut and
-# printed as a timeout. ROW_LIMIT_S=0 skips the rows slower than a minute today.
+# printed as a timeout. ROW_LIMIT_S=0 skips the rows slower than a minute (405B full replay, plan).
 ROW_LIMIT_S=${ROW_LIMIT_S:-900}
 printf "%-64s %9s %9s %9s %9s\n" workload wall_s user_s sys_s peak_MB | tee "$OUT/process.txt"
 row() {  # row NAME CMD... -> one line of the table
@@ -80,7 +80,7 @@ if [ "$ROW_LIMIT_S" != 0 ]; then
   # straggler, and each what-if replay costs as much as a sample.
   # -j 3: the two other seeds replay beside the main run (each child reads the parent's graph
   # copy-on-write; peak RSS is the largest process, the parent and 3 children together used
-  # 9.5 GB of this machine when measured).
+  # 9.5 GB together when measured on a 2-core, 16 GB machine).
   row "Llama 3 405B, 16,384 H100, full replay + jitter/variation, 3 samples, SimGrid" \
       "$CPSIM" run scenarios/llama3-405b-16k-gpus.yaml "${noise[@]}" --samples 3 -j 3 \
       --no-what-if-straggler -q

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -34,6 +35,10 @@ void write_err(const char* s) {
 /// operator new failed: say so without allocating and leave, wherever it happened (SimGrid runs
 /// actors on their own stacks, where an exception would end in std::terminate).
 [[noreturn]] void on_out_of_memory() {
+  // One message: threads that run out at the same moment wait for the first to exit.
+  static std::atomic<bool> reported{false};
+  if (reported.exchange(true))
+    for (;;) ::pause();
   write_err("cpsim: out of memory while ");
   write_err(g_phase);
   write_err(kOomAdvice);

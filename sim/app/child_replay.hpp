@@ -1,5 +1,5 @@
 #pragma once
-/// engine::replay() in a forked child process that sends the Trace back, so SimGrid's one
+/// engine::replay() in a child process that sends the Trace back, so SimGrid's one
 /// Engine per process never binds the caller (what-if and samples runs, `collective`, tests).
 #include <string>
 

@@ -17,7 +17,7 @@
 #include "model/cost_model.hpp"
 #include "model/fp8_attention.hpp"
 #include "report/output.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 #include "scenario/load.hpp"
 #include "scenario/mask.hpp"
 #include "scenario/profile_csv.hpp"
@@ -218,7 +218,7 @@ std::vector<Timed> read_any(const std::string& path, int fa_dim) {
 }
 
 int run_calibrate_kernels(const CalibKernelArgs& a) {
-  report::check_outputs({{"-o", a.out}}, {{"--platform", a.platform}});
+  support::check_outputs({{"-o", a.out}}, {{"--platform", a.platform}});
   for (const auto& f : a.files) {
     std::error_code ec;
     if (!a.out.empty() && std::filesystem::equivalent(f, a.out, ec))

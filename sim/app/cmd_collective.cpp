@@ -1,9 +1,9 @@
 // `cpsim collective`: one NCCL collective per message size, simulated on a platform and printed
 // as nccl-tests prints it (all_reduce_perf & co.), so users can lay it next to their own runs.
 //
-// Each size is its own replay. With SimGrid each runs in a forked child (one Engine per
+// Each size is its own replay. With SimGrid each runs in a child process (one Engine per
 // process): the sizes stay independent, exactly as nccl-tests times them one after another,
-// and each child's memory is returned when it exits. The fork costs about a millisecond.
+// and each child's memory is returned when it exits. Starting one costs about a millisecond.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -31,7 +31,7 @@ using schedule::CollOp;
 using schedule::Protocol;
 
 /// Above this many transfers a stepwise collective is refused (the pipelined form gives the same
-/// time without contention; issue 20): 20 M transfers need about 4 GB in the replay.
+/// time without contention, and 16,384 ranks are 268 M pairs): 20 M transfers need about 4 GB in the replay.
 constexpr double kMaxStepwiseTransfers = 20e6;
 
 /// What bounds a collective from below: the link (or the software path's cap) that its

@@ -13,7 +13,7 @@
 #include "app/commands.hpp"
 #include "model/cost_model.hpp"
 #include "model/gdn_cost.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 #include "scenario/load.hpp"
 
 namespace cpsim::app {
@@ -26,7 +26,7 @@ struct GdnArgs {
 
 int price_gdn(const GdnArgs& a) {
   // Before any work: never the platform file it reads, never a directory or device.
-  report::check_outputs({{"--json", a.json}}, {{"--platform", a.platform}});
+  support::check_outputs({{"--json", a.json}}, {{"--platform", a.platform}});
   const scenario::PlatformSpec platform = scenario::load_platform(a.platform);
   scenario::CostSpec spec;
   if (a.profile != "auto" && a.profile != "none")
@@ -82,7 +82,7 @@ int price_gdn(const GdnArgs& a) {
               static_cast<long long>(call.seq_len), call.heads_k, call.heads_v, call.key_dim,
               call.value_dim, call.chunk, time * 1e6, sources.c_str());
   if (!a.json.empty()) {
-    report::write_file_atomic(a.json, out.dump(2) + "\n");  // a private temporary, renamed over
+    support::write_file_atomic(a.json, out.dump(2) + "\n");  // a private temporary, renamed over
   }
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "app/cli_checks.hpp"
 #include "app/command_errors.hpp"
 #include "app/commands.hpp"
 #include "model/cost_model.hpp"
@@ -18,7 +19,7 @@
 #include "model/gemm_cost.hpp"
 #include "model/stack_kernels.hpp"
 #include "scenario/enum_names.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 #include "scenario/load.hpp"
 
 namespace cpsim::app {
@@ -85,7 +86,7 @@ int price_memory(const PriceArgs& a, const scenario::PlatformSpec& platform) {
     std::printf("  %s (%s, %d launch%s): %.3f us, %.0f GB/s\n", k["kernel"].get<std::string>().c_str(),
                 k["class"].get<std::string>().c_str(), k["launches"].get<int>(),
                 k["launches"].get<int>() == 1 ? "" : "es", k["time_s"].get<double>() * 1e6, k["gbps"].get<double>());
-  if (!a.json.empty()) report::write_file_atomic(a.json, out.dump(2) + "\n");
+  if (!a.json.empty()) support::write_file_atomic(a.json, out.dump(2) + "\n");
   return 0;
 }
 
@@ -148,7 +149,7 @@ int price_gemm(const PriceArgs& a, const scenario::PlatformSpec& platform, const
   for (const auto& q : quant)
     std::printf("  + %s %.0f B: %.3f us (%s)\n", q["kernel"].get<std::string>().c_str(), q["bytes"].get<double>(),
                 q["time_s"].get<double>() * 1e6, q["source"].get<std::string>().c_str());
-  if (!a.json.empty()) report::write_file_atomic(a.json, out.dump(2) + "\n");
+  if (!a.json.empty()) support::write_file_atomic(a.json, out.dump(2) + "\n");
   return 0;
 }
 
@@ -160,7 +161,7 @@ double causal_pairs(double q, double kv) {
 
 int price(const PriceArgs& a) {
   // Before any work: never the platform or profile file it reads, never a directory or device.
-  report::check_outputs({{"--json", a.json}}, {{"--platform", a.platform}, {"--profile", a.profile}});
+  support::check_outputs({{"--json", a.json}}, {{"--platform", a.platform}, {"--profile", a.profile}});
   const scenario::PlatformSpec platform = scenario::load_platform(a.platform);
   static const std::vector<std::string> kMemOps = {"norm", "rope", "residual", "activation", "loss", "cp-merge"};
   const bool mem_op = std::find(kMemOps.begin(), kMemOps.end(), a.op) != kMemOps.end();
@@ -201,6 +202,10 @@ int price(const PriceArgs& a) {
   call.unmasked_fraction = *mask == scenario::Mask::Full ? 1.0 : causal_pairs(q, kv) / (q * kv);
   call.heads_q = a.heads;
   call.heads_kv = a.kv_heads > 0 ? a.kv_heads : a.heads;
+  // Grouped-query attention shares each key/value head among heads/kv_heads query heads.
+  if (call.heads_kv > call.heads_q || call.heads_q % call.heads_kv != 0)
+    throw std::invalid_argument("--kv-heads " + std::to_string(call.heads_kv) + " must divide --heads " +
+                                std::to_string(call.heads_q) + " (each key/value head serves a group of query heads)");
   call.head_dim = a.head_dim;
   call.batch = a.batch;
   const auto cost = model::CostModel::make(spec, platform.gpu);
@@ -233,7 +238,7 @@ int price(const PriceArgs& a) {
               call.heads_q, call.heads_kv, call.head_dim, call.batch, time * 1e6,
               out["tflops"].get<double>(), sources.c_str());
   if (!a.json.empty()) {
-    report::write_file_atomic(a.json, out.dump(2) + "\n");  // a private temporary, renamed over
+    support::write_file_atomic(a.json, out.dump(2) + "\n");  // a private temporary, renamed over
   }
   return 0;
 }
@@ -263,8 +268,8 @@ void register_kernels_price(CLI::App* kernels, int& rc) {
   sub->add_option("--q", a->q, "query tokens, e.g. 8K (default 8K)");
   sub->add_option("--kv", a->kv, "key tokens (default: --q)");
   sub->add_option("--mask", a->mask, "full | causal (default causal)");
-  sub->add_option("--heads", a->heads, "query heads (default 32)");
-  sub->add_option("--kv-heads", a->kv_heads, "key/value heads (default: --heads)");
+  sub->add_option("--heads", a->heads, "query heads (default 32)")->check(whole_number(1, 4096));
+  sub->add_option("--kv-heads", a->kv_heads, "key/value heads (default: --heads)")->check(whole_number(1, 4096));
   sub->add_option("--head-dim", a->head_dim, "head dimension (default 128)");
   sub->add_option("--batch", a->batch, "batch (default 1)");
   sub->add_option("--dtype", a->dtype, "bf16 | fp8 (attention: TE's FP8 attention on cuDNN; default bf16)");

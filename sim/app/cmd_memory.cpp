@@ -163,7 +163,7 @@ void register_memory(CLI::App& app, int& rc) {
           if (c.sequences_per_step != base_seqs) std::cout << fmt(" for %.0f sequences", c.sequences_per_step);
           if (base_step > 0) std::cout << fmt(" (x%.2f time per sequence)", per_seq / (base_step / base_seqs));
         }
-        std::cout << "\n      cpsim run " << args->scenario << " " << sets_text(c.sets) << "\n";
+        std::cout << "\n      " << run_line(args->scenario, c.sets) << "\n";
       }
       if (!any) {
         std::cout << "  none of the single or paired changes fits; closest:\n";

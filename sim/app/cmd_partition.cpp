@@ -15,11 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "app/cli_checks.hpp"
 #include "app/commands.hpp"
 #include "scenario/enum_names.hpp"
 #include "schedule/partition.hpp"
 #include "report/output.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 
 namespace cpsim::app {
 
@@ -252,7 +253,7 @@ int run_partition(const Options& o) {
     if (o.cp > kMaxPartitionCp)
       throw std::invalid_argument("--cp: at most " + std::to_string(kMaxPartitionCp) + " (got " +
                                   std::to_string(o.cp) + "); the ring table has cp x cp cells");
-    report::check_outputs({{"--json", o.json}});
+    support::check_outputs({{"--json", o.json}});
     const Layout layout = parse_layout(o.layout);
     stripe_width = parse_token_count(o.stripe_width, "--stripe-width");
     if (layout != Layout::Striped && o.stripe_width != "1")
@@ -315,7 +316,9 @@ void register_partition(CLI::App& app, int& rc) {
   docs->excludes(mean);
   sub->add_option("--doc-dist", opts->doc_dist, "uniform | lognormal (default lognormal)")
       ->needs(mean);
-  sub->add_option("--seed", opts->seed, "seed of the random documents (default 1)")->needs(mean);
+  sub->add_option("--seed", opts->seed, "seed of the random documents (default 1)")
+      ->needs(mean)
+      ->check(whole_number(0, INT64_MAX));
   sub->add_option("--mask", opts->mask, "causal | full | sliding-window (default causal)");
   sub->add_option("--window", opts->window, "sliding-window mask: window in tokens (4K)");
   sub->add_option("--document-sharding", opts->sharding,

@@ -119,10 +119,10 @@ void register_plan(CLI::App& app, int& rc) {
               << ", ranked " << counts["ranked"] << "\n";
     std::cout << "  runs: " << res.attention_runs << " attention layers, " << res.compute_probes
               << " layer builds for the compute bound and " << res.step_runs
-              << " steps (analytic), " << res.simgrid_runs << " steps (SimGrid); " << fmt("%.1f s wall", wall)
-              << fmt(" (enumeration and memory %.1f s", res.stage_wall_s[0])
-              << fmt(", attention layers %.1f s", res.stage_wall_s[1]) << fmt(", steps %.1f s", res.stage_wall_s[2])
-              << fmt(", SimGrid %.1f s)\n", res.stage_wall_s[3]);
+              << " steps (analytic), " << res.simgrid_runs << " steps (SimGrid); " << plan_fmt("%.1f s wall", wall)
+              << plan_fmt(" (enumeration and memory %.1f s", res.stage_wall_s[0])
+              << plan_fmt(", attention layers %.1f s", res.stage_wall_s[1]) << plan_fmt(", steps %.1f s", res.stage_wall_s[2])
+              << plan_fmt(", SimGrid %.1f s)\n", res.stage_wall_s[3]);
     const double peak = sc.platform.gpu.peak_flops;
     std::printf("%-4s %-48s %8s %10s %10s %11s %6s\n", "rank", "layout", "mem GB", "analytic s", "SimGrid s",
                 "tokens/s", "MFU");
@@ -130,20 +130,20 @@ void register_plan(CLI::App& app, int& rc) {
       const auto& c = res.all[res.ranked[k]];
       const double mfu = c.step_s() > 0 ? c.model_flops / (c.step_s() * opt.gpus * peak) : 0;
       std::printf("%-4zu %-48s %8.1f %10.3f %10s %11.0f %5.1f%%\n", k + 1, c.label.c_str(), c.peak_bytes / 1e9,
-                  c.analytic_s, c.simgrid_s > 0 ? fmt("%.3f", c.simgrid_s).c_str() : "-", c.tokens_per_s(),
+                  c.analytic_s, c.simgrid_s > 0 ? plan_fmt("%.3f", c.simgrid_s).c_str() : "-", c.tokens_per_s(),
                   100 * mfu);
     }
     std::cout.flush();
     if (!res.ranked.empty()) {
       const auto& best = res.all[res.ranked.front()];
-      std::cout << "best: cpsim run " << args->scenario << " " << sets_text(best.sets) << "\n";
+      std::cout << "best: " << run_line(args->scenario, best.sets) << "\n";
       // A layout faster by the analytic engine that SimGrid did not verify (--verify, or its full
       // graph over --max-memory) is the next thing to try: say which, and why it is not first.
       for (size_t k = 1; k < res.ranked.size(); ++k) {
         const auto& c = res.all[res.ranked[k]];
         if (c.simgrid_s > 0 || !(best.simgrid_s > 0) || !(c.tokens_per_s() > best.tokens_per_s())) continue;
-        std::cout << "faster by the analytic engine, not verified: cpsim run " << args->scenario << " "
-                  << sets_text(c.sets) << "\n  (" << c.why << ")\n";
+        std::cout << "faster by the analytic engine, not verified: " << run_line(args->scenario, c.sets) << "\n  ("
+                  << c.why << ")\n";
         break;
       }
     } else {

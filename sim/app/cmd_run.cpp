@@ -8,9 +8,10 @@
 #include "app/progress.hpp"
 #include "app/simulate.hpp"
 #include "app/work_limit.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 #include "scenario/index_list.hpp"
 #include "scenario/load.hpp"
+#include "support/shell_quote.hpp"
 
 namespace cpsim::app {
 
@@ -60,7 +61,7 @@ void register_run(CLI::App& app, int& rc) {
   cmd->callback([args, &rc] {
     // Outputs first: a bad path must fail before minutes of simulation, and never destroy the
     // scenario.
-    report::check_outputs({{"--json", args->json}, {"--trace", args->trace}}, {{"", args->scenario}});
+    support::check_outputs({{"--json", args->json}, {"--trace", args->trace}}, {{"", args->scenario}});
     WorkLimits limits;
     if (!args->max_memory.empty()) limits.max_memory_bytes = parse_memory_limit(args->max_memory);
     limits.force = args->force;
@@ -100,11 +101,11 @@ void register_run(CLI::App& app, int& rc) {
       // One attention layer's memory is not the step's: the step's changes do not apply to it.
       if (!args->quiet && !out.result["memory"]["fits"].get<bool>() && out.result["scope"] != "attention-layer") {
         const auto changes = memory_changes(args->scenario, sets, sc);
-        std::cout << "  does not fit; `cpsim memory " << args->scenario << "` lists what does";
+        std::cout << "  does not fit; `cpsim memory " << support::shell_quote(args->scenario) << "` lists what does";
         if (!changes.empty() && changes.front().memory.fits)
           std::cout << ", e.g. " << changes.front().what << " ("
                     << static_cast<int>(changes.front().memory.peak_bytes / 1e8) / 10.0 << " GB):\n"
-                    << "    cpsim run " << args->scenario << " " << sets_text(changes.front().sets);
+                    << "    " << run_line(args->scenario, changes.front().sets);
         std::cout << "\n";
       }
       return 0;

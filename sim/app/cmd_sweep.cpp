@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "app/cli_checks.hpp"
 #include "app/commands.hpp"
 #include "app/process_pool.hpp"
 #include "app/slurm.hpp"
@@ -21,7 +22,8 @@
 #include "app/sweep/runner.hpp"
 #include "app/sweep/shards.hpp"
 #include "app/sweep/slurm_job.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
+#include "support/shell_quote.hpp"
 
 namespace cpsim::app {
 
@@ -133,8 +135,8 @@ int run_sweep(const SweepArgs& a, pool::Runner& runner, pool::Clock& clock) {
     for (size_t i : todo) {
       // A line a shell runs as is: the point's id as a trailing comment.
       const auto& p = sweep.points[i];
-      std::cout << "cpsim run " << shell_word(p.base_path);
-      for (const auto& o : p.overrides) std::cout << " --set " << shell_word(o);
+      std::cout << "cpsim run " << support::shell_quote(p.base_path);
+      for (const auto& o : p.overrides) std::cout << " --set " << support::shell_quote(o);
       std::cout << "  # " << p.id << "\n";
     }
     return 0;
@@ -149,7 +151,7 @@ int run_sweep(const SweepArgs& a, pool::Runner& runner, pool::Clock& clock) {
   }
   SweepArgs args = a;
   // The name comes from the sweep file: as one path component, "../../x" stays here.
-  if (args.out_dir.empty()) args.out_dir = report::path_component(sweep.name) + "-sweep";
+  if (args.out_dir.empty()) args.out_dir = support::path_component(sweep.name) + "-sweep";
   if (args.jobs <= 0) args.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::error_code ec;
   fs::create_directories(fs::path(args.out_dir) / "runs", ec);
@@ -164,7 +166,7 @@ int run_sweep(const SweepArgs& a, pool::Runner& runner, pool::Clock& clock) {
     SweepRunner sweep_runner(args, sweep.points, csv_name, runner, clock);
     if (args.resume) sweep_runner.load_previous(todo);
     const int code = sweep_runner.run(todo);
-    if (!args.pivot.empty() && code != 130)
+    if (!args.pivot.empty() && !pool::interrupted())
       std::cout << pivot_table((fs::path(args.out_dir) / csv_name).string(), args.pivot);
     return code;
   } catch (const std::exception& e) {
@@ -181,7 +183,8 @@ void register_sweep(CLI::App& app, int& rc, pool::Runner* runner, pool::Clock* c
   cmd->add_option("sweep", a->sweep_file, "sweep YAML file (with --merge: taken from DIR when submitted with --slurm)");
   cmd->add_option("-o,--out", a->out_dir, "output directory (default: <sweep name>-sweep)");
   cmd->add_option("-j,--jobs", a->jobs,
-                  "scenarios run at once (default: CPU count; with --slurm: CPUs per array task, default 1)");
+                  "scenarios run at once (default: CPU count; with --slurm: CPUs per array task, default 1)")
+      ->check(whole_number(1, 1024));
   cmd->add_option("--timeout", a->timeout_s, "seconds one scenario may run before it is killed (0 = no limit)")
       ->default_str("600");
   cmd->add_option("--set", a->sets,

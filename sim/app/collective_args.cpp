@@ -1,9 +1,11 @@
-// `cpsim collective`'s options and their checks (nccl-tests' flags; issue 18's size limits).
+// `cpsim collective`'s options and their checks (nccl-tests' flags; the size limits of collective_args.hpp).
 #include "app/collective_args.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+
+#include "app/cli_checks.hpp"
 
 namespace cpsim::app {
 
@@ -98,7 +100,9 @@ void add_collective_options(CLI::App& sub, CollArgs& a) {
   sub.add_option("--op", a.op_name,
                  "allreduce | allgather | reducescatter | alltoall | broadcast | reduce | sendrecv")
       ->required();
-  sub.add_option("--ranks", a.ranks, "ranks, GPUs 0..N-1 (default: all GPUs)");
+  // 65,536 ranks: 4x the largest bundled fleet (16,384 GPUs), where one analytic size still
+  // prices in seconds; past it the table would run for minutes per size.
+  sub.add_option("--ranks", a.ranks, "ranks, GPUs 0..N-1 (default: all GPUs)")->check(whole_number(1, 65536));
   sub.add_option("--sizes", a.sizes, "A..B doubles from A to B, or a comma list; K = 1024");
   sub.add_option("-b,--minbytes", a.minbytes, "smallest size (nccl-tests -b; default 1K)");
   sub.add_option("-e,--maxbytes", a.maxbytes, "largest size (nccl-tests -e; default 8G)");

@@ -20,7 +20,7 @@ struct UsageError : std::runtime_error {
 constexpr size_t kMaxSizes = 64;
 /// Largest size: 1 TiB, above any GPU's memory (nccl-tests needs the buffer on the GPU); far
 /// larger sizes lose precision in the engines' double-precision clocks (1e20 B took the same
-/// time as 1e23 B with SimGrid while the analytic engine scaled: issue 18).
+/// time as 1e23 B with SimGrid while the analytic engine scaled).
 constexpr double kMaxSizeBytes = 1024.0 * 1024 * 1024 * 1024;
 
 struct CollArgs {

@@ -14,6 +14,7 @@
 #include "app/commands.hpp"
 #include "log/log.hpp"
 #include "cpsim_version.hpp"
+#include "support/std_streams.hpp"
 
 namespace cpsim::app {
 namespace {
@@ -124,7 +125,8 @@ int dispatch(int argc, char** argv) {
     }
     return rc;
   });
-  return code;
+  // Output that did not reach stdout is a failure, whatever the command thought.
+  return support::finish_stdout(code);
 }
 
 }  // namespace cpsim::app

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "scenario/load.hpp"
+#include "support/shell_quote.hpp"
 
 namespace cpsim::app {
 
@@ -106,9 +107,14 @@ std::string sets_text(const std::vector<std::string>& sets) {
   for (const auto& x : sets) {
     if (!s.empty()) s += ' ';  // appended: GCC 12 -O3's false -Wrestrict on "..." + std::string&& (bug 105651)
     s += "--set ";
-    s += x;
+    s += support::shell_quote(x);
   }
   return s;
+}
+
+std::string run_line(const std::string& scenario_path, const std::vector<std::string>& sets) {
+  const std::string s = sets_text(sets);
+  return "cpsim run " + support::shell_quote(scenario_path) + (s.empty() ? "" : " " + s);
 }
 
 std::vector<MemoryChange> memory_changes(const std::string& path,

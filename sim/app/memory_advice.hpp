@@ -30,7 +30,9 @@ std::vector<MemoryChange> memory_changes(const std::string& path,
                                          const std::vector<std::string>& base_sets,
                                          const scenario::Scenario& sc, bool combine = true);
 
-/// "--set a=1 --set b=2"
+/// "--set a=1 --set b=2", each setting shell-quoted.
 std::string sets_text(const std::vector<std::string>& sets);
+/// "cpsim run PATH --set ...": a line to paste into a shell, every word quoted for it.
+std::string run_line(const std::string& scenario_path, const std::vector<std::string>& sets);
 
 }  // namespace cpsim::app

@@ -460,6 +460,15 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
     res.step_runs += static_cast<int>(runs.size());
     for (size_t b = 0; b < batch.size(); ++b) {
       auto& c = res.all[batch[b]];
+      // As one candidate at a time would decide, whatever the round's size (it grows with -j):
+      // a candidate whose bound an earlier one in this round already beat is not ranked, so
+      // -j 1 and -j 8 rank the same table.
+      if (per_token(batch[b]) >= best) {
+        c.status = "bounded";
+        c.why = "cannot win: at most " + fmt("%.0f tokens/s", 1 / per_token(batch[b])) +
+                fmt(" (its kernels, TP waits and bubble) vs %.0f simulated", 1 / best);
+        continue;
+      }
       c.analytic_wall_s = st[b].wall_s;
       if (st[b].wall_s >= 0) c.analytic_start_s = st[b].start_s - t_start;
       if (!record(st[b], opt, c)) continue;

@@ -1,6 +1,6 @@
 #pragma once
 /// File-descriptor and process helpers shared by process_pool.cpp and worker_pool.cpp (both
-/// own forked children); not for other code.
+/// own child processes); not for other code.
 #include <sys/types.h>
 
 #include <cstddef>

@@ -1,12 +1,13 @@
-// Every fork, exec and waitpid of cpsim (process_pool.hpp says why there are child processes).
+// The pools of child processes (process_pool.hpp says why there are any); each is started and
+// reaped through support/lifetime.hpp, the one owner of cpsim's processes.
 #include "app/process_pool.hpp"
 
 #include "app/pool_fd.hpp"
+#include "support/lifetime.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,12 +51,7 @@ bool read_exact(int fd, void* buf, size_t n) {
   return true;
 }
 
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
+int wait_for(pid_t pid) { return support::wait_child(pid); }
 
 std::string describe_status(int status) {
   if (WIFSIGNALED(status))
@@ -70,8 +66,8 @@ using detail::write_all;
 
 namespace {
 
-volatile sig_atomic_t g_interrupted = 0;
-extern "C" void on_interrupt(int) { g_interrupted = 1; }
+volatile sig_atomic_t g_interrupted = 0;  ///< the signal's number, SIGINT when requested
+extern "C" void on_interrupt(int sig) { g_interrupted = sig; }
 
 std::string read_all(int fd) {
   std::string buf;
@@ -97,7 +93,7 @@ Exit exit_of(int status) {
   return e;
 }
 
-/// A forked child running one function: its pid and the pipe its answer comes through.
+/// A child process running one function: its pid and the pipe its answer comes through.
 struct FnChild {
   size_t job;
   pid_t pid;
@@ -151,11 +147,11 @@ FnChild start_fn(const std::function<std::string()>& fn, size_t job, double limi
   if (::pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   std::cout.flush();
   std::cerr.flush();
-  const pid_t pid = ::fork();
+  const pid_t pid = support::start_child(false);
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    throw std::runtime_error(std::string("cannot start a child process: ") + std::strerror(errno));
   }
   if (pid == 0) {
     ::close(fds[0]);
@@ -193,10 +189,11 @@ std::string finish_fn(const FnChild& c, const std::string& who) {
 }  // namespace
 
 bool interrupted() { return g_interrupted != 0; }
-void request_interrupt() { g_interrupted = 1; }
+int interrupted_exit_code() { return 128 + (g_interrupted != 0 ? static_cast<int>(g_interrupted) : SIGINT); }
+void request_interrupt() { g_interrupted = SIGINT; }
 
 struct InterruptGuard::Saved {
-  struct sigaction old_int {}, old_term {};
+  struct sigaction old_int {}, old_term {}, old_hup {};
 };
 
 InterruptGuard::InterruptGuard() : saved_(new Saved) {
@@ -206,11 +203,13 @@ InterruptGuard::InterruptGuard() : saved_(new Saved) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &saved_->old_int);
   sigaction(SIGTERM, &sa, &saved_->old_term);
+  sigaction(SIGHUP, &sa, &saved_->old_hup);
 }
 
 InterruptGuard::~InterruptGuard() {
   sigaction(SIGINT, &saved_->old_int, nullptr);
   sigaction(SIGTERM, &saved_->old_term, nullptr);
+  sigaction(SIGHUP, &saved_->old_hup, nullptr);
   delete saved_;
 }
 
@@ -331,17 +330,16 @@ Runner::Id SystemRunner::start_cpsim(const std::vector<std::string>& args, const
   std::vector<char*> cargv;
   for (auto& s : argv) cargv.push_back(s.data());
   cargv.push_back(nullptr);
-  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A new file, never through a link: whatever was at the log's path (a previous run's log, a
+  // planted symlink) is removed, not truncated or followed.
+  ::unlink(log_path.c_str());
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  const pid_t parent = ::getpid();
   std::cout.flush();
   std::cerr.flush();
-  const pid_t pid = ::fork();
+  const pid_t pid = support::start_child(true);
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
     if (devnull >= 0) {
       ::dup2(devnull, STDIN_FILENO);
       ::dup2(devnull, STDOUT_FILENO);
@@ -352,12 +350,11 @@ Runner::Id SystemRunner::start_cpsim(const std::vector<std::string>& args, const
     [[maybe_unused]] const ssize_t w = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     ::_exit(127);
   }
-  const int fork_errno = errno;
-  if (pid > 0) ::setpgid(pid, pid);  // also here: no race with the first kill
+  const int start_errno = errno;
   if (log >= 0) ::close(log);
   if (devnull >= 0) ::close(devnull);
   const Id id = next_++;
-  if (pid < 0) ended_[id] = Exit{Exit::How::NotStarted, fork_errno};
+  if (pid < 0) ended_[id] = Exit{Exit::How::NotStarted, start_errno};
   else running_[id] = pid;
   return id;
 }
@@ -371,12 +368,9 @@ std::optional<Exit> SystemRunner::poll(Id id) {
   const auto it = running_.find(id);
   if (it == running_.end()) return Exit{Exit::How::NotStarted, ECHILD};
   int status = 0;
-  pid_t r;
-  while ((r = ::waitpid(static_cast<pid_t>(it->second), &status, WNOHANG)) < 0 && errno == EINTR) {
-  }
-  if (r == 0) return std::nullopt;
+  if (!support::poll_child(static_cast<pid_t>(it->second), status)) return std::nullopt;
   running_.erase(it);
-  if (r < 0) return Exit{Exit::How::NotStarted, errno};
+  if (status < 0) return Exit{Exit::How::NotStarted, errno};
   return exit_of(status);
 }
 
@@ -406,7 +400,7 @@ Captured SystemRunner::capture(const std::vector<std::string>& argv) {
   cargv.push_back(nullptr);
   std::cout.flush();
   std::cerr.flush();
-  const pid_t pid = ::fork();
+  const pid_t pid = support::start_child(false);
   if (pid == 0) {
     const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
@@ -420,7 +414,7 @@ Captured SystemRunner::capture(const std::vector<std::string>& argv) {
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
   if (pid < 0) {
-    r.err = std::string("fork: ") + std::strerror(errno);
+    r.err = std::string("cannot start a child process: ") + std::strerror(errno);
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
     return r;

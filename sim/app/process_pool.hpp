@@ -1,7 +1,8 @@
 #pragma once
 /// With worker_pool.hpp (children that serve many jobs), the only code of cpsim that starts
-/// processes. SimGrid allows one engine per process, so
-/// every replay beyond the first runs in a child: a function in a forked child that sends its
+/// processes, each through support/lifetime.hpp's start_child (the one owner: a child dies with
+/// cpsim and is killed and reaped on SIGINT/SIGTERM). SimGrid allows one engine per process, so
+/// every replay beyond the first runs in a child: a function in a child process that sends its
 /// bytes back (run_in_child, run_in_children), or `cpsim run` exec'd with a log (Runner,
 /// run_batch for sweeps). Commands go through the Runner interface and time through Clock, so
 /// the sweep and Slurm code is tested with fakes (as ninja tests its SubprocessSet through a
@@ -18,13 +19,16 @@ namespace cpsim::app::pool {
 
 // ---- one interrupt flag -------------------------------------------------------------------------
 
-/// Set by SIGINT/SIGTERM while an InterruptGuard lives, or by request_interrupt().
+/// Set by SIGINT/SIGTERM/SIGHUP while an InterruptGuard lives, or by request_interrupt().
 bool interrupted();
+/// 128 + the signal that interrupted (130 for SIGINT, 143 for SIGTERM), as a shell reports it.
+int interrupted_exit_code();
 /// Sets the flag as a signal would (tests, and fakes that stand for an impatient user).
 void request_interrupt();
 
-/// Installs SIGINT/SIGTERM handlers for its lifetime and clears the flag; commands run in
-/// their own process groups, so a terminal's Ctrl-C reaches only cpsim, which then stops them.
+/// Installs SIGINT/SIGTERM/SIGHUP handlers for its lifetime (in place of support/lifetime.hpp's,
+/// which end the process at once) and clears the flag; commands run in their own process
+/// groups, so a terminal's Ctrl-C reaches only cpsim, which then stops them.
 class InterruptGuard {
  public:
   InterruptGuard();
@@ -37,13 +41,13 @@ class InterruptGuard {
   Saved* saved_;
 };
 
-// ---- functions in forked children ---------------------------------------------------------------
+// ---- functions in child processes ----------------------------------------------------------------
 
-/// Runs `fn` in a forked child and returns the bytes it returned there. Throws
+/// Runs `fn` in a child process and returns the bytes it returned there. Throws
 /// std::runtime_error with the child's exception message, or saying which signal killed it.
 std::string run_in_child(const std::function<std::string()>& fn);
 
-/// Each job in its own forked child, at most `parallel` at once; results in job order. After
+/// Each job in its own child process, at most `parallel` at once; results in job order. After
 /// the first failure no further job starts, the running ones finish, and its error is thrown.
 std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& jobs,
                                          int parallel);
@@ -60,7 +64,7 @@ struct ChildOutcome {
   bool lost = false;
 };
 
-/// This process's resident bytes (/proc/self/statm), 0 when unknown. A forked child starts
+/// This process's resident bytes (/proc/self/statm), 0 when unknown. A child process starts
 /// with its parent's resident pages counted in its own.
 double resident_bytes();
 
@@ -103,13 +107,13 @@ struct Captured {
   std::string out, err;
 };
 
-/// Starts and watches commands. The system one forks and execs; tests pass fakes.
+/// Starts and watches commands. The system one starts processes and execs; tests pass fakes.
 class Runner {
  public:
   using Id = long;
   virtual ~Runner() = default;
   /// Starts `cpsim ARGS` in its own process group, stdin and stdout on /dev/null, stderr into
-  /// `log_path` (truncated). Never throws: a command that cannot start reports
+  /// `log_path` (a new file: what was there, a symlink included, is removed first). Never throws: a command that cannot start reports
   /// Exit::How::NotStarted from poll().
   virtual Id start_cpsim(const std::vector<std::string>& args, const std::string& log_path) = 0;
   /// The command's exit once it ended (and is reaped); nullopt while it runs. Never blocks.

@@ -1,5 +1,5 @@
 #pragma once
-/// The progress line of long runs (issue 17): on stderr, rewritten in place, naming the phase
+/// The progress line of long runs: on stderr, rewritten in place, naming the phase
 /// (build graph / replay / report / ...) and, while replaying, the simulated time and the ops
 /// done. Silent for the first second (most runs end before) and when disabled (-q, or stderr
 /// not a terminal, so logs and pipes never see it).

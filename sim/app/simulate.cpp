@@ -26,7 +26,7 @@
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
 #include "schedule/plan.hpp"
-#include "schedule/threads.hpp"
+#include "support/threads.hpp"
 
 namespace cpsim::app {
 
@@ -73,7 +73,7 @@ double bytes_double(const std::string& b) {
   return v;
 }
 
-/// Runs each job in its own forked child (app/process_pool), at most `parallel` at once;
+/// Runs each job in its own child process (app/process_pool), at most `parallel` at once;
 /// values in job order.
 std::vector<double> run_in_children(const std::vector<std::function<double()>>& jobs, int parallel) {
   std::vector<std::function<std::string()>> fns;
@@ -95,7 +95,7 @@ double noisy_step(const schedule::Plan& p, const model::Topology& topo, const sc
   return tr.makespan_s;
 }
 
-/// The step time of `p`'s graph replayed once per noise, each in a forked child (SimGrid's one
+/// The step time of `p`'s graph replayed once per noise, each in a child process (SimGrid's one
 /// engine per process). The children read the parent's graph through copy-on-write pages
 /// instead of building their own, so the machine holds one graph however many samples or
 /// what-ifs run (the 405B 16,384-GPU full replay's graph is ~15 GB).
@@ -199,7 +199,7 @@ report::Samples run_samples(const scenario::Scenario& sc, const schedule::Plan& 
 }
 
 /// The main replay and the other samples' replays side by side, at most opt.jobs at once, each
-/// in a forked child: with as many jobs as samples the samples cost no wall time of their own
+/// in a child process: with as many jobs as samples the samples cost no wall time of their own
 /// (before, they waited for the main replay and its report). Returns the main run's trace and
 /// the other seeds' steps in seed order.
 std::pair<schedule::Trace, std::vector<double>> replay_with_samples(const scenario::Scenario& sc,
@@ -258,11 +258,11 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   } else if (children) {
     tr = replay_in_child(p.graph, topo, sc.simulation.engine, ro);
   }
-  // Replayed here (no children to fork, so another thread may run meanwhile): the report's part
+  // Replayed here (no child processes to start, so another thread may run meanwhile): the report's part
   // that reads the graph alone is built on the core the replay leaves idle.
   std::optional<report::GraphPart> part;
   if (!together && !children)
-    schedule::on_threads(schedule::threads_for(0, p.graph.size()) > 1 ? 2 : 1, [&](unsigned w) {
+    support::on_threads(support::threads_for(0, p.graph.size()) > 1 ? 2 : 1, [&](unsigned w) {
       if (w == 0)
         tr = engine::replay(p.graph, topo, sc.simulation.engine, ro);
       else

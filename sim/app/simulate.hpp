@@ -65,7 +65,7 @@ size_t graph_ops(const scenario::Scenario& sc);
 /// in a child (run_step_times) unless the process replays nothing else.
 double simulate_step_time(const scenario::Scenario& sc);
 
-/// Step time of each scenario, each replayed in its own forked child, `jobs` at once; a
+/// Step time of each scenario, each replayed in its own child process, `jobs` at once; a
 /// scenario that fails (or whose child is killed) gives -1 instead of an error (the others
 /// still count).
 std::vector<double> run_step_times(const std::vector<scenario::Scenario>& scs, int jobs);
@@ -89,7 +89,7 @@ std::string bounded_step_bytes(const scenario::Scenario& s, double limit_bytes, 
 /// The StepOutcome in a child's answer to bounded_step_bytes (`limit_bytes`: the limit it had).
 StepOutcome step_outcome(const pool::ChildOutcome& c, double limit_bytes);
 /// The resident-memory limits of the children of run_bounded_steps: each limit plus this
-/// process's resident bytes, which a forked child starts with (0 stays 0: none).
+/// process's resident bytes, which a child process starts with (0 stays 0: none).
 std::vector<double> step_watch_limits(const std::vector<double>& limits, size_t n);
 
 /// run_bounded_steps for analytic steps, in long-lived workers (pool::WorkerPool) that run one
@@ -101,7 +101,7 @@ class StepWorkers {
  public:
   /// Steps of `scenario_of(id)` (analytic engine), `jobs` at once, whose limits, the workers'
   /// kept memory and this process's pages they share add up to at most `limit_bytes` (0: no
-  /// limit). Workers are forked on the first run() and call scenario_of in their copy of this
+  /// limit). Workers are started on the first run() and call scenario_of in their copy of this
   /// process: what it reads must not change after that.
   StepWorkers(std::function<scenario::Scenario(size_t)> scenario_of, int jobs, double limit_bytes);
   /// As run_bounded_steps for ids: `limits` and `known` as its limits and known_bytes. A step

@@ -21,18 +21,6 @@ std::string format_seconds(double s) {
 
 }  // namespace
 
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-                                        "_-./=:,+@%") == std::string::npos)
-    return s;
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
 std::string array_list(const std::vector<size_t>& indices) {
   std::string out;
   for (size_t a = 0; a < indices.size();) {

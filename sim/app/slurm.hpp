@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/process_pool.hpp"
+#include "support/shell_quote.hpp"
 
 namespace cpsim::app::slurm {
 
@@ -35,8 +36,8 @@ std::string batch_script(const ArrayJob& job);
 /// Shard indices as a Slurm array list, ranges compressed: {0,1,2,5,7,8} -> "0-2,5,7-8".
 std::string array_list(const std::vector<size_t>& indices);
 
-/// The quoting a POSIX shell needs to read `s` as one word.
-std::string shell_quote(const std::string& s);
+/// The quoting a POSIX shell needs to read `s` as one word (support/shell_quote.hpp).
+using support::shell_quote;
 
 struct Submitted {
   bool ok = false;

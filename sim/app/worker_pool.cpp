@@ -9,7 +9,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +25,7 @@
 #include <thread>
 
 #include "app/pool_fd.hpp"
+#include "support/lifetime.hpp"
 
 namespace cpsim::app::pool {
 
@@ -130,7 +130,7 @@ WorkerPool::~WorkerPool() {
   for (Worker& w : workers_) end(w);
 }
 
-void WorkerPool::fork_worker(Worker& w) {
+void WorkerPool::start_worker(Worker& w) {
   int req[2], rep[2];
   if (::pipe2(req, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   if (::pipe2(rep, O_CLOEXEC) != 0) {
@@ -140,16 +140,13 @@ void WorkerPool::fork_worker(Worker& w) {
   }
   std::cout.flush();
   std::cerr.flush();
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  // support::start_child: a worker never outlives the search that started it (killed or crashed).
+  const pid_t pid = support::start_child(false);
   if (pid < 0) {
     for (int fd : {req[0], req[1], rep[0], rep[1]}) ::close(fd);
-    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    throw std::runtime_error(std::string("cannot start a worker process: ") + std::strerror(errno));
   }
   if (pid == 0) {
-    // A worker never outlives the search that forked it (killed or crashed).
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(3);
     ::close(req[1]);
     ::close(rep[0]);
     // The other workers' pipes, inherited: closed, so that each worker sees its own end of file.
@@ -166,7 +163,7 @@ void WorkerPool::fork_worker(Worker& w) {
   w.pid = pid;
   w.to = req[1];
   w.from = rep[0];
-  ++forks_;
+  ++starts_;
 }
 
 void WorkerPool::end(Worker& w) {
@@ -183,7 +180,7 @@ void WorkerPool::trim(Worker& w) {
   double rss = 0;
   std::string none;
   if (send(w.to, frame('T', 0, "")) != 0 || !read_frame(w.from, tag, rss, none) || tag != 'T') {
-    end(w);  // a worker that cannot trim is gone: the next job forks another
+    end(w);  // a worker that cannot trim is gone: the next job starts another
     return;
   }
   w.kept = rss;
@@ -232,12 +229,12 @@ std::vector<ChildOutcome> WorkerPool::run(const std::vector<std::string>& reques
           if (busy() > 0 && held_by_others(*w) + std::max(limit_of(k), w->kept) > total_) continue;
         }
       }
-      if (w->pid <= 0) fork_worker(*w);
+      if (w->pid <= 0) start_worker(*w);
       // The job may use what its worker already holds: those pages are its heap.
       int err = send(w->to, frame('J', limit_of(k) > 0 ? std::max(limit_of(k), w->kept) : 0, requests[k]));
       if (err != 0) {  // the worker died while idle: the job goes to a fresh one
         end(*w);
-        fork_worker(*w);
+        start_worker(*w);
         err = send(w->to, frame('J', limit_of(k), requests[k]));
       }
       if (err != 0) {

@@ -1,5 +1,5 @@
 #pragma once
-/// Long-lived forked workers that serve one job after another (process_pool.hpp starts a child
+/// Long-lived worker processes that serve one job after another (process_pool.hpp starts a child
 /// per job). For searches whose jobs each build a large graph: a fresh child faults every page
 /// of its graph in, and on this project's 2-core VM that was 25-35 % of a `cpsim plan` child's
 /// time (perf: clear_page_erms; 0.4-3 GB/s, slowest for memory the host had taken back), while
@@ -15,9 +15,9 @@ namespace cpsim::app::pool {
 
 class WorkerPool {
  public:
-  /// Up to `workers` workers, forked from this process when a job first needs one, each
+  /// Up to `workers` worker processes, started from this process when a job first needs one, each
   /// running `serve(request)` for the jobs it is given. A worker sees this process's memory as
-  /// it was when it was forked: a request must carry whatever may have changed since. Workers
+  /// it was when it was started: a request must carry whatever may have changed since. Workers
   /// keep the memory their jobs freed (their heap is never returned to the system), and what
   /// every worker keeps or a running job may use adds up to at most `total_bytes` (> 0;
   /// resident bytes, as ChildOutcome limits are): an idle worker gives its memory back when a
@@ -30,14 +30,14 @@ class WorkerPool {
 
   /// serve(requests[k]) for every k, results in job order, each job failing alone as in
   /// run_each_in_children: an exception's message, or the signal that killed its worker (the
-  /// pool forks another for the next job). Job k stops at `limits[k]` resident bytes (0: no
+  /// pool starts another for the next job). Job k stops at `limits[k]` resident bytes (0: no
   /// limit) or at what its worker already holds, whichever is more (over_memory; that worker
   /// exits). Jobs start in order, the first waiting one that fits, on the idle worker holding
   /// the most memory; one that fits nowhere runs when no job runs.
   std::vector<ChildOutcome> run(const std::vector<std::string>& requests, const std::vector<double>& limits);
 
-  /// Workers forked so far (tests: jobs share workers).
-  int forks() const { return forks_; }
+  /// Workers started so far (tests: jobs share workers).
+  int starts() const { return starts_; }
   /// Resident bytes each live worker held after its last job (tests).
   std::vector<double> kept_bytes() const;
 
@@ -49,7 +49,7 @@ class WorkerPool {
     long job = -1;           ///< the job it runs, -1 when idle
     double hold = 0;         ///< what that job may use
   };
-  void fork_worker(Worker& w);
+  void start_worker(Worker& w);
   void trim(Worker& w);
   void end(Worker& w);
   double held_by_others(const Worker& w) const;
@@ -57,7 +57,7 @@ class WorkerPool {
   std::function<std::string(const std::string&)> serve_;
   int max_workers_;
   double total_;
-  int forks_ = 0;
+  int starts_ = 0;
   std::vector<Worker> workers_;
 };
 

@@ -1,5 +1,5 @@
 #pragma once
-/// Transfers the SimGrid engine runs as timers instead of Comms (issue 20): those that have their
+/// Transfers the SimGrid engine runs as timers instead of Comms: those that have their
 /// route's links to themselves, alone or with transfers of the very same route. Internal to the
 /// engine stage; no SimGrid here, so its arithmetic is tested on its own.
 ///
@@ -13,12 +13,15 @@
 /// (CommImpl::finish, std::list::remove: 22 % of that run's samples).
 /// A group is dissolved into Comms, each with its bytes left, as soon as any other flow reaches
 /// one of its links; from then on SimGrid shares those links exactly as before.
+///
+/// Inline: join, finish and dissolve take the engine's callbacks as templates, and current()
+/// is asked once per queued transfer end, a per-event hot path of the SimGrid replay.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
-#include "engine/flat_map.hpp"
+#include "support/flat_map.hpp"
 #include "engine/replay_common.hpp"
 #include "schedule/task_graph.hpp"
 
@@ -150,7 +153,7 @@ class RouteBundles {
   std::vector<Bundle> b_;
   std::vector<uint32_t> free_;
   std::vector<uint32_t> link_;  ///< per Topology link: its group, or kNone
-  OpMap of_;  ///< member -> group
+  support::FlatMap<schedule::OpId> of_;  ///< member -> group
 };
 
 }  // namespace cpsim::engine::detail

@@ -29,7 +29,7 @@
 //    lone SimGrid flow gets (its route's narrowest link, under its cap): max-min fairness has
 //    nothing to share, and a Comm costs an LMM variable, a constraint expansion and a solve per
 //    start and end. When a later flow reaches one of its links, it becomes a Comm for the bytes
-//    it has left, so from then on SimGrid shares the link exactly as before (issue 20). Measured on
+//    it has left, so from then on SimGrid shares the link exactly as before. Measured on
 //    Llama-3 70B, 128 GPUs, full replay (3.9 M ops): replay 6.9 -> 4.7 s. The times agree with
 //    Comms to SimGrid's rounding (~2e-11 s per Comm, tests/engine/solo_transfers_test.cpp);
 //    where compute interference feeds transfer timing back into compute, that rounding can grow
@@ -66,6 +66,7 @@
 #include "engine/simgrid_event.hpp"
 #include "engine/simgrid_platform.hpp"
 #include "engine/trace_writer.hpp"
+#include "support/lifetime.hpp"
 
 namespace cpsim::engine {
 
@@ -135,7 +136,7 @@ struct Replay {
   bool draining = false;
   size_t done = 0;
   /// SimGrid's clock, read when SimGrid hands over control (our timer, a Comm's end); reading
-  /// it ~5 times per op was ~4 % of the replay's instructions (callgrind, 70B on 64 GPUs).
+  /// it ~5 times per op was ~4 % of the replay's instructions (counted on the 70B cut to 64 GPUs).
   double now_ = 0;
 
   /// Comm data: op id + 1, or a pipeline index with the top bit set.
@@ -541,6 +542,9 @@ Trace replay_simgrid(const schedule::TaskGraph& g, const model::Topology& topo,
 
   if (!opt.verbose) xbt_log_control_set("root.thres:critical");
   sg4::Engine engine("cpsim");
+  // SimGrid's engine takes SIGINT for itself (a status dump, exit 1 at the second): give it back
+  // to cpsim's, which kills the children and removes the temporaries (support/lifetime.hpp).
+  support::reclaim_signals();
   // A GPU fabric, not wide-area TCP: with these a lone flow takes exactly L + S/B.
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");

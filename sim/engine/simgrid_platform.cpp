@@ -40,7 +40,7 @@ std::vector<std::pair<int, double>> capped_pairs(const schedule::TaskGraph& g) {
   };
   // A copied range's pairs are its original's shifted, in the order they first come there: the
   // original is read once for all its copies. Through every op (for_each_op) this pass was 5 %
-  // of the 70B full replay's instructions (callgrind, cut to 16 layers).
+  // of the 70B full replay's instructions (counted with its 80 layers cut to 16).
   std::map<std::pair<schedule::OpId, uint32_t>, std::vector<std::pair<int, double>>> firsts;  // by source range
   g.for_each_stretch([&](schedule::OpId lo, schedule::OpId hi) { capped(lo, hi, add); },
                      [&](schedule::OpId, uint32_t count, schedule::OpId src, int32_t rank_offset) {

@@ -5,7 +5,7 @@
 #include <system_error>
 #include <thread>
 
-#include "schedule/threads.hpp"
+#include "support/threads.hpp"
 
 namespace cpsim::engine::detail {
 
@@ -52,7 +52,7 @@ TraceWriter::TraceWriter(schedule::Trace& tr, size_t n, bool keep, unsigned thre
   tr.end_s = schedule::TimeArray(n);
   start_s_ = tr.start_s.data();
   end_s_ = tr.end_s.data();
-  if (schedule::threads_for(threads, n) < 2) return;
+  if (support::threads_for(threads, n) < 2) return;
   auto ring = std::make_unique<Ring>();
   try {
     ring->t = std::thread([r = ring.get()] { r->run(); });

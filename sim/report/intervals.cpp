@@ -4,14 +4,14 @@
 #include <functional>
 #include <iterator>
 
-#include "report/run_sort.hpp"
+#include "support/run_sort.hpp"
 
 namespace cpsim::report {
 
 Intervals merged(Intervals v) {
   // A rank's intervals come as a few sorted lists shuffled (its streams): see run_sort.hpp.
-  thread_local RunSortScratch<std::pair<double, double>> scratch;
-  sort_runs(v, std::less<>(), scratch);
+  thread_local support::RunSortScratch<std::pair<double, double>> scratch;
+  support::sort_runs(v, std::less<>(), scratch);
   Intervals out;
   for (const auto& iv : v) {
     if (iv.second <= iv.first) continue;

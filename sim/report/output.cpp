@@ -1,6 +1,6 @@
 #include "report/output.hpp"
 
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 #include "scenario/enum_names.hpp"
 
 #include <unistd.h>
@@ -293,9 +293,9 @@ void write_chrome_trace(std::ostream& os, const schedule::TaskGraph& g, const sc
 }
 
 void write_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
-  write_file_atomic(path, write);  // report/safe_write.hpp: checked target, private temporary, streamed
+  support::write_file_atomic(path, write);  // support/safe_write.hpp: checked target, private temporary, streamed
 }
 
-void write_atomic(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
+void write_atomic(const std::string& path, const std::string& text) { support::write_file_atomic(path, text); }
 
 }  // namespace cpsim::report

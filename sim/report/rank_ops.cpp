@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "report/comm_split.hpp"
-#include "schedule/threads.hpp"
+#include "support/threads.hpp"
 
 namespace cpsim::report {
 
@@ -11,7 +11,7 @@ RankOps::RankOps(const schedule::TaskGraph& g, size_t max_entries, unsigned thre
     : g_(g), max_(std::max<size_t>(1, max_entries)), overhead_(g.interned("overhead")),
       offload_(g.interned("offload")), attention_(g.interned("attention")) {
   const size_t nr = static_cast<size_t>(std::max(0, g.num_ranks()));
-  const unsigned slices = schedule::threads_for(threads, g.size());
+  const unsigned slices = support::threads_for(threads, g.size());
   for (unsigned t = 0; t <= slices; ++t) cut_.push_back(static_cast<schedule::OpId>(g.size() * t / slices));
   before_.assign(slices, std::vector<size_t>(nr, 0));
   // Counted once, in one pass (it runs beside the report's other first pass): each slice's
@@ -42,7 +42,7 @@ void RankOps::load(int r0, int r1) {
   ids_.assign(n, 0);
   flags_.assign(n, 0);
   const unsigned slices = static_cast<unsigned>(before_.size());
-  schedule::on_threads(slices, [&](unsigned t) {
+  support::on_threads(slices, [&](unsigned t) {
     std::vector<size_t> at(static_cast<size_t>(r1 - r0));
     for (int r = r0; r < r1; ++r)
       at[static_cast<size_t>(r - r0)] = off_[static_cast<size_t>(r)] - base + before_[t][static_cast<size_t>(r)];

@@ -3,7 +3,7 @@
 /// the report's per-rank timelines need to know of each, so that those timelines are built one
 /// rank at a time, and the index itself a bounded number of ranks at a time.
 ///
-/// Why (issue 20): built for every rank at once, the interval lists of the 70B full replay
+/// Why: built for every rank at once, the interval lists of the 70B full replay
 /// (1,024 ranks, 24.3 M ops) peaked at 455 MB (heaptrack) and set the run's peak; the index
 /// of every rank at once (5 B per op end, 30 M ends) still did, by 53 MB over the replay's.
 #include <cstdint>
@@ -27,7 +27,7 @@ class RankOps {
   /// Entries held at once (5 B each) unless one rank has more: 8 M is 40 MB.
   static constexpr size_t kMaxEntries = size_t{8} << 20;
 
-  /// `threads`: how many load a chunk, each a slice of the ops (0: schedule::threads_for).
+  /// `threads`: how many load a chunk, each a slice of the ops (0: support::threads_for).
   explicit RankOps(const schedule::TaskGraph& g, size_t max_entries = kMaxEntries, unsigned threads = 0);
   int ranks() const { return static_cast<int>(off_.size()) - 1; }
   /// Calls f(r0, r1) for every chunk of ranks [r0, r1) in order, with their entries loaded:

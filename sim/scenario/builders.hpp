@@ -31,9 +31,13 @@ Node resolve_ref(const Node& ref, const RefKind& kind, std::string* file_out, in
 /// (import_hf.cpp); the path is relative to the file holding `ref`.
 Node hf_model_tree(const Node& ref, std::string* file_out);
 
-/// For the importers' YAML text: a scalar, plain when it is a simple name, else double-quoted;
-/// and "# head: a, b, ..." comment lines wrapped near 100 columns.
+/// For the importers' YAML text, where names, file names, JSON keys and arguments come from the
+/// user and must stay data: a scalar, plain when it is a simple name, else double-quoted by
+/// yaml-cpp's emitter (a newline is written \n, never a line of its own); a comment's text with
+/// every control character escaped (so it cannot end the comment line); and "# head: a, b, ..."
+/// comment lines, wrapped near 100 columns, their items escaped.
 std::string yaml_scalar(const std::string& s);
+std::string comment_text(const std::string& s);
 std::string comment_lines(const std::string& head, const std::vector<std::string>& items);
 
 PlatformSpec build_platform(const Node& tree, const std::string& file,

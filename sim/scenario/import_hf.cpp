@@ -3,8 +3,11 @@
 // (configuration_llama.py, configuration_qwen3_next.py, configuration_deepseek_v3.py, ...).
 #include "scenario/import_hf.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,6 +19,7 @@
 #include "scenario/json_object.hpp"
 #include "scenario/load.hpp"
 #include "scenario/yaml_tree.hpp"
+#include "support/bounded_read.hpp"
 
 namespace cpsim::scenario {
 namespace {
@@ -356,9 +360,10 @@ HfImport map_config(const Json& root, const std::shared_ptr<const Source>& src, 
     for (auto& k : inner->unused()) out.ignored.push_back(k);
 
   std::ostringstream o;
-  o << "# Imported by `cpsim import hf` from " << file << " (model_type " << type << ").\n";
+  o << "# Imported by `cpsim import hf` from " << detail::comment_text(file) << " (model_type "
+    << detail::comment_text(type) << ").\n";
   if (!out.ignored.empty()) o << detail::comment_lines("ignored", out.ignored);
-  for (const auto& n : out.notes) o << "# note: " << n << "\n";
+  for (const auto& n : out.notes) o << "# note: " << detail::comment_text(n) << "\n";
   o << "name: " << detail::yaml_scalar(name) << "  # " << (root.contains("_name_or_path") ? "_name_or_path" : "model_type") << "\n"
     << "layers: " << layers << "  # num_hidden_layers\n"
     << "hidden: " << hidden << "  # hidden_size\n"
@@ -425,14 +430,10 @@ HfImport import_hf(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec))
     detail::fail(Origin{src, 0, 0}, "", "cannot read Hugging Face config: it is a directory (give its config.json)");
-  if (!fs::is_regular_file(path, ec))
-    detail::fail(Origin{src, 0, 0}, "", "cannot read Hugging Face config: no such file");
-  if (fs::file_size(path, ec) > (16u << 20))
-    detail::fail(Origin{src, 0, 0}, "", "cannot read Hugging Face config: larger than 16 MiB");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return import_hf_text(ss.str(), path);
+  std::string why;
+  const std::optional<std::string> text = support::read_regular_file(path, support::kMaxInputBytes, why);
+  if (!text) detail::fail(Origin{src, 0, 0}, "", "cannot read Hugging Face config: " + why);
+  return import_hf_text(*text, path);
 }
 
 namespace detail {
@@ -442,18 +443,30 @@ std::string yaml_scalar(const std::string& s) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
   });
   if (plain && !std::isdigit(static_cast<unsigned char>(s[0]))) return s;
-  std::string out = "\"";
+  YAML::Emitter e;
+  e << YAML::DoubleQuoted << s;
+  return e.c_str();
+}
+
+std::string comment_text(const std::string& s) {
+  std::string out;
   for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (u < 0x20 || u == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    } else out += c;
   }
-  return out + "\"";
+  return out;
 }
 
 std::string comment_lines(const std::string& head, const std::vector<std::string>& items) {
-  std::string out, line = "# " + head + ":";
+  std::string out, line = "# " + comment_text(head) + ":";
   for (size_t i = 0; i < items.size(); ++i) {
-    const std::string item = " " + items[i] + (i + 1 < items.size() ? "," : "");
+    const std::string item = " " + comment_text(items[i]) + (i + 1 < items.size() ? "," : "");
     if (line.size() + item.size() > 100) {
       out += line + "\n";
       line = "#  ";

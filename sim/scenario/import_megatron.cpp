@@ -152,8 +152,10 @@ class Args {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != v.text.size() || v.text.empty() || n < min || n > 1'000'000'000)
-      fail(v, name, "expected an integer >= " + std::to_string(min) + ", got '" + v.text + "'");
+    if (used != v.text.size() || v.text.empty())
+      fail(v, name, "expected an integer >= " + std::to_string(min) + ", got '" + v.text.substr(0, 40) + "'");
+    if (n < min || n > 1'000'000'000)
+      fail(v, name, "must be from " + std::to_string(min) + " to 1000000000, got " + v.text.substr(0, 40));
     return n;
   }
   std::optional<double> number(const std::string& name) const {
@@ -503,7 +505,8 @@ MegatronImport import_megatron(const std::vector<std::string>& raw, const std::s
   std::ostringstream o;
   o << "# Written by `cpsim import megatron` from the arguments:\n";
   std::string line = "#  ";
-  for (const auto& r : raw) {
+  for (const auto& arg : raw) {
+    const std::string r = detail::comment_text(arg);
     if (line.size() + r.size() > 100 && line.size() > 3) {
       o << line << "\n";
       line = "#  ";

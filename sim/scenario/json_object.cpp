@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "scenario/load.hpp"
@@ -36,6 +37,46 @@ Origin origin_at(const std::shared_ptr<const Source>& src, const std::string& te
   return o;
 }
 
+/// The nesting a config may have: as deep as a YAML document may be (yaml_parse.cpp), far past
+/// any real config.json (3 levels: rope_scaling, quantization_config).
+constexpr size_t kMaxJsonDepth = 64;
+
+/// After the parse: nesting at most kMaxJsonDepth, and no key twice in one object (the parser
+/// keeps the last silently, and a message would point at the first).
+void check_structure(const std::shared_ptr<const Source>& src, const std::string& text) {
+  struct Level {
+    bool object = false, want_key = false;
+    std::map<std::string, size_t> keys;  ///< key -> its offset
+  };
+  std::vector<Level> stack;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      const size_t start = i;
+      std::string s;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\' && i + 1 < text.size()) s += text[i++];
+        s += text[i];
+      }
+      if (stack.empty() || !stack.back().object || !stack.back().want_key) continue;
+      stack.back().want_key = false;
+      const auto [it, fresh] = stack.back().keys.emplace(s, start);
+      if (!fresh)
+        fail(origin_at(src, text, start), "", "duplicate key \"" + s.substr(0, 64) + "\" (first at line " +
+                                                  std::to_string(origin_at(src, text, it->second).line) +
+                                                  "); a JSON reader keeps only one of them");
+    } else if (c == '{' || c == '[') {
+      if (stack.size() >= kMaxJsonDepth)
+        fail(origin_at(src, text, i), "", "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      stack.push_back(Level{c == '{', c == '{', {}});
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty()) stack.pop_back();
+    } else if (c == ',' && !stack.empty() && stack.back().object) {
+      stack.back().want_key = true;
+    }
+  }
+}
+
 }  // namespace
 
 JsonText parse_json(const std::string& text, const std::string& file) {
@@ -60,7 +101,17 @@ JsonText parse_json(const std::string& text, const std::string& file) {
         --at;
     }
     fail(origin_at(src, text, at), "", "invalid JSON: " + why);
+  } catch (const Json::out_of_range& e) {
+    // what(): "[json.exception.out_of_range.406] number overflow parsing '1e400'": point at it.
+    const std::string why = e.what();
+    const size_t q = why.find('\'');
+    const std::string token = q == std::string::npos ? "" : why.substr(q + 1, why.rfind('\'') - q - 1);
+    const size_t at = token.empty() ? std::string::npos : text.find(token);
+    fail(at == std::string::npos ? Origin{src, 0, 0} : origin_at(src, text, at), "",
+         "number out of range" + (token.empty() ? std::string() : ": " + token.substr(0, 64)) +
+             " (beyond a double's 1.8e308)");
   }
+  check_structure(src, text);
   return out;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-/// Internal to the scenario stage: the mixture-of-experts, MLA and FP8 keys (issue 16), read
+/// Internal to the scenario stage: the mixture-of-experts, MLA and FP8 keys, read
 /// into the specs the other builders produce.
 #include "scenario/specs.hpp"
 #include "scenario/yaml_tree.hpp"

@@ -10,9 +10,11 @@
 #include <fstream>
 #include <initializer_list>
 #include <map>
+#include <sstream>
 #include <memory>
 #include <sstream>
 
+#include "support/bounded_read.hpp"
 #include "scenario/load.hpp"
 #include "scenario/yaml_tree.hpp"
 
@@ -40,21 +42,14 @@ class Reader {
   /// `parse(line, line_no)` once the header has every column of `columns`.
   template <class Row, class Parse>
   std::vector<Row> read(std::initializer_list<const char*> columns, Parse parse) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(src_->file, ec))
-      fail(0, 0, "cannot read the profile CSV: it is a directory");
-    if (!std::filesystem::exists(src_->file, ec))
-      fail(0, 0, std::string("cannot read the profile CSV: ") + (ec ? ec.message() : "no such file"));
-    std::ifstream in(src_->file, std::ios::binary);
-    if (!in) fail(0, 0, std::string("cannot read the profile CSV: ") + std::strerror(errno));
-    // The same cap as the YAML loader's, counted as read (a FIFO or device has no size): a real
-    // profile is a few hundred rows.
-    constexpr size_t kMaxProfileBytes = 16u << 20;
-    size_t total = 0;
+    // The same rules as the YAML loader's (support/bounded_read.hpp): a regular file of at most
+    // 16 MiB; a real profile is a few hundred rows.
+    std::string why;
+    const std::optional<std::string> all = support::read_regular_file(src_->file, support::kMaxInputBytes, why);
+    if (!all) fail(0, 0, "cannot read the profile CSV: " + why);
+    std::istringstream in(*all);
     std::string text;
     while (std::getline(in, text)) {
-      total += text.size() + 1;
-      if (total > kMaxProfileBytes) fail(0, 0, "cannot read the profile CSV: larger than 16 MiB");
       if (!text.empty() && text.back() == '\r') text.pop_back();
       src_->lines.push_back(text);
     }

@@ -15,6 +15,7 @@
 
 #include "scenario/load.hpp"
 #include "scenario/yaml_tree.hpp"
+#include "support/bounded_read.hpp"
 
 namespace fs = std::filesystem;
 
@@ -22,7 +23,7 @@ namespace cpsim::scenario::detail {
 namespace {
 
 constexpr size_t kMaxDepth = 64;
-constexpr std::uintmax_t kMaxFileBytes = 16u << 20;
+constexpr size_t kMaxFileBytes = support::kMaxInputBytes;
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -301,22 +302,11 @@ Node parse_file(const std::string& path, const Node* ref, const std::string& wha
     src->file = path;
     fail(Origin{src, 0, 0}, "", "cannot read " + what + " file: " + why);
   };
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) fail_read("it is a directory");
-  // ELOOP (a symlink loop) and EACCES say more than "No such file or directory".
-  if (!fs::exists(path, ec)) fail_read(ec ? ec.message() : std::strerror(ENOENT));
-  const auto size = fs::file_size(path, ec);
-  if (!ec && size > kMaxFileBytes) fail_read("larger than 16 MiB");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail_read(std::strerror(errno));
-  // Counted as read too: a device or a pipe has no size to check first (/dev/zero never ends).
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxFileBytes) fail_read("larger than 16 MiB");
-  }
-  return parse_text(text, path, dir_of(path));
+  // support/bounded_read.hpp: a regular file (a FIFO is refused, not waited on), at most 16 MiB.
+  std::string why;
+  const std::optional<std::string> text = support::read_regular_file(path, kMaxFileBytes, why);
+  if (!text) fail_read(why);
+  return parse_text(*text, path, dir_of(path));
 }
 
 }  // namespace cpsim::scenario::detail

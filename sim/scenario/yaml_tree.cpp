@@ -70,8 +70,9 @@ Node* Node::find(std::string_view k) {
 
 std::string Node::describe() const {
   switch (kind) {
-    // A scalar can be megabytes long: the message quotes its start.
-    case Kind::Scalar: return scalar.size() <= 100 ? "'" + scalar + "'" : "'" + scalar.substr(0, 100) + "...'";
+    // A scalar can be a whole file that is not YAML (a --platform /etc/passwd): a long one is
+    // described, never pasted into the message.
+    case Kind::Scalar: return scalar.size() <= 60 ? "'" + scalar + "'" : "a text of " + std::to_string(scalar.size()) + " characters";
     case Kind::Sequence: return "a list";
     case Kind::Map: return "a mapping";
     default: return "nothing";

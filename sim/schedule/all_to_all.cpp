@@ -58,7 +58,7 @@ std::vector<OpId> build_all_to_all(TaskGraph& g, const model::Topology& topo, co
       for (int i = 0; i < n; ++i) send(i, a2a_peer(i, k, n), req.bytes / n, k - 1, 1);
     return close_fence(g, topo, f, req, label, /*by_step=*/false);
   }
-  // Pipelined, or too many pairs (issue 20: 16,384 ranks are 268 M pairs): per rank one transfer
+  // Pipelined, or too many pairs (16,384 ranks are 268 M pairs): per rank one transfer
   // with its node's share, to the next member, and the network share split over a few nodes,
   // each to the member in the same place (its NIC rail, as NCCL's PXN sends it). Every NVLink
   // port and NIC then carries what the pairs would have put on it, and with destination-based

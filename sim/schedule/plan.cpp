@@ -4,7 +4,6 @@
 
 #include "log/log.hpp"
 #include "schedule/attention.hpp"
-#include "schedule/chunk_warmer.hpp"
 #include "schedule/replicas.hpp"
 
 namespace cpsim::schedule {
@@ -27,7 +26,6 @@ Plan plan(const scenario::Scenario& sc, const model::Topology& topo, const model
   p.scenario = priced_scenario(sc);
   std::optional<Pricer> pricer(std::in_place, cost);
   auto build = [&] {
-    const ChunkWarmer warm;  // the graph's chunks faulted in on another core (chunk_warmer.hpp)
     p.graph = TaskGraph();
     pricer.emplace(cost);
     p.info = build_scenario(p.scenario, topo, *pricer, p.graph);

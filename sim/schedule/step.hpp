@@ -1,8 +1,8 @@
 #pragma once
-/// Step composition: the [TP, CP, PP, DP] mesh, each layer as real ops (norms, projections, MLP,
-/// attention per its scheme, TP communication with or without sequence parallelism), forward
-/// and backward over micro-batches with recomputation, 1F1B pipelining and DP gradient
-/// reduction in buckets overlapped with the backward.
+/// Step composition on the [TP, CP, PP, DP] mesh (mesh.hpp): each layer as real ops (norms,
+/// projections, MLP, attention per its scheme, TP communication with or without sequence
+/// parallelism), forward and backward over micro-batches with recomputation, 1F1B pipelining
+/// and DP gradient reduction in buckets overlapped with the backward.
 #include <array>
 #include <stdexcept>
 #include <string>
@@ -12,27 +12,10 @@
 #include "model/topology.hpp"
 #include "scenario/specs.hpp"
 #include "schedule/attention.hpp"
+#include "schedule/mesh.hpp"
 #include "schedule/task_graph.hpp"
 
 namespace cpsim::schedule {
-
-/// Rank placement of the mesh. `order` lists dimensions innermost first: with tp-cp-pp-dp, TP
-/// peers are adjacent GPUs (same node) and DP replicas are farthest apart.
-class Mesh {
- public:
-  enum Dim { kTp = 0, kCp = 1, kPp = 2, kDp = 3 };
-  explicit Mesh(const scenario::ParallelSpec& p);
-  int size() const { return size_[0] * size_[1] * size_[2] * size_[3]; }
-  int dim_size(Dim d) const { return size_[d]; }
-  int rank_of(const std::array<int, 4>& coord) const;
-  std::array<int, 4> coord_of(int rank) const;
-  /// The ranks that differ from `rank` only along `d`, in coordinate order.
-  std::vector<int> group(int rank, Dim d) const;
-
- private:
-  std::array<int, 4> size_{};
-  std::array<int, 4> order_{};   ///< order_[k] = dimension at nesting level k (0 innermost)
-};
 
 /// What a build produced besides the graph.
 struct BuildInfo {

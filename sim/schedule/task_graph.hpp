@@ -1,9 +1,13 @@
 #pragma once
-/// The task graph every schedule builder produces and every engine replays: compute and
-/// transfer ops placed on (rank, stream) with happens-before edges. Ops on one (rank, stream)
-/// run in insertion order, as kernels on a CUDA stream do. A transfer occupies its sender's
-/// stream and its receiver's stream and starts only when both have reached it and all its
-/// predecessors are done (NCCL send/recv semantics).
+/// The task graph every schedule builder produces and every engine replays: ops (op.hpp)
+/// with happens-before edges. Ops on one (rank, stream) run in insertion order, as kernels on
+/// a CUDA stream do. A transfer occupies its sender's stream and its receiver's stream and
+/// starts only when both have reached it and all its predecessors are done (NCCL send/recv
+/// semantics).
+///
+/// Where it is written: storage and building in task_graph.cpp, copied replicas (copy_ops) in
+/// task_graph_copy.cpp and the inline walks through them in task_graph_copies.hpp, edges and
+/// queues in task_graph_links.cpp, text and DOT output in task_graph_dot.cpp.
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -18,98 +22,11 @@
 #include <utility>
 #include <vector>
 
-#include "model/cost_model.hpp"
-#include "schedule/chunked_vector.hpp"
 #include "schedule/compute_noise.hpp"
+#include "schedule/op.hpp"
+#include "support/chunked_vector.hpp"
 
 namespace cpsim::schedule {
-
-using OpId = uint32_t;
-inline constexpr OpId kNoOp = UINT32_MAX;
-
-enum class OpKind : uint8_t { Compute, Transfer };
-enum class Phase : uint8_t { None, Forward, Backward, Optimizer };
-
-/// Well-known streams. Builders may use others; engines treat every id alike.
-namespace stream {
-inline constexpr uint16_t kCompute = 0;
-inline constexpr uint16_t kCpSend = 1;   ///< context-parallel p2p / collectives, send side
-inline constexpr uint16_t kCpRecv = 2;   ///< context-parallel receive side
-inline constexpr uint16_t kTpSend = 3;
-inline constexpr uint16_t kTpRecv = 4;
-inline constexpr uint16_t kDpSend = 5;
-inline constexpr uint16_t kDpRecv = 6;
-inline constexpr uint16_t kPpSend = 7;
-inline constexpr uint16_t kPpRecv = 8;
-inline constexpr uint16_t kPpGradSend = 9;   ///< pipeline backward (gradients flow upstream)
-inline constexpr uint16_t kPpGradRecv = 10;
-inline constexpr uint16_t kCpGradSend = 11;  ///< ring backward dK,dV partial sums
-inline constexpr uint16_t kCpGradRecv = 12;
-inline constexpr uint16_t kCpOuterSend = 13;      ///< double ring: K,V over the outer ring
-inline constexpr uint16_t kCpOuterRecv = 14;
-inline constexpr uint16_t kCpOuterGradSend = 15;  ///< double ring: dK,dV over the outer ring
-inline constexpr uint16_t kCpOuterGradRecv = 16;
-inline constexpr uint16_t kEpSend = 17;  ///< MoE token dispatch / combine all-to-all (scheme "ep")
-inline constexpr uint16_t kEpRecv = 18;
-/// Host thread of a rank: framework overhead ops (category "overhead") that launch kernels.
-inline constexpr uint16_t kHost = 19;
-/// Copies between a GPU and its host's memory (activation CPU offloading), beside the compute.
-inline constexpr uint16_t kOffload = 20;
-/// Streams whose transfers are context-parallel attention traffic.
-inline bool is_cp(uint16_t s) {
-  return s == kCpSend || s == kCpRecv || (s >= kCpGradSend && s <= kCpOuterGradRecv);
-}
-const char* name(uint16_t s);
-}  // namespace stream
-
-/// The attention kernel call a compute op runs (for profiles and traces): the very call the
-/// cost model priced.
-using KernelShape = model::AttentionCall;
-
-/// What a user reads in a trace. Strings are interned in the graph to keep ops small.
-struct OpLabel {
-  uint32_t name = 0;       ///< interned: "attn_fwd", "kv_p2p", "merge", "allgather_kv", ...
-  uint32_t scheme = 0;     ///< interned: "ring-zigzag", "ulysses", "tp", "dp", ... (0 = "")
-  uint32_t category = 0;   ///< interned: "attention", "gemm", "memory", "p2p", "collective"
-  int32_t layer = -1;
-  int32_t micro = -1;      ///< micro-batch
-  int32_t step = -1;       ///< ring step or collective algorithm step
-  int32_t chunk_q = -1, chunk_kv = -1;  ///< ring transfers: chunk_kv = the block carried
-  Phase phase = Phase::None;
-  int32_t shape = -1;      ///< index into shapes(), -1 if not an attention kernel
-};
-
-struct Op {
-  OpKind kind = OpKind::Compute;
-  uint16_t stream = 0;        ///< compute: its stream; transfer: sender's stream
-  uint16_t peer_stream = 0;   ///< transfer: receiver's stream
-  /// Outside stream order: one of a collective's concurrent transfers (NCCL channels run in one
-  /// kernel); the collective fences its streams with zero-time ops instead (collectives.cpp).
-  bool unordered = false;
-  /// Transfer: the compute it overlaps is already priced slower for it (TE userbuffers' SM
-  /// margin, tp_overlap.hpp), so the engines add no generic interference while it runs.
-  bool interference_priced = false;
-  /// Compute: priced by the cost model (schedule::Pricer), so the replay multiplies duration_s
-  /// (the nominal time) by the graph's ComputeNoise for this op, and compute interference slows
-  /// it while its GPU has a transfer in flight. Fences, launches and framework overheads are
-  /// not: host work or latencies (NCCL's and the kernels' launches, the framework's ops, a ring
-  /// step's event wait) that SM contention does not lengthen.
-  bool noisy = false;
-  /// Unordered transfers only: the route's lone bottleneck bandwidth over this transfer's fair
-  /// share of the collective's concurrent load, min over its links of bw / transfers (>= 1).
-  /// The analytic engine (no contention model) divides the bandwidth by it; SimGrid shares the
-  /// links itself and ignores it. A fat link carrying many flows is not the bottleneck: an NDR
-  /// leaf-spine link of 32 nodes x 50 GB/s / 8 spines carries 4 flows at 50 GB/s each.
-  float sharers = 1;
-  int32_t rank = 0;           ///< compute: its GPU; transfer: sender
-  int32_t peer = -1;          ///< transfer: receiver
-  double duration_s = 0;      ///< compute: time on an idle, nominal GPU (noise applies at replay)
-  double flops = 0;           ///< compute: model FLOPs (for TFLOP/s), informational
-  double bytes = 0;           ///< transfer: bytes on the wire
-  double max_rate_Bps = 0;    ///< transfer: cap of the software path (0 = none)
-  double extra_latency_s = 0; ///< transfer: software latency added before data moves
-  OpLabel label;
-};
 
 namespace detail {
 struct CollectiveMemo;  // collective_parts.hpp
@@ -135,24 +52,6 @@ struct Phantoms {
   std::vector<uint32_t> history;
   uint32_t histories = 0;  ///< history ids handed out
   std::unordered_map<std::string, LeanLanes> lanes;  ///< multi-rail lanes worked out, by collective
-};
-
-/// The graph grew past the op limit its builder was given (TaskGraph::set_op_limit): it would
-/// need more memory than the run may use. Thrown while building, before the memory is spent.
-class OpLimitExceeded : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
-
-/// Transfers that move in lockstep, ops [first, first + count): one NCCL channel's pipelined
-/// ring or tree, or one node's NVLS reduction. NCCL's kernel forwards each chunk as it arrives
-/// through a few buffer slots per connection (NCCL_STEPS = 8), so every connection of the
-/// pipeline carries data at the pace of its slowest one: the engines start the members together
-/// once all joined and end them together, at one rate for all (SimGrid: one flow whose route is
-/// every member's links, a link counted once per member crossing it).
-struct Pipeline {
-  OpId first;
-  uint32_t count;
 };
 
 /// Append-only DAG. Call finalize() once after building; engines require it.
@@ -216,17 +115,7 @@ class TaskGraph {
   /// Op `id` without a copy: the stored op it is (a copy's original), whose ranks are id's
   /// less `shift` (set here). For an engine's hot path, where an op is read once per start:
   /// copying copied ops there was ~4 % of the 70B full replay's samples.
-  const Op& stored_op(OpId id, int32_t& shift) const {
-    shift = 0;
-    if (copies_.empty()) return ops_[id];
-    while (id >= copies_.front().base) {  // (chain()'s walk, without keeping the chain)
-      const CopyRange* it = range_of(id);
-      if (id - it->base >= it->count) return ops_[id - it->copied_before - it->count];
-      shift += it->rank_offset;
-      id = it->src + (id - it->base);
-    }
-    return ops_[id];
-  }
+  const Op& stored_op(OpId id, int32_t& shift) const;
   /// A stored op, to change while building; throws std::logic_error for a copied one.
   Op& op_mut(OpId id);
   /// Every op in id order, by value (`for (const Op& op : g.ops())`).
@@ -270,46 +159,13 @@ class TaskGraph {
   /// with [r0, r1), copied ranges none of whose ops has its rank or peer there are skipped
   /// (f still sees ops of other ranks: the stored ones, and those of the ranges it walks).
   template <class F>
-  void for_each_op_in(OpId lo, OpId hi, F&& f, int r0 = INT32_MIN, int r1 = INT32_MAX) const {
-    hi = static_cast<OpId>(std::min<size_t>(hi, size_));
-    OpId id = lo;
-    size_t copied = 0;  // ops copied before id's stretch of stored ops
-    for (const CopyRange& c : copies_) {
-      if (id >= hi) return;
-      for (; id < c.base && id < hi; ++id) f(id, static_cast<const Op&>(ops_[id - c.copied_before]));
-      const OpId end = static_cast<OpId>(std::min<size_t>(size_t{c.base} + c.count, hi));
-      if (c.max_rank < r0 || c.min_rank >= r1) id = std::max(id, end);
-      if (id < end) {
-        const size_t first = stored_index(c.src);
-        const bool flat = first != SIZE_MAX && std::none_of(copies_.begin(), copies_.end(), [&](const CopyRange& o) {
-          return o.base >= c.src && o.base < c.src + c.count;
-        });
-        for (; id < end; ++id) {
-          const uint32_t k = id - c.base;
-          Op o = flat ? static_cast<const Op&>(ops_[first + k]) : op(c.src + k);
-          o.rank += c.rank_offset;
-          if (o.peer >= 0) o.peer += c.rank_offset;
-          f(id, static_cast<const Op&>(o));
-        }
-      }
-      copied = c.copied_before + c.count;
-    }
-    for (; id < hi; ++id) f(id, static_cast<const Op&>(ops_[id - copied]));
-  }
+  void for_each_op_in(OpId lo, OpId hi, F&& f, int r0 = INT32_MIN, int r1 = INT32_MAX) const;
   /// The ops in id order as stretches: stored(lo, hi) for ops [lo, hi) held as they are,
   /// copied(base, count, src, rank_offset) for a copied range (op base + k is op src + k on
   /// ranks rank_offset higher). For a pass that needs what a range holds, not each of its ops:
   /// eight replicas' copies are one range read once.
   template <class S, class C>
-  void for_each_stretch(S&& stored, C&& copied) const {
-    OpId id = 0;
-    for (const CopyRange& c : copies_) {
-      if (id < c.base) stored(id, c.base);
-      copied(c.base, c.count, c.src, c.rank_offset);
-      id = c.base + c.count;
-    }
-    if (id < size_) stored(id, static_cast<OpId>(size_));
-  }
+  void for_each_stretch(S&& stored, C&& copied) const;
   /// Ops held in memory (size() less the copies).
   size_t stored_ops() const { return ops_.size(); }
   int num_ranks() const { return num_ranks_; }
@@ -337,37 +193,9 @@ class TaskGraph {
   /// Calls f(succ) for every op that waits on `id`: explicit successors, then the next op on
   /// each queue it occupies (with multiplicity, as an engine counts them down).
   template <class F>
-  void for_each_successor(OpId id, F&& f) const {
-    if (before_copies(id)) {
-      for_each_edge(0, id, f);
-      for (int side = 0; side < 2; ++side)
-        if (const OpId s = qlink_[0][side][id]; s < kNotQueued) f(s);
-      return;
-    }
-    if (const CopyRange* c = one_hop(id)) return one_hop_neighbours(0, *c, id, f);
-    const CopyChain ch = chain(id);  // (once for the edges and both queues)
-    chain_edges(0, ch, f);
-    for (int side = 0; side < 2; ++side)
-      if (const OpId s = chain_queue_link(ch, side, 0); s != kNoOp) f(s);
-  }
+  void for_each_successor(OpId id, F&& f) const;
   /// How many ops `id` waits for: explicit predecessors plus the op before it on each queue.
-  uint32_t waits_on(OpId id) const {
-    uint32_t w = 0;
-    auto count = [&](OpId) { ++w; };
-    if (before_copies(id)) {
-      for_each_edge(1, id, count);
-      for (int side = 0; side < 2; ++side) w += qlink_[1][side][id] < kNotQueued;
-      return w;
-    }
-    if (const CopyRange* c = one_hop(id)) {
-      one_hop_neighbours(1, *c, id, count);
-      return w;
-    }
-    const CopyChain ch = chain(id);
-    chain_edges(1, ch, count);
-    for (int side = 0; side < 2; ++side) w += chain_queue_link(ch, side, 1) != kNoOp;
-    return w;
-  }
+  uint32_t waits_on(OpId id) const;
 
   /// Build hint read by add_collective: ring collectives as one pipelined transfer per rank
   /// instead of their algorithm steps (see scenario::CollectiveModel).
@@ -452,7 +280,7 @@ class TaskGraph {
   /// The last copy range whose base is at most `id` (>= the first's): from range_block_, then
   /// a step or two. Why: chain() is on every start of a copied op, and scanning the ranges
   /// back to front (twice: the copy, then its source) was ~110 instructions a call, 8 % of
-  /// the 70B full replay's instructions (callgrind, 80 layers cut to 16).
+  /// the 70B full replay's instructions (counted with its 80 layers cut to 16).
   const CopyRange* range_of(OpId id) const;
   /// The copy range of copied op `id` when it copies a stored op in one hop (its original's
   /// range is stored ops before any copy, as every replica's is): else nullptr (chain()).
@@ -463,7 +291,7 @@ class TaskGraph {
   /// chain_edges and chain_queue_link for a one-hop copy (one_hop), without building its chain:
   /// f(t) for each explicit neighbour (dir 0: successors, 1: predecessors), then its queues'.
   /// Why: every start and end of the 70B full replay's copied ops walks these; through chain()
-  /// they were ~100 instructions an op more (callgrind, cut to 16 layers).
+  /// they were ~100 instructions an op more (counted with the layers cut to 16).
   template <class F>
   void one_hop_neighbours(int dir, const CopyRange& c, OpId id, F&& f) const;
   /// A copied op's queue neighbour that is not its original's shifted (copy_links_), or kNoOp.
@@ -507,15 +335,15 @@ class TaskGraph {
   };
   std::vector<QueueEnds> queue_ends(OpId first, OpId count) const;
 
-  ChunkedVector<Op> ops_;
+  support::ChunkedVector<Op> ops_;
   std::vector<CopyRange> copies_;  ///< by base
   size_t size_ = 0;                ///< op ids: stored and copied
-  ChunkedVector<OpId> edge_from_, edge_to_;  ///< until finalize(): then CSR only
+  support::ChunkedVector<OpId> edge_from_, edge_to_;  ///< until finalize(): then CSR only
   /// After finalize, by stored index (ops_'s order): explicit edges in CSR form, [0] successors
   /// and [1] predecessors, the other ends by op id; each op's neighbours on its queues,
   /// qlink_[dir][side] (dir 0: next, 1: previous), kNoOp at a queue's end and kNotQueued where
   /// it occupies no queue on that side. A copied op (copy_ops) has none of its own: it reads
-  /// its original's, shifted, so a copied replica costs no structure per op (issue 20).
+  /// its original's, shifted, so a copied replica costs no structure per op.
   std::vector<uint32_t> edge_off_[2];
   std::vector<OpId> edge_csr_[2];
   std::vector<OpId> qlink_[2][2];

@@ -2,14 +2,13 @@
 // its (rank, stream) queues, for stored ops only. A copied op (copy_ops) reads its original's,
 // shifted into the copy; only the links that leave a copy are its own.
 //
-// Why (issue 20): Llama-3 70B on 1,024 GPUs with every replica replayed is 24.3 M ops of which
+// Why: Llama-3 70B on 1,024 GPUs with every replica replayed is 24.3 M ops of which
 // 21.3 M are copies of the first replica. Per op they held 16 B of queue slots, 8 B of CSR
 // offsets, ~10 B of edges and ~5 B of queue entries, and the replay read them at random; now
 // the eight replicas, which run nearly in step, read one replica's structure.
 #include <stdexcept>
 #include <string>
 
-#include "schedule/touch_ahead.hpp"
 #include "schedule/task_graph.hpp"
 
 namespace cpsim::schedule {
@@ -91,13 +90,13 @@ void TaskGraph::finalize() {
     const auto& key = dir ? edge_to_ : edge_from_;
     const auto& val = dir ? edge_from_ : edge_to_;
     auto& off = edge_off_[dir];
-    assign_ahead<uint32_t>(off, stored + 1, 0);
+    off.assign(stored + 1, 0);
     extra_[dir].clear();
     extra_bits_[dir].assign((n + 63) / 64, 0);
     for (size_t e = 0; e < key.size(); ++e)
       if (const size_t s = stored_index(key[e]); s != SIZE_MAX) off[s + 1]++;
     for (size_t i = 0; i < stored; ++i) off[i + 1] += off[i];
-    assign_ahead<OpId>(edge_csr_[dir], off[stored], 0);
+    edge_csr_[dir].assign(off[stored], 0);
     std::vector<uint32_t> cur(off.begin(), off.end() - 1);
     for (size_t e = 0; e < key.size(); ++e) {
       const OpId k = key[e];
@@ -120,7 +119,7 @@ void TaskGraph::finalize() {
   // Queues, walked in id order: a stored op links to the queue's last op so far; a copy links
   // its first op on each queue to it and leaves its last as the queue's last.
   for (auto& by_dir : qlink_)
-    for (auto& v : by_dir) assign_ahead<OpId>(v, stored, kNotQueued);
+    for (auto& v : by_dir) v.assign(stored, kNotQueued);
   copy_links_.clear();
   std::vector<std::vector<uint32_t>> qidx(static_cast<size_t>(num_ranks_));  // [rank][stream]
   struct Tail {
@@ -192,7 +191,7 @@ void TaskGraph::finalize() {
 void TaskGraph::check_acyclic() {
   const size_t n = size_;
   std::vector<uint32_t> indeg;
-  assign_ahead<uint32_t>(indeg, n, 0);
+  indeg.assign(n, 0);
   for (OpId i = 0; i < n; ++i) for_each_successor(i, [&](OpId t) { indeg[t]++; });
   std::vector<OpId> ready;
   for (OpId i = 0; i < n; ++i)

@@ -5,12 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "schedule/zeroed_alloc.hpp"
-
 namespace cpsim::schedule {
 
-/// Per-op times: sized without touching a page (zeroed_alloc.hpp).
-using TimeArray = std::vector<double, ZeroedAlloc<double>>;
+/// Per-op times.
+using TimeArray = std::vector<double>;
 
 struct Trace {
   TimeArray start_s;   ///< per op, simulated seconds

@@ -1,4 +1,4 @@
-// `cpsim collective` as nccl-tests prints it, its JSON, and its refusals (issue 18).
+// `cpsim collective` as nccl-tests prints it, its JSON, and its refusals.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

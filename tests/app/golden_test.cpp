@@ -62,7 +62,7 @@ TEST(Golden, AnchorStepAt128kOnOneNode) {
 }
 
 TEST(Golden, Llama8bOnFourNodes) {
-  // 3.54247218382823 s until transfers alone on their route ran as timers (issue 20): SimGrid
+  // 3.54247218382823 s until transfers alone on their route ran as timers (simgrid.cpp): SimGrid
   // rounds each Comm's end by ~2e-11 s, a timer does not, and compute interference amplifies
   // the difference over the step (+0.0066 %; tests/engine/solo_transfers_test.cpp).
   // 3.5427071405853026 s until a multi-rail ring's lanes left from distinct members

@@ -1,4 +1,4 @@
-// `cpsim kernels price` and `kernels gdn` write --json through report/safe_write.hpp like every
+// `cpsim kernels price` and `kernels gdn` write --json through support/safe_write.hpp like every
 // other command: never over the file they read, never into a directory, and a whole file or none.
 #include <gtest/gtest.h>
 

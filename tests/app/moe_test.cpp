@@ -1,4 +1,4 @@
-// Mixture-of-experts, MLA and FP8 (issue 16): the presets' parameter counts against their
+// Mixture-of-experts, MLA and FP8: the presets' parameter counts against their
 // published totals, the EP all-to-all bytes, seeded skewed routing, FP8 GEMM rates and memory
 // terms, and the errors for bad keys.
 #include <gtest/gtest.h>

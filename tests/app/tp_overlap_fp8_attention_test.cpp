@@ -1,5 +1,5 @@
 // TP-communication overlap (parallel.tp_comm_overlap, TE userbuffers) and FP8 attention
-// (training.fp8_attention, TE's FP8 DPA on cuDNN), issue 16 items 2 and 5: what they change in a
+// (training.fp8_attention, TE's FP8 DPA on cuDNN): what they change in a
 // run (exposed TP time, step time, TP and CP bytes, the trace's chunks), the kernel price, and
 // the refusals.
 #include <gtest/gtest.h>

@@ -48,12 +48,12 @@ TEST(WorkerPool, JobsShareTheWorkersAndKeepTheirOrder) {
     EXPECT_NE(out[k].value.substr(2), "parent");
     pids.insert(out[k].value.substr(2));
   }
-  EXPECT_EQ(p.forks(), 2);  // six jobs, two workers: never one process per job
+  EXPECT_EQ(p.starts(), 2);  // six jobs, two workers: never one process per job
   EXPECT_LE(pids.size(), 2u);
   // A second batch goes to the same workers.
   const auto again = p.run({"g"}, {});
   ASSERT_TRUE(again[0].ok);
-  EXPECT_EQ(p.forks(), 2);
+  EXPECT_EQ(p.starts(), 2);
   EXPECT_TRUE(pids.count(again[0].value.substr(2)));
 }
 
@@ -74,7 +74,7 @@ TEST(WorkerPool, EachJobFailsAloneAndAKilledWorkerIsReplaced) {
   EXPECT_EQ(out[3].error, "bad point");
   EXPECT_FALSE(out[3].lost);  // the job's own answer
   EXPECT_EQ(out[4].value, "ok 3");
-  EXPECT_EQ(p.forks(), 2);  // the killed worker's successor served the rest; "throw" kept its worker
+  EXPECT_EQ(p.starts(), 2);  // the killed worker's successor served the rest; "throw" kept its worker
 }
 
 TEST(WorkerPool, AWorkerThatDiedWhileIdleIsReplacedForTheNextJob) {
@@ -89,7 +89,7 @@ TEST(WorkerPool, AWorkerThatDiedWhileIdleIsReplacedForTheNextJob) {
   const auto second = p.run({"b"}, {});
   ASSERT_TRUE(second[0].ok) << second[0].error;
   EXPECT_NE(second[0].value, first[0].value);
-  EXPECT_EQ(p.forks(), 2);
+  EXPECT_EQ(p.starts(), 2);
 }
 
 TEST(WorkerPool, TheNextJobReusesTheMemoryTheLastOneFreed) {

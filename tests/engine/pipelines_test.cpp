@@ -1,6 +1,6 @@
 // A pipeline (TaskGraph::Pipeline: one NCCL channel's ring or tree, one node's NVLS reduction)
 // moves in lockstep: its members start together once the last joined, run at one rate, the one
-// their most loaded link allows, and end together (issue 20). These tests hold the graph's rules,
+// their most loaded link allows, and end together. These tests hold the graph's rules,
 // both engines' times worked out by hand, and the SimGrid engine's timers against its Comms.
 #include <gtest/gtest.h>
 

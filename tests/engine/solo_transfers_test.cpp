@@ -1,5 +1,5 @@
 // The SimGrid engine runs a transfer whose route is idle as a timer until another flow meets it
-// (issue 20, simgrid.cpp). These tests hold it to the plain SimGrid Comm replay
+// (simgrid.cpp). These tests hold it to the plain SimGrid Comm replay
 // (ReplayOptions::solo_transfers = false) and to the max-min answer worked out by hand.
 #include <gtest/gtest.h>
 

@@ -266,7 +266,8 @@ TEST(Limits, HugeYamlDocument) {
 
 TEST(Limits, ADeviceIsNotReadForever) {
   EXPECT_EQ(cpsim::test::scenario_error("platform: /dev/zero\nmodel: qwen3.8-27b\n" + kTail),
-            "s.yaml:1:11: error: platform: cannot read platform file '/dev/zero': larger than 16 MiB\n"
+            "s.yaml:1:11: error: platform: cannot read platform file '/dev/zero': it is a character device; a "
+            "regular file is required\n"
             "  platform: /dev/zero\n"
             "            ^");
 }

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "support/bounded_read.hpp"
 #include "scenario/load.hpp"
 
 namespace cpsim::app::sweep {
@@ -29,10 +30,12 @@ fs::path absolute_dir(const std::string& d) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // 256 MiB: a results table of a million points; a shard that is a FIFO or /dev/zero is
+  // refused at once (support/bounded_read.hpp), never waited on or read without end.
+  std::string why;
+  std::optional<std::string> text = support::read_regular_file(path, 256u << 20, why);
+  if (!text) throw std::invalid_argument("cannot read " + path + ": " + why);
+  return std::move(*text);
 }
 
 std::optional<scenario::Sweep> load_points(const std::string& file, const std::vector<std::string>& sets) {

@@ -47,7 +47,8 @@ int usage_error(const std::string& message);
 /// An absolute, normalised directory path without a trailing slash.
 fs::path absolute_dir(const std::string& d);
 
-/// The whole file ("" if it cannot be read).
+/// The whole file; std::invalid_argument naming it when it is not a regular file (a FIFO, a
+/// device), is over 256 MiB or cannot be read.
 std::string read_file(const std::string& path);
 
 /// Loads the sweep, appends the --set overrides to every point, rejects duplicate ids.

@@ -31,15 +31,6 @@ void add_unique(std::vector<std::string>& v, const std::string& x) {
 
 }  // namespace
 
-std::string shell_word(const std::string& s) {
-  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                        "0123456789._/=:,+-@%") == std::string::npos;
-  if (plain) return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 namespace {
 std::pair<std::string, std::string> split_spec(const std::string& spec) {
   const size_t comma = spec.find(',');

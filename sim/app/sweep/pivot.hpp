@@ -16,7 +16,5 @@ std::string pivot_table(const std::string& csv_path, const std::string& spec);
 /// std::invalid_argument as pivot_table does.
 void validate_pivot(const std::string& spec, const std::vector<std::string>& header);
 
-/// "cpsim run BASE --set k=v ...  # id": a line a shell runs as is.
-std::string shell_word(const std::string& s);
 
 }  // namespace cpsim::app::sweep

@@ -28,7 +28,7 @@ constexpr MetricColumn kMetrics[] = {
     {"peak_bytes_per_rank", "/memory/peak_bytes_per_rank"},
     {"fits", "/memory/fits"},
     {"sim_wall_s", "/simulation/wall_s"},
-    // What a planner reads first (issue 17): the configuration in readable words and memory
+    // What a planner reads first: the configuration in readable words and memory
     // in GB; then communication by kind from the result's `communication` section (empty
     // cells when the result has none, e.g. an older cpsim).
     {"scheme", "/scenario/parallel/attention/scheme"},

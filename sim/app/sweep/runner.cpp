@@ -11,7 +11,8 @@
 #include <sstream>
 
 #include "report/output.hpp"
-#include "report/safe_write.hpp"
+#include "scenario/load.hpp"
+#include "support/safe_write.hpp"
 
 namespace cpsim::app::sweep {
 
@@ -49,7 +50,24 @@ SweepRunner::SweepRunner(const SweepArgs& a, std::vector<scenario::SweepPoint> p
 std::string SweepRunner::json_path(size_t i) const { return (dir_ / "runs" / (points_[i].id + ".json")).string(); }
 std::string SweepRunner::log_path(size_t i) const { return (dir_ / "logs" / (points_[i].id + ".log")).string(); }
 
-/// Keeps the rows of a previous run that succeeded and whose JSON is still there.
+namespace {
+
+/// Whether `result` (a point's runs/ID.json) was produced by the scenario the point resolves to
+/// now: its JSON echoes the whole resolved scenario, so an edit to the base file (or to a
+/// platform or model file it names) since that run shows as a difference here.
+bool same_scenario(const scenario::SweepPoint& p, const nlohmann::json& result) {
+  try {
+    return result.contains("scenario") &&
+           report::scenario_json(scenario::load_scenario(p.base_path, p.overrides)) == result.at("scenario");
+  } catch (const std::exception&) {
+    return false;  // it no longer loads: run it again and let the run say why
+  }
+}
+
+}  // namespace
+
+/// Keeps the rows of a previous run that succeeded, whose JSON is still there and was produced
+/// by the scenario the point resolves to now.
 size_t SweepRunner::load_previous(const std::vector<size_t>& todo) {
   std::map<std::string, size_t> by_id;
   for (size_t i : todo) by_id[points_[i].id] = i;
@@ -61,7 +79,7 @@ size_t SweepRunner::load_previous(const std::vector<size_t>& todo) {
     // The row's metrics come again from its JSON: a row whose JSON does not parse (a
     // truncated or corrupted file) runs again, and a corrupted CSV cell is not kept.
     const auto j = read_result_json(json_path(it->second));
-    if (!j) continue;
+    if (!j || !same_scenario(points_[it->second], *j)) continue;
     fill_metrics(row, *j);
     if (!rows_[it->second]) ++kept;
     rows_[it->second] = std::move(row);
@@ -109,10 +127,12 @@ int SweepRunner::run(const std::vector<size_t>& todo) {
       });
   if (tty_) std::cerr << "\r\033[K" << std::flush;
   if (!finished) {
+    // The points it killed (SIGKILL, their group) could not remove their result's temporary.
+    remove_stale_temporaries(todo);
     write_csv();
     std::cerr << "sweep: interrupted after " << done << " of " << total << " points; "
               << "rerun with --resume to finish (" << csv_path_ << ")\n";
-    return 130;
+    return pool::interrupted_exit_code();
   }
   const double el = clock_.now_s() - t0;
   if (!args_.quiet) {
@@ -149,7 +169,7 @@ void SweepRunner::remove_stale_temporaries(const std::vector<size_t>& todo) cons
   for (const auto& e : fs::directory_iterator(dir_ / "runs", ec)) {
     const std::string name = e.path().filename().string();
     for (const auto& id : ids)
-      if (name.starts_with(report::temp_prefix(id + ".json")) || name.starts_with(id + ".json.tmp."))
+      if (name.starts_with(support::temp_prefix(id + ".json")) || name.starts_with(id + ".json.tmp."))
         stale.push_back(e.path());
   }
   for (const auto& p : stale) fs::remove(p, ec);
@@ -161,7 +181,8 @@ Row& SweepRunner::record(size_t i, const pool::Finished& f) {
   Row& row = rows_[i].emplace();
   row.id = points_[i].id;
   for (const auto& [k, v] : points_[i].values) row.cells[k] = v;
-  const std::string log = read_file(log_path(i));
+  std::string log;  // none when the command never started
+  if (fs::is_regular_file(log_path(i))) log = read_file(log_path(i));
   const std::string why = failure_reason(log);
   if (f.exit.how == How::NotStarted) {
     row.status = "failed";
@@ -193,7 +214,7 @@ Row& SweepRunner::record(size_t i, const pool::Finished& f) {
   if (log.empty()) fs::remove(log_path(i), ec);
   if (f.exit.how != How::NotStarted) {
     std::vector<fs::path> tmp;
-    const std::string prefix = report::temp_prefix(points_[i].id + ".json");
+    const std::string prefix = support::temp_prefix(points_[i].id + ".json");
     for (const auto& e : fs::directory_iterator(dir_ / "runs", ec))
       if (e.path().filename().string().starts_with(prefix)) tmp.push_back(e.path());
     for (const auto& p : tmp) fs::remove(p, ec);

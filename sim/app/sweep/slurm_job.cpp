@@ -11,7 +11,7 @@
 #include "app/slurm.hpp"
 #include "app/sweep/manifest.hpp"
 #include "report/output.hpp"
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 
 namespace cpsim::app::sweep {
 
@@ -68,7 +68,7 @@ bool wait_for_job(pool::Runner& runner, pool::Clock& clock, const std::string& j
 
 int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep, pool::Runner& runner, pool::Clock& clock) {
   const size_t n = sweep.points.size();
-  const fs::path dir = absolute_dir(a.out_dir.empty() ? report::path_component(sweep.name) + "-sweep" : a.out_dir);
+  const fs::path dir = absolute_dir(a.out_dir.empty() ? support::path_component(sweep.name) + "-sweep" : a.out_dir);
   if (dir.string().find_first_of(" \t\n%") != std::string::npos)
     return usage_error("--slurm: the output directory's path goes into `#SBATCH --output` and may not hold "
                        "blanks or '%': " + dir.string());
@@ -199,7 +199,7 @@ int run_slurm(const SweepArgs& a, const scenario::Sweep& sweep, pool::Runner& ru
       std::cout << "sweep: when it is done: cpsim sweep --merge " << slurm::shell_quote(dir.string()) << "\n";
   }
   if (!a.wait) return 0;
-  if (!wait_for_job(runner, clock, sub.job_id, dir, shard_of, to_run, k, a.quiet)) return 130;
+  if (!wait_for_job(runner, clock, sub.job_id, dir, shard_of, to_run, k, a.quiet)) return pool::interrupted_exit_code();
   const std::optional<Manifest> now = next;
   Collected c = collect_shards(dir, sweep.points, shard_of, k);
   // On a shared filesystem the last files a node wrote may take a moment to show here.

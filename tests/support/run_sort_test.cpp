@@ -1,4 +1,4 @@
-// sort_runs (report/run_sort.hpp) sorts a list made of a few sorted lists shuffled together by
+// sort_runs (support/run_sort.hpp) sorts a list made of a few sorted lists shuffled together by
 // finding those runs and merging them, and falls back to std::sort past 16 runs. Held against
 // std::sort on shuffles of 1 to 40 sorted lists (so both paths run), on lists with ties, and
 // on a comparator that orders by one field and breaks ties by another (WaitCharges' order).
@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
-#include "report/run_sort.hpp"
+#include "support/run_sort.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
-using cpsim::report::RunSortScratch;
-using cpsim::report::sort_runs;
+using cpsim::support::RunSortScratch;
+using cpsim::support::sort_runs;
 using Pair = std::pair<double, double>;
 
 namespace {

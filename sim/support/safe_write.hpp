@@ -1,9 +1,12 @@
 #pragma once
 /// Every file cpsim writes goes through here, so no output can destroy what it replaces:
 /// outputs are checked before any work starts (not an input, not another output of the same
-/// command, not a device node, FIFO, socket or directory), and written to a temporary file with
-/// an unpredictable name, created with O_EXCL|O_NOFOLLOW in the target's directory (so a
-/// planted symlink is never followed), then renamed over the target.
+/// command, not a directory, block device or socket), and written to a temporary file with a
+/// short unpredictable name, created with O_EXCL|O_NOFOLLOW in the target's directory, synced,
+/// then renamed over the target: a full disk, a write past `ulimit -f` or a signal leaves the
+/// previous file whole and no temporary (support/lifetime.hpp removes it on SIGINT/SIGTERM). A
+/// symlink at the target is replaced, never followed. A FIFO or character device (/dev/null,
+/// /dev/stdout) is written in place, never replaced by a file.
 #include <functional>
 #include <ostream>
 #include <stdexcept>
@@ -11,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-namespace cpsim::report {
+namespace cpsim::support {
 
 /// An output path that must not be written: exit code 2 (bad input), as std::invalid_argument.
 class OutputError : public std::invalid_argument {
@@ -25,13 +28,12 @@ struct NamedPath {
   std::string path;
 };
 
-/// Throws OutputError when an output is a directory, a device node, a FIFO or a socket, the
-/// same file as one of `inputs`, or the same file as another output. Symlinks are resolved:
-/// a link to a regular file writes that file.
+/// Throws OutputError when an output is a directory, a block device or a socket, the same file
+/// as one of `inputs` (a link to it included), or the same file as another output.
 void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs = {});
 
-/// The file a write to `path` lands in: `path` with symlinks resolved (a dangling or missing
-/// target is `path` itself, made absolute).
+/// The file a write to `path` replaces: `path` made absolute, its directory's symlinks resolved,
+/// its own file name not (a symlink there is replaced by the new file).
 std::string write_target(const std::string& path);
 
 /// Writes `text` to `path` atomically (see above). Throws std::runtime_error on failure, and
@@ -42,12 +44,13 @@ void write_file_atomic(const std::string& path, const std::string& text);
 /// `write` returned and every byte reached the file.
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write);
 
-/// Prefix of the temporary files write_file_atomic leaves when killed mid-write: in the
-/// target's directory, "." + file name + ".tmp." + 16 random hex digits.
+/// Prefix of the temporary files write_file_atomic leaves when killed with SIGKILL mid-write:
+/// in the target's directory, "." + the file name's first 200 bytes + ".tmp." + 16 random hex
+/// digits (at most 222 bytes, so any legal target name has a legal temporary).
 std::string temp_prefix(const std::string& file_name);
 
 /// Sanitises a name for use as one path component: anything but letters, digits, '.', '-'
 /// and '_' becomes '-', a leading '.' too (no "..", no hidden files); never empty.
 std::string path_component(const std::string& name);
 
-}  // namespace cpsim::report
+}  // namespace cpsim::support

@@ -1,13 +1,12 @@
 #pragma once
-/// An append-only vector stored in fixed chunks, for the task graph's ops (issue 20).
+/// An append-only vector stored in fixed chunks, for the task graph's ops.
 ///
 /// Why not std::vector: a graph of 24 M ops (Llama-3 70B, 1,024 GPUs, full replay) is 2.5 GB
 /// of Op. A std::vector grows by doubling, so it ends with up to 2x the memory it needs and, at
 /// each growth, holds the old and the new buffer at once (3x) and copies every op; perf showed
 /// _M_realloc_insert<Op> plus its page faults at ~25 % of a 4 M-op run. Chunks never move: no
 /// copy, no peak, at most one partly filled chunk (4 MB) of slack.
-/// Chunks are page-aligned (ChunkWarmer::kAlign); they are never zero-filled, each element is
-/// constructed when pushed.
+/// Chunks are never zero-filled: each element is constructed when pushed.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -17,27 +16,24 @@
 #include <type_traits>
 #include <vector>
 
-#include "schedule/chunk_warmer.hpp"
+namespace cpsim::support {
 
-namespace cpsim::schedule {
-
-/// kChunkBytes: each chunk's size, a multiple of the page (elements fill it to within one).
-template <class T, size_t kChunkBytes = ChunkWarmer::kChunkBytes>
+/// kChunkBytes: each chunk's size (elements fill it to within one); 4 MB by default, the graph's
+/// ops' and edges' chunks.
+template <class T, size_t kChunkBytes = size_t{4} << 20>
 class ChunkedVector {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
-  static_assert(kChunkBytes % ChunkWarmer::kAlign == 0 && kChunkBytes >= sizeof(T));
+  static_assert(kChunkBytes >= sizeof(T));
   /// Not a power of two in general: i / kChunk by a constant is a multiply and a shift.
   static constexpr size_t kChunk = kChunkBytes / sizeof(T);
   struct Free {
-    void operator()(T* p) const { ::operator delete(p, std::align_val_t(ChunkWarmer::kAlign)); }
+    void operator()(T* p) const { ::operator delete(p); }
   };
   using Chunk = std::unique_ptr<T[], Free>;
   static Chunk new_chunk() {
-    // operator new, not aligned_alloc: out of memory goes through the new-handler, which names
-    // what the process was doing (app/boundary.cpp).
-    void* p = ChunkWarmer::take(kChunkBytes);  // faulted in ahead on another core, if warming
-    if (p == nullptr) p = ::operator new(kChunkBytes, std::align_val_t(ChunkWarmer::kAlign));
-    return Chunk(static_cast<T*>(p));
+    // operator new, not malloc: out of memory goes through the new-handler, which names what
+    // the process was doing (app/boundary.cpp).
+    return Chunk(static_cast<T*>(::operator new(kChunkBytes)));
   }
 
  public:
@@ -108,4 +104,4 @@ class ChunkedVector {
   size_t size_ = 0;
 };
 
-}  // namespace cpsim::schedule
+}  // namespace cpsim::support

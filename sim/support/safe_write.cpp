@@ -1,4 +1,4 @@
-#include "report/safe_write.hpp"
+#include "support/safe_write.hpp"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -14,7 +14,9 @@
 #include <ostream>
 #include <streambuf>
 
-namespace cpsim::report {
+#include "support/lifetime.hpp"
+
+namespace cpsim::support {
 
 namespace fs = std::filesystem;
 
@@ -45,10 +47,22 @@ std::string refusal(const std::string& path) {
     return "";  // e.g. EACCES: the write itself reports it with its reason
   }
   if (S_ISDIR(st.st_mode)) return "it is a directory; give a file name";
-  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) return "it is a device node; cpsim writes only regular files";
-  if (S_ISFIFO(st.st_mode)) return "it is a FIFO; cpsim writes only regular files";
-  if (S_ISSOCK(st.st_mode)) return "it is a socket; cpsim writes only regular files";
+  if (S_ISBLK(st.st_mode)) return "it is a block device; cpsim writes files, FIFOs and character devices";
+  if (S_ISSOCK(st.st_mode)) return "it is a socket; cpsim writes files, FIFOs and character devices";
   return "";
+}
+
+/// A FIFO or character device (/dev/null, /dev/stdout on a pipe or a terminal) is written as
+/// it is: never replaced by a file. So is a regular file reached through the system's own
+/// links to open descriptors (/dev/stdout, /dev/fd/N -> /proc/self/fd/N).
+bool written_in_place(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) return true;
+  struct stat lst {};
+  if (::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) return false;
+  const std::string abs = fs::absolute(path).lexically_normal().string();
+  return abs.starts_with("/dev/") || abs.starts_with("/proc/");
 }
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -61,9 +75,12 @@ bool same_file(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string write_target(const std::string& path) {
+  // The directory is resolved; the file name is not: a symlink there is replaced, never
+  // followed (a link planted at an output would otherwise redirect the write to its target).
+  const fs::path abs = fs::absolute(path).lexically_normal();
   std::error_code ec;
-  const fs::path c = fs::weakly_canonical(fs::absolute(path, ec), ec);
-  return ec ? fs::absolute(path).lexically_normal().string() : c.string();
+  const fs::path dir = fs::weakly_canonical(abs.parent_path(), ec);
+  return ((ec ? abs.parent_path() : dir) / abs.filename()).string();
 }
 
 void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
@@ -83,7 +100,10 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
   }
 }
 
-std::string temp_prefix(const std::string& file_name) { return "." + file_name + ".tmp."; }
+std::string temp_prefix(const std::string& file_name) {
+  // A legal name is up to 255 bytes (NAME_MAX); its temporary adds 22: the name is cut to 200.
+  return "." + file_name.substr(0, 200) + ".tmp.";
+}
 
 namespace {
 
@@ -127,48 +147,82 @@ class FdBuf final : public std::streambuf {
 
 }  // namespace
 
+namespace {
+
+/// Runs `write` into `fd` through a buffered stream; 0 or the errno of the first failed write.
+int stream_into(int fd, const std::function<void(std::ostream&)>& write) {
+  FdBuf buf(fd);
+  std::ostream out(&buf);
+  write(out);
+  out.flush();
+  if (!out || buf.error() != 0) return buf.error() != 0 ? buf.error() : EIO;
+  return 0;
+}
+
+void write_in_place(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  int err = 0;
+  try {
+    err = stream_into(fd, write);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+}
+
+}  // namespace
+
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& write) {
   if (const std::string why = refusal(path); !why.empty())
     throw OutputError("cannot write " + path + ": " + why);
+  if (written_in_place(path)) return write_in_place(path, write);
   const fs::path target = write_target(path);
   const fs::path dir = target.parent_path();
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
     tmp = (dir / (temp_prefix(target.filename().string()) + random_hex())).string();
+    // Tracked before it exists: a signal between open and track would leave it behind.
+    track_temporary(tmp);
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) forget_temporary(tmp);
     if (fd < 0 && errno != EEXIST)
       throw std::runtime_error("cannot write " + path + ": cannot create a temporary file in " + dir.string() +
                                ": " + std::strerror(errno));
   }
   if (fd < 0) throw std::runtime_error("cannot write " + path + ": no free temporary name in " + dir.string());
-  auto fail = [&](int err) {
-    ::close(fd);
+  auto drop = [&] {
     ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+    forget_temporary(tmp);
   };
-  {
-    FdBuf buf(fd);
-    std::ostream out(&buf);
-    try {
-      write(out);
-    } catch (...) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw;
-    }
-    out.flush();
-    if (!out || buf.error() != 0) fail(buf.error() != 0 ? buf.error() : EIO);
+  int err = 0;
+  try {
+    err = stream_into(fd, write);
+  } catch (...) {
+    ::close(fd);
+    drop();
+    throw;
   }
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
+  // fsync before the rename: after a crash the target is the old file or the whole new one,
+  // never a new name on blocks that were not written yet.
+  if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
+    drop();
     throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
   }
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
+    err = errno;
+    drop();
     throw std::runtime_error("cannot write " + path + ": rename: " + std::strerror(err));
+  }
+  forget_temporary(tmp);
+  if (const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
+    ::fsync(d);  // the rename itself on disk; best effort (some file systems refuse)
+    ::close(d);
   }
 }
 
@@ -187,4 +241,4 @@ std::string path_component(const std::string& name) {
   return out.empty() ? "-" : out;
 }
 
-}  // namespace cpsim::report
+}  // namespace cpsim::support

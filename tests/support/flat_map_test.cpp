@@ -1,4 +1,4 @@
-// FlatMap (engine/flat_map.hpp), the engines' open-addressed map (ops in flight, the route
+// FlatMap (support/flat_map.hpp), the engines' open-addressed map (ops in flight, the route
 // cache), held against std::unordered_map over a long random run of sets, erases (present and
 // absent) and finds, with keys that collide in its table (multiples of a power of two) so runs
 // wrap and shift; with op ids and with 64-bit route keys.
@@ -7,11 +7,11 @@
 #include <random>
 #include <unordered_map>
 
-#include "engine/flat_map.hpp"
+#include "support/flat_map.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
-using cpsim::engine::detail::FlatMap;
+using cpsim::support::FlatMap;
 
 namespace {
 template <class Key>

@@ -9,16 +9,13 @@
 #include <thread>
 #include <vector>
 
-namespace cpsim::schedule {
+namespace cpsim::support {
 
 /// Threads for `work` ops or entries: `asked` if set, else the machine's cores up to 4, and one
 /// for less than 2^18 (a thread's start costs ~50 us).
-inline unsigned threads_for(unsigned asked, size_t work) {
-  if (asked > 0) return asked;
-  if (work < (size_t{1} << 18)) return 1;
-  return std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
-}
+unsigned threads_for(unsigned asked, size_t work);
 
+/// (A template, so in the header: the pass's body is the caller's.)
 /// f(0) .. f(n - 1), f(0) on the calling thread (and any a thread could not be started for);
 /// the first exception thrown is rethrown here, after every thread has ended.
 template <class F>
@@ -47,4 +44,4 @@ void on_threads(unsigned n, F&& f) {
     if (e) std::rethrow_exception(e);
 }
 
-}  // namespace cpsim::schedule
+}  // namespace cpsim::support

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace cpsim::report {
+namespace cpsim::support {
 
 template <class T>
 struct RunSortScratch {
@@ -77,4 +77,4 @@ void sort_runs(std::vector<T>& v, Less less, RunSortScratch<T>& s) {
   if (from != v.data()) std::copy(from, from + n, v.data());
 }
 
-}  // namespace cpsim::report
+}  // namespace cpsim::support
