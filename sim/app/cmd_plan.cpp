@@ -119,10 +119,10 @@ void register_plan(CLI::App& app, int& rc) {
               << ", ranked " << counts["ranked"] << "\n";
     std::cout << "  runs: " << res.attention_runs << " attention layers, " << res.compute_probes
               << " layer builds for the compute bound and " << res.step_runs
-              << " steps (analytic), " << res.simgrid_runs << " steps (SimGrid); " << plan_fmt("%.1f s wall", wall)
-              << plan_fmt(" (enumeration and memory %.1f s", res.stage_wall_s[0])
-              << plan_fmt(", attention layers %.1f s", res.stage_wall_s[1]) << plan_fmt(", steps %.1f s", res.stage_wall_s[2])
-              << plan_fmt(", SimGrid %.1f s)\n", res.stage_wall_s[3]);
+              << " steps (analytic), " << res.simgrid_runs << " steps (SimGrid); " << fmt("%.1f s wall", wall)
+              << fmt(" (enumeration and memory %.1f s", res.stage_wall_s[0])
+              << fmt(", attention layers %.1f s", res.stage_wall_s[1]) << fmt(", steps %.1f s", res.stage_wall_s[2])
+              << fmt(", SimGrid %.1f s)\n", res.stage_wall_s[3]);
     const double peak = sc.platform.gpu.peak_flops;
     std::printf("%-4s %-48s %8s %10s %10s %11s %6s\n", "rank", "layout", "mem GB", "analytic s", "SimGrid s",
                 "tokens/s", "MFU");
@@ -130,7 +130,7 @@ void register_plan(CLI::App& app, int& rc) {
       const auto& c = res.all[res.ranked[k]];
       const double mfu = c.step_s() > 0 ? c.model_flops / (c.step_s() * opt.gpus * peak) : 0;
       std::printf("%-4zu %-48s %8.1f %10.3f %10s %11.0f %5.1f%%\n", k + 1, c.label.c_str(), c.peak_bytes / 1e9,
-                  c.analytic_s, c.simgrid_s > 0 ? plan_fmt("%.3f", c.simgrid_s).c_str() : "-", c.tokens_per_s(),
+                  c.analytic_s, c.simgrid_s > 0 ? fmt("%.3f", c.simgrid_s).c_str() : "-", c.tokens_per_s(),
                   100 * mfu);
     }
     std::cout.flush();
