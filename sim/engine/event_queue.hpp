@@ -16,12 +16,13 @@
 /// empty spreads the lowest non-empty bucket over the lower ones from its smallest key. On the
 /// 70B full replay ~45 events share each instant (eight identical replicas, rings in step), so
 /// bucket 0 is sorted once per instant rather than kept as a heap.
-/// Events move one by one when a bucket is spread. Holding each time's events as one group
-/// that moves whole (blocks of 15 events, a hashed cache of open groups) saved 7 % of the
-/// replay's instructions on the 70B cut to 16 layers (7.01 -> 6.54 G), but not the whole
-/// process's time: on the 70B full replay (1,024 GPUs, symmetry off), four pairs alternating
-/// on a shared 2-core machine, wall 0.81-1.49x without groups against with them (median
-/// 0.97x), CPU median 0.97x, JSON identical; the simpler queue stays.
+/// Buckets >= 1 hold groups, each the events of one time in blocks, so a spread moves a group
+/// rather than its events: on the 70B full replay cut to 16 layers 98 % of 7.6 M pushes found
+/// their time's group already open (a hashed cache of the groups last opened), and the events
+/// had moved ~3 times each before (the replay's instructions, counted: 7.01 -> 6.54 G). Groups
+/// as linked lists of single events cost more wall time than they saved (a miss per event:
+/// replay median 4.71 s against 4.58 s with events moved, five runs each alternating); in
+/// blocks of 15, 4.40 s against 4.68 s (nine runs each).
 /// An event queued before that time (SimGrid's engine looks ahead to set its timer, and a Comm
 /// that ends sooner queues events before it; or float rounding in a caller's arithmetic) or at
 /// a negative time waits in a binary heap of its own, taken first: every event in the buckets
@@ -56,10 +57,18 @@ class EventQueue {
     }
     const int b = bucket(k);
     if (b == 0) {  // rare: a zero delay (most such ops complete at once, without an event)
-      b_[0].insert(std::upper_bound(b_[0].begin(), b_[0].end(), e, ByOpDescending{}), e);
+      b0_.insert(std::upper_bound(b0_.begin(), b0_.end(), e, ByOpDescending{}), e);
       return;
     }
-    b_[b].push_back(e);
+    Recent& r = recent_[(k ^ (k >> 17)) & (kRecent - 1)];
+    if (r.key == k && groups_[r.group].key == k && groups_[r.group].head != kNil) {
+      append(groups_[r.group], e);  // (any queued group of this time will do)
+      return;
+    }
+    const uint32_t g = group(k);
+    append(groups_[g], e);
+    r = {k, g};
+    b_[b].push_back(g);
     min_key_[b] = std::min(min_key_[b], k);
     full_ |= uint64_t{1} << (b - 1);
   }
@@ -67,8 +76,8 @@ class EventQueue {
   /// The earliest event (the queue must not be empty).
   const E& top() {
     if (!past_.empty()) return past_.top();
-    if (b_[0].empty()) spread();
-    return b_[0].back();
+    if (b0_.empty()) spread();
+    return b0_.back();
   }
 
   void pop() {
@@ -77,8 +86,8 @@ class EventQueue {
       past_.pop();
       return;
     }
-    if (b_[0].empty()) spread();
-    b_[0].pop_back();
+    if (b0_.empty()) spread();
+    b0_.pop_back();
   }
 
  private:
@@ -86,6 +95,7 @@ class EventQueue {
     bool operator()(const E& a, const E& b) const { return a.op > b.op; }
   };
   static constexpr uint64_t kNoKey = std::numeric_limits<uint64_t>::max();
+  static constexpr uint32_t kNil = std::numeric_limits<uint32_t>::max();
   static uint64_t key(double t) {
     if (t != t) return kNoKey;  // NaN: after every time
     const double p = t + 0.0;   // -0.0 -> +0.0
@@ -95,34 +105,111 @@ class EventQueue {
   }
   int bucket(uint64_t k) const { return k == last_ ? 0 : 64 - std::countl_zero(k ^ last_); }
 
+  /// A group's events, in the order they came, in blocks of a few cache lines: appended at the
+  /// group's last block, read in order when the group's time comes (a list of single events
+  /// was slower than moving the events themselves: a cache miss per event).
+  static constexpr uint32_t kPerBlock = (256 - 8) / sizeof(E);
+  struct Block {
+    E e[kPerBlock];
+    uint32_t n;
+    uint32_t next;  ///< the group's next block, or the next free one
+  };
+  struct Group {
+    uint64_t key;
+    uint32_t head, tail;  ///< blocks; head kNil: free (next free group in tail)
+  };
+  uint32_t block() {
+    uint32_t b = free_block_;
+    if (b != kNil) {
+      free_block_ = blocks_[b].next;
+    } else {
+      b = static_cast<uint32_t>(blocks_.size());
+      blocks_.emplace_back();
+    }
+    blocks_[b].n = 0;
+    blocks_[b].next = kNil;
+    return b;
+  }
+  void append(Group& gr, const E& e) {
+    Block* t = &blocks_[gr.tail];
+    if (t->n == kPerBlock) {
+      const uint32_t b = block();  // (may move blocks_)
+      t = &blocks_[gr.tail];
+      t->next = b;
+      gr.tail = b;
+      t = &blocks_[b];
+    }
+    t->e[t->n++] = e;
+  }
+  uint32_t group(uint64_t k) {
+    const uint32_t first = block();
+    uint32_t g = free_group_;
+    if (g != kNil) {
+      free_group_ = groups_[g].tail;
+      groups_[g] = {k, first, first};
+    } else {
+      g = static_cast<uint32_t>(groups_.size());
+      groups_.push_back({k, first, first});
+    }
+    return g;
+  }
+
   /// Bucket 0 and past_ are empty: the lowest non-empty bucket's smallest key becomes the last
-  /// time, and its events move to lower buckets (those at that time to bucket 0, by op).
+  /// time, and its groups move to lower buckets (the events of that time to bucket 0, by op).
   void spread() {
     const int from = std::countr_zero(full_) + 1;  // (scanning up to it was 1.4 % of a replay)
-    std::vector<E>& v = b_[from];
+    std::vector<uint32_t>& v = b_[from];
     last_ = min_key_[from];
     min_key_[from] = kNoKey;
     full_ &= ~(uint64_t{1} << (from - 1));
-    for (const E& e : v) {
-      const uint64_t k = key(e.t);
-      const int b = bucket(k);
-      b_[b].push_back(e);
+    for (const uint32_t g : v) {
+      Group& gr = groups_[g];
+      const int b = bucket(gr.key);
       if (b != 0) {
-        min_key_[b] = std::min(min_key_[b], k);
+        b_[b].push_back(g);
+        min_key_[b] = std::min(min_key_[b], gr.key);
         full_ |= uint64_t{1} << (b - 1);
+        continue;
       }
+      for (uint32_t k = gr.head; k != kNil;) {
+        Block& bl = blocks_[k];
+        b0_.insert(b0_.end(), bl.e, bl.e + bl.n);
+        const uint32_t next = bl.next;
+        bl.next = free_block_;
+        free_block_ = k;
+        k = next;
+      }
+      gr.head = kNil;
+      gr.tail = free_group_;
+      free_group_ = g;
     }
     v.clear();
-    std::sort(b_[0].begin(), b_[0].end(), ByOpDescending{});
+    std::sort(b0_.begin(), b0_.end(), ByOpDescending{});
   }
 
-  std::array<std::vector<E>, 65> b_{};
+  /// Bucket 0: the events at the last time looked at, sorted by op (the last the smallest).
+  std::vector<E> b0_;
+  /// Buckets 1-64: groups (one time each) by the highest bit where their time differs from it.
+  std::array<std::vector<uint32_t>, 65> b_{};
   std::array<uint64_t, 65> min_key_ = filled();
   static std::array<uint64_t, 65> filled() {
     std::array<uint64_t, 65> a;
     a.fill(kNoKey);
     return a;
   }
+  std::vector<Block> blocks_;
+  std::vector<Group> groups_;
+  uint32_t free_block_ = kNil, free_group_ = kNil;
+  /// The group last opened per time, hashed: events of one time come in runs (eight replicas
+  /// in step queue the same ends one after another), and a miss only opens another group.
+  static constexpr size_t kRecent = 256;
+  /// (No time's key: those of negative times, which wait in past_.)
+  static constexpr uint64_t kNoRecent = uint64_t{1} << 63 | 1;
+  struct Recent {
+    uint64_t key = kNoRecent;
+    uint32_t group = 0;
+  };
+  std::array<Recent, kRecent> recent_{};
   uint64_t last_ = 0;
   uint64_t full_ = 0;  ///< bit b - 1: bucket b >= 1 holds events
   size_t size_ = 0;
