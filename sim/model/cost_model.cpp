@@ -3,6 +3,8 @@
 // a profile table interpolated between measured shapes, falling back to the roofline outside).
 #include "model/cost_model.hpp"
 
+#include "model/stack_kernels.hpp"
+
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -105,6 +107,12 @@ std::unique_ptr<CostModel> CostModel::make(const scenario::CostSpec& spec,
     if (path.empty()) return std::make_unique<RooflineModel>(gpu, impl, gdn, gemms);
   }
   return std::make_unique<ProfileModel>(scenario::read_profile_csv(path), gpu, impl, gdn, gemms);
+}
+
+Cost CostModel::memory_kernels(const std::vector<MemKernel>& ks) const {
+  double bytes = 0;
+  for (const auto& k : ks) bytes += k.bytes;
+  return memory_bound(bytes);
 }
 
 }  // namespace cpsim::model

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "scenario/mask.hpp"
 #include "scenario/specs.hpp"
@@ -93,6 +94,8 @@ struct GdnCall {
 /// the forward (or, where the forward is extrapolated, the roofline's).
 Cost backward_at_forward_rate(Cost bwd, const Cost& fwd);
 
+struct MemKernel;
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -119,6 +122,10 @@ class CostModel {
   }
   /// A memory-bound op that reads + writes `bytes` in total (norms, merges, elementwise).
   virtual Cost memory_bound(double bytes) const = 0;
+  /// The memory-bound kernels a stack runs as one op (stack_kernels.hpp: a layer region, the
+  /// loss, a ring step's merge). Models that know their GPU price each kernel at its class's
+  /// achieved bandwidth; by default the kernels' bytes are one memory_bound op.
+  virtual Cost memory_kernels(const std::vector<MemKernel>& ks) const;
   /// Chunked linear-attention (Gated DeltaNet) forward or backward over `tokens` tokens with
   /// `heads` heads of key_dim x value_dim state, chunk size `chunk`.
   virtual Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim,

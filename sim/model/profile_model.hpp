@@ -25,6 +25,7 @@ class ProfileModel final : public CostModel {
   using CostModel::gemm;
   Cost gemm(const GemmCall& c) const override { return fallback_.gemm(c); }
   Cost memory_bound(double bytes) const override { return fallback_.memory_bound(bytes); }
+  Cost memory_kernels(const std::vector<MemKernel>& ks) const override { return fallback_.memory_kernels(ks); }
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override {
     return fallback_.linear_attention(tokens, heads, key_dim, value_dim, chunk, backward);

@@ -1,5 +1,6 @@
 // Roofline kernel costs: FLOPs over peak x an efficiency curve fitted to published kernel
 // figures (calibration.md), bytes over HBM bandwidth, and a launch floor.
+#include "model/stack_kernels.hpp"
 #include "model/roofline_model.hpp"
 
 #include "model/tile_cost.hpp"
@@ -204,5 +205,7 @@ std::string RooflineModel::describe() const {
          (gdn_ ? "from the " + gdn_->describe() + ", else " : std::string()) +
          "kernel by kernel (FLA chunk kernels, fitted to FLA's published H200 figures)";
 }
+
+Cost RooflineModel::memory_kernels(const std::vector<MemKernel>& ks) const { return mem_kernels_cost(ks, gpu_); }
 
 }  // namespace cpsim::model

@@ -275,7 +275,7 @@ class TwoLevelRing {
     const auto ks = model::cp_merge_kernels(ctx_.sc.training.stack, merge_tokens_, ctx_.geo.heads_q,
                                             ctx_.geo.head_dim);
     if (ks.empty()) return add_memory_op(ctx_, rank, merge_bytes_, l);
-    const model::Cost c = model::mem_kernels_cost(ks, ctx_.sc.platform.gpu);
+    const model::Cost c = ctx_.pricer.cost().memory_kernels(ks);
     l.category = g_.intern("memory");
     return g_.add_priced(rank, stream::kCompute, ctx_.pricer.time(c, "memory"), l);
   }

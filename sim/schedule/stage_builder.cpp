@@ -56,8 +56,8 @@ StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry)
     x = gemm_all(backward ? "lm_head_bwd" : "lm_head", t, m_.vocab / tp_, m_.hidden, mb, -1, ph, x);
     // cross-entropy over the vocabulary shard, as the stack runs it (stack_kernels.hpp)
     x = memory_cost_all("cross_entropy",
-                        model::mem_kernels_cost(model::loss_kernels(sc_.training.stack, backward, t, m_.vocab / tp_),
-                                                sc_.platform.gpu),
+                        pricer_.cost().memory_kernels(
+                            model::loss_kernels(sc_.training.stack, backward, t, m_.vocab / tp_)),
                         mb, -1, ph, x);
   }
   return x;
@@ -559,7 +559,7 @@ StageBuilder::Ops StageBuilder::stack_region(const char* name, model::LayerRegio
   lw.ffn = static_cast<double>(m_.ffn_hidden) / tp_;
   const auto ks = model::layer_kernels(sc_.training.stack, region, backward, lw);
   if (ks.empty()) return deps;
-  return memory_cost_all(name, model::mem_kernels_cost(ks, sc_.platform.gpu), mb, layer,
+  return memory_cost_all(name, pricer_.cost().memory_kernels(ks), mb, layer,
                          backward ? Phase::Backward : Phase::Forward, deps);
 }
 

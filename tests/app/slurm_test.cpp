@@ -249,6 +249,37 @@ TEST_F(SlurmSweepTest, LocalShardsMergeIntoTheLocalRunsCsv) {
   EXPECT_EQ(run(kCpsim + " sweep --merge " + out).rc, 2) << "no manifest and no sweep file";
 }
 
+TEST_F(SlurmSweepTest, MergeReadsEachRowsMetricsFromItsResult) {
+#ifdef CPSIM_SANITIZED
+  GTEST_SKIP() << "real cpsim children under ASan (60-70 s); runs in the optimised stage";
+#endif
+  const std::string out = (dir_ / "sharded").string();
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(run(sweep("-j 2 -q --shard " + std::to_string(i) + "/2 -o " + out)).rc, 0);
+  // A shard's row edited (or written by another version) after its point ran: the merge keeps
+  // the result its runs/ID.json holds, never the row's stale figure.
+  std::string shard_file, truth;
+  for (const char* f : {"results.0-of-2.csv", "results.1-of-2.csv"}) {
+    for (const auto& r : read_csv(dir_ / "sharded" / f)) {
+      if (std::stoul(r.at("id")) == 0) {
+        shard_file = f;
+        truth = r.at("step_time_s");
+      }
+    }
+  }
+  ASSERT_FALSE(truth.empty());
+  std::string text = slurp(dir_ / "sharded" / shard_file);
+  const size_t at = text.find("," + truth + ",");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, truth.size() + 2, ",123.5,");
+  write(dir_ / "sharded" / shard_file, text);
+  ASSERT_EQ(run(sweep("--merge " + out)).rc, 0);
+  for (const auto& r : read_csv(dir_ / "sharded" / "results.csv")) {
+    if (std::stoul(r.at("id")) == 0) {
+      EXPECT_EQ(r.at("step_time_s"), truth);
+    }
+  }
+}
+
 TEST_F(SlurmSweepTest, SubmitsOneArrayScriptWithAbsolutePaths) {
   const fs::path cwd = fs::current_path();
   fs::current_path(dir_);

@@ -219,7 +219,10 @@ TEST(OpLimit, BuildStopsAtTheLimitWithItsOwnError) {
     EXPECT_EQ(std::string(e.what()), "the task graph passed " + std::to_string(sc.simulation.max_ops) +
                                          " ops while being built");
   }
-  EXPECT_EQ(g.size(), sc.simulation.max_ops);
+  // At most the limit: a copied range is refused whole when it would pass it (copy_ops), so the
+  // build can stop a range short of the limit.
+  EXPECT_LE(g.size(), sc.simulation.max_ops);
+  EXPECT_GT(g.size(), 0u);
   sc.simulation.max_ops = full.g.size();  // exactly enough
   schedule::TaskGraph h;
   schedule::build_scenario(sc, topo, pricer, h);

@@ -95,8 +95,11 @@ TEST(ReplicaSymmetry, PerturbedReplicasAreSimulatedInFullAndTheRestMirrored) {
               "used: 3 data-parallel replicas simulated (perturbed: 1, 3; replica 0 stands for the "
               "other 1, which take part only in the DP collectives)");
     EXPECT_LT(some.ops, all.ops);
-    // Approximate since the channel model (see OneReplicaGivesTheSameStepAsAll): 0.2 % measured.
-    EXPECT_NEAR(some.step_s, all.step_s, 0.01 * all.step_s);
+    // Approximate since the channel model (see OneReplicaGivesTheSameStepAsAll): 0.2 % measured
+    // until Megatron's DP defaults (un-overlapped fp32 gradient reduce, parameter gathers) made
+    // the DP collectives, the only ops the mirrored replicas take part in, a larger share of the
+    // step: 1.5 % measured since.
+    EXPECT_NEAR(some.step_s, all.step_s, 0.02 * all.step_s);
     // The slow GPU holds everyone back at the DP collectives.
     EXPECT_GT(some.step_s, run(small_dp_job(scenario::Symmetry::Auto), engine).step_s * 1.005);
   }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "report/output.hpp"
+#include "scenario/load.hpp"
+
 namespace cpsim::app::sweep {
 
 std::string csv_field(const std::string& s) {
@@ -112,6 +115,15 @@ std::vector<Row> read_rows(const std::string& csv_path) {
 
 /// Whether a row was written for this point with its current values: the sweep file may have
 /// changed since.
+bool result_of_point(const scenario::SweepPoint& p, const nlohmann::json& result) {
+  try {
+    return result.contains("scenario") &&
+           report::scenario_json(scenario::load_scenario(p.base_path, p.overrides)) == result.at("scenario");
+  } catch (const std::exception&) {
+    return false;  // it no longer loads: run it again and let the run say why
+  }
+}
+
 bool same_values(const Row& row, const scenario::SweepPoint& p) {
   for (const auto& [k, v] : p.values) {
     const auto it = row.cells.find(k);

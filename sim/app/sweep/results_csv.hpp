@@ -73,6 +73,11 @@ std::string shard_csv_name(size_t i, size_t k);
 std::string format_number(const nlohmann::json& v);
 /// A point's result JSON, if the file is there and parses to an object.
 std::optional<nlohmann::json> read_result_json(const std::string& path);
+/// Whether `result` (a point's runs/ID.json) was produced by the scenario the point resolves to
+/// now: its JSON echoes the whole resolved scenario, so an edit to the base file (or to a
+/// platform or model file it names) since that run shows as a difference. What --resume and
+/// --merge keep is checked by it, and their rows' metrics are read again from that JSON.
+bool result_of_point(const scenario::SweepPoint& p, const nlohmann::json& result);
 /// Sets the row's metric cells (kMetrics) from a result JSON; a key the result lacks is empty.
 void fill_metrics(Row& row, const nlohmann::json& result);
 /// The swept keys in first-seen order: the CSV's value columns.

@@ -50,21 +50,6 @@ SweepRunner::SweepRunner(const SweepArgs& a, std::vector<scenario::SweepPoint> p
 std::string SweepRunner::json_path(size_t i) const { return (dir_ / "runs" / (points_[i].id + ".json")).string(); }
 std::string SweepRunner::log_path(size_t i) const { return (dir_ / "logs" / (points_[i].id + ".log")).string(); }
 
-namespace {
-
-/// Whether `result` (a point's runs/ID.json) was produced by the scenario the point resolves to
-/// now: its JSON echoes the whole resolved scenario, so an edit to the base file (or to a
-/// platform or model file it names) since that run shows as a difference here.
-bool same_scenario(const scenario::SweepPoint& p, const nlohmann::json& result) {
-  try {
-    return result.contains("scenario") &&
-           report::scenario_json(scenario::load_scenario(p.base_path, p.overrides)) == result.at("scenario");
-  } catch (const std::exception&) {
-    return false;  // it no longer loads: run it again and let the run say why
-  }
-}
-
-}  // namespace
 
 /// Keeps the rows of a previous run that succeeded, whose JSON is still there and was produced
 /// by the scenario the point resolves to now.
@@ -79,7 +64,7 @@ size_t SweepRunner::load_previous(const std::vector<size_t>& todo) {
     // The row's metrics come again from its JSON: a row whose JSON does not parse (a
     // truncated or corrupted file) runs again, and a corrupted CSV cell is not kept.
     const auto j = read_result_json(json_path(it->second));
-    if (!j || !same_scenario(points_[it->second], *j)) continue;
+    if (!j || !result_of_point(points_[it->second], *j)) continue;
     fill_metrics(row, *j);
     if (!rows_[it->second]) ++kept;
     rows_[it->second] = std::move(row);

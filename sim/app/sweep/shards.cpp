@@ -76,7 +76,11 @@ Collected collect_shards(const fs::path& dir, const std::vector<scenario::SweepP
       if (it == by_id.end() || !same_values(row, points[it->second])) continue;
       const size_t i = it->second;
       const bool ok = row.status == "ok";
-      if (ok && !read_result_json(point_json(dir, points[i]))) continue;  // as --resume
+      if (ok) {  // as --resume: the row stands only for the result its JSON holds now
+        const auto j = read_result_json(point_json(dir, points[i]));
+        if (!j || !result_of_point(points[i], *j)) continue;
+        fill_metrics(row, *j);
+      }
       auto& have = c.rows[i];
       const bool have_ok = have && have->status == "ok";
       if (!have || (ok && !have_ok) || (ok == have_ok && s == shard_of[i])) have = std::move(row);
