@@ -33,16 +33,16 @@ TEST(Log, VerboseSaysTunerChoicesExtrapolationsAndTheGraph) {
   ASSERT_EQ(o.rc, 0) << o.text;
   EXPECT_NE(o.text.find("cpsim: info: nccl: allgather of "), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("Ring/Simple, 12 channel(s)"), std::string::npos) << o.text;
-  EXPECT_NE(o.text.find("cpsim: info: cost: attention fwd q 16384 kv 16384 causal, 24/4 heads d256"),
-            std::string::npos) << o.text;
-  EXPECT_NE(o.text.find("priced by the tile-level roofline (extrapolated; profile h100-fa3-published.csv)"),
-            std::string::npos) << o.text;
   EXPECT_NE(o.text.find("cpsim: info: graph: "), std::string::npos) << o.text;
   EXPECT_EQ(o.text.find("debug"), std::string::npos) << "-v is info, not debug:\n" << o.text;
-  // One line per distinct decision, not one per layer.
-  const std::string line = "causal, 24/4 heads d256, batch 1";
-  const size_t first = o.text.find("fwd q 16384 kv 16384 " + line);
-  EXPECT_EQ(o.text.find("fwd q 16384 kv 16384 " + line, first + 1), std::string::npos) << o.text;
+  // One line per distinct decision, not one per layer (the 64 layers gather the same weights).
+  const std::string line = "allgather of 50.33 MB on 8 ranks";
+  const size_t first = o.text.find(line);
+  ASSERT_NE(first, std::string::npos) << o.text;
+  EXPECT_EQ(o.text.find(line, first + 1), std::string::npos) << o.text;
+  // The graph line says how many kernel calls were priced outside their profile (every price
+  // of this layer is inside one since attention curves run on at their last rate).
+  EXPECT_NE(o.text.find(" priced outside their profile); replay: analytic engine"), std::string::npos) << o.text;
 }
 
 TEST(Log, LevelFromFlagsAndEnvironment) {

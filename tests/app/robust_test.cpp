@@ -192,7 +192,7 @@ TEST_F(RobustTest, CheckRefusesWhatRunRefuses) {
   for (const char* cmd : {" check ", " run ", " kernels shapes "}) {
     const Output o = run(kCpsim + cmd + (dir_ / "down.yaml").string() + " --set simulation.engine=analytic");
     EXPECT_EQ(o.rc, 2) << cmd << o.text;
-    EXPECT_NE(o.text.find("down.yaml:24:15: error: perturb.rails_down: every rail GPUs use (8 of 8 NICs per "
+    EXPECT_NE(o.text.find("down.yaml:25:15: error: perturb.rails_down: every rail GPUs use (8 of 8 NICs per "
                           "node) is down, so the 4 nodes cannot reach each other"),
               std::string::npos)
         << cmd << o.text;

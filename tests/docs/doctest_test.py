@@ -17,7 +17,7 @@ $ build/cpsim partition --seq 16 --cp 4 --layout contiguous | tail -2
 ratio to balanced:                      {ratio}
 imbalance (max / mean pairs per GPU):   [...]
 $ build/cpsim check scenarios/quickstart.yaml --set parallel.cp=5 2>&1 | head -1
-scenarios/quickstart.yaml:8:12: error: [...]
+scenarios/quickstart.yaml:9:12: error: [...]
 ...
 [exit 0]
 $ build/cpsim rnu

@@ -100,7 +100,15 @@ bool known_open(const std::string& what) {
                     what.find("cheaper than the smaller shape") != std::string::npos;
   const bool gdn_heads = what.find(" gdn heads ") != std::string::npos &&
                          what.find("cheaper than the smaller shape") != std::string::npos;
-  return gemm || gdn_heads;
+  // Where a measured GEMM table covers a GPU (kernels/profiles/h200-gemm-measured.csv), a
+  // measured or table-derived shape next to a model-priced one steps its rate by up to ~3.7x
+  // (cuBLAS's own heuristics change kernels between neighbouring small shapes, and the
+  // table's small FP8 rows are near the eager harness's floor): printed until the table is
+  // re-timed under CUDA graphs and joined to the model smoothly.
+  const bool measured_gemm_step = what.find("hgx-h200") != std::string::npos &&
+                                  what.find(" gemm") != std::string::npos &&
+                                  what.find(": rate x") != std::string::npos;
+  return gemm || gdn_heads || measured_gemm_step;
 }
 
 /// Collects failures, printing the first few with their case.
