@@ -239,6 +239,8 @@ nlohmann::json to_json(const Partition& p, const Documents& docs, const RingTabl
 }
 
 constexpr int kMaxPartitionCp = 1024;
+/// Chunks `--document-sharding per-document` lists at most (a table row each).
+constexpr long long kMaxDocumentChunks = 1 << 20;
 
 int run_partition(const Options& o) {
   Partition p;
@@ -275,6 +277,18 @@ int run_partition(const Options& o) {
                                   "' is not one of: per-document, whole-sequence");
     if (o.sharding == "per-document" && layout != Layout::ZigZag)
       throw std::invalid_argument("--document-sharding per-document applies only to --layout zigzag");
+    // Per-document sharding cuts every document into 2 x cp chunks and lists them: bounded
+    // before the work (1M one-token documents at cp 8 are 16.8 M chunks).
+    if (o.sharding == "per-document") {
+      const double chunks = 2.0 * o.cp * static_cast<double>(std::max<size_t>(1, docs.starts.size()));
+      if (chunks > kMaxDocumentChunks)
+        throw std::invalid_argument("--document-sharding per-document: " +
+                                    std::to_string(std::max<size_t>(1, docs.starts.size())) +
+                                    " documents x 2 x cp " + std::to_string(o.cp) + " = " +
+                                    std::to_string(static_cast<long long>(chunks)) +
+                                    " chunks, above the " + std::to_string(kMaxDocumentChunks) +
+                                    " it lists; use fewer, longer documents or --document-sharding whole-sequence");
+    }
     p = o.sharding == "per-document" ? schedule::make_document_partition(docs, o.cp)
                                      : schedule::make_partition(seq, o.cp, layout, stripe_width);
   } catch (const std::exception& e) {  // bad input: message and exit code 2

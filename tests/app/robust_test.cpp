@@ -331,4 +331,12 @@ TEST_F(RobustTest, PivotPrintsStepTimesAsATable) {
 
 }  // namespace
 
+TEST(RobustBounds, PerDocumentShardingOfOneTokenDocumentsIsRefusedBeforeTheWork) {
+  // 1M one-token documents at cp 8 would be 16.8 M chunks to cut and list: refused at once.
+  const Output o = run("timeout 20 " + kCpsim +
+                       " partition --seq 1M --cp 8 --layout zigzag --doc-mean 1 --document-sharding per-document");
+  EXPECT_EQ(o.rc, 2) << o.text.substr(0, 500);
+  EXPECT_NE(o.text.find("chunks, above the 1048576 it lists"), std::string::npos) << o.text.substr(0, 500);
+}
+
 }  // namespace CPSIM_TEST_TU
