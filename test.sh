@@ -50,6 +50,8 @@ stage "unit tests (-O2)" tests build-test -L '^unit$'
 stage "engine tests (-O2)" tests build-test -L '^engine$'
 stage "integration tests: the binary end to end (-O2)" tests build-test -L '^integration$'
 stage "golden outputs of the bundled scenarios (-O2)" tests build-test -L '^golden$'
+# Every other label (invariants, docs, tools, and any added later): none is left out.
+stage "invariants, tested docs and tools (-O2)" tests build-test -LE '^(unit|engine|integration|golden|slurm)$'
 # The 200-point timing (--bench) is a benchmark, printed and never checked: bench/run.sh runs it.
 slurm() {
   local rc=0
