@@ -168,6 +168,12 @@ class Reader {
       fail(line_no, at("time_us"),
            "column 'time_us': '" + cell(line, line_no, "time_us") + "' is not a positive number");
     }
+    // No kernel runs in under a nanosecond (a launch alone is microseconds); a time this small
+    // is a typo, and its rate overflows the curves' arithmetic.
+    if (t < 1e-9) {
+      fail(line_no, at("time_us"),
+           "column 'time_us': '" + cell(line, line_no, "time_us") + "' is below 0.001 us (1 ns): no kernel is that short");
+    }
     return t;
   }
 
