@@ -28,7 +28,10 @@ std::string array_list(const std::vector<size_t>& indices) {
     while (b + 1 < indices.size() && indices[b + 1] == indices[b] + 1) ++b;
     if (!out.empty()) out += ",";
     out += std::to_string(indices[a]);
-    if (b > a) out += "-" + std::to_string(indices[b]);
+    if (b > a) {  // appended: GCC 12 -O3's false -Wrestrict on "..." + std::string&& (bug 105651)
+      out += '-';
+      out += std::to_string(indices[b]);
+    }
     a = b + 1;
   }
   return out;

@@ -466,7 +466,9 @@ std::string comment_text(const std::string& s) {
 std::string comment_lines(const std::string& head, const std::vector<std::string>& items) {
   std::string out, line = "# " + comment_text(head) + ":";
   for (size_t i = 0; i < items.size(); ++i) {
-    const std::string item = " " + comment_text(items[i]) + (i + 1 < items.size() ? "," : "");
+    std::string item = " ";  // appended: GCC 12 -O3's false -Wrestrict on "..." + std::string&& (bug 105651)
+    item += comment_text(items[i]);
+    if (i + 1 < items.size()) item += ",";
     if (line.size() + item.size() > 100) {
       out += line + "\n";
       line = "#  ";
