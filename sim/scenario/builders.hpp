@@ -54,4 +54,8 @@ const std::vector<std::string>& platform_preset_paths();
 /// (GPU count, divisibility, document sums), for validating one sweep value at a time.
 Scenario build_scenario(const Node& root, const std::string& file, bool cross_checks);
 
+/// The scenario's `perturb:` mapping against its platform (perturb_keys.cpp); `rank_keys`
+/// collects the nodes naming GPU ranks, for the cross-checks against the mesh.
+PerturbSpec read_perturb(const Node& n, const PlatformSpec& plat, std::vector<const Node*>& rank_keys);
+
 }  // namespace cpsim::scenario::detail
