@@ -4,6 +4,7 @@
   memory     memory per GPU by term, a stacked bar per configuration  (cpsim memory --json, or a YAML)
   pareto     throughput against memory of the layouts `cpsim plan` simulated      (cpsim plan --json)
   timeline   a Gantt chart per GPU of one layer's forward and backward  (cpsim run --trace)
+  measured   a profiled step and its simulation on one time axis     (cpsim compare --timeline)
   compare    step time as compute / exposed communication / idle, a bar per run
                                                      (cpsim run --json files, or a sweep directory)
   sweep      a metric against a swept axis, one line per schedule or topology  (cpsim sweep -o DIR)
@@ -25,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-COMMANDS = ("memory", "pareto", "timeline", "compare", "sweep", "heatmap", "partition", "bench")
+COMMANDS = ("memory", "pareto", "timeline", "measured", "compare", "sweep", "heatmap", "partition", "bench")
 
 
 def main(argv=None):
@@ -46,6 +47,9 @@ def main(argv=None):
     if cmd == "timeline":
         import plot_timeline
         return plot_timeline.main(rest)
+    if cmd == "measured":
+        import plot_measured
+        return plot_measured.main(rest)
     if cmd == "compare":
         import plot_compare
         return plot_compare.main(rest)

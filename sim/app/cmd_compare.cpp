@@ -10,13 +10,16 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "app/command_errors.hpp"
+#include "app/compare_timeline.hpp"
 #include "app/commands.hpp"
 #include "app/simulate.hpp"
 #include "report/output.hpp"
 #include "scenario/kineto_trace.hpp"
 #include "scenario/load.hpp"
+#include "support/safe_write.hpp"
 
 namespace cpsim::app {
 
@@ -27,7 +30,7 @@ struct CompareArgs {
   std::vector<std::string> traces;
   std::vector<std::string> sets;
   std::string engine;
-  std::string json;
+  std::string json, timeline;
 };
 
 /// cpsim's op categories (the result's time_by_category_s); host overhead has no GPU kernel.
@@ -78,6 +81,7 @@ struct RankMeasure {
   std::map<std::string, double> by_class_s;
   double compute_s = 0, exposed_comm_s = 0, step_s = 0;
   size_t kernels = 0;
+  MeasuredRank lanes;  ///< the window's kernels, classified, for --timeline
 };
 
 RankMeasure measure(const scenario::KinetoRank& r) {
@@ -98,7 +102,9 @@ RankMeasure measure(const scenario::KinetoRank& r) {
   for (const auto& k : r.kernels) {
     const double a = std::max(lo, k.start_us), b = std::min(hi, k.start_us + k.dur_us);
     if (b <= a) continue;
-    spans[kernel_class(k.name)].emplace_back(a, b);
+    const std::string cls = kernel_class(k.name);
+    spans[cls].emplace_back(a, b);
+    m.lanes.kernels.push_back({k.name, cls, a - lo, b - a, k.stream});
     ++m.kernels;
   }
   Spans compute, comm;
@@ -110,10 +116,18 @@ RankMeasure measure(const scenario::KinetoRank& r) {
   m.compute_s = union_len(compute) * 1e-6;
   m.exposed_comm_s = exposed_len(comm, compute) * 1e-6;
   m.step_s = (hi - lo) * 1e-6;
+  m.lanes.rank = m.rank;
+  m.lanes.file = m.file;
+  m.lanes.window = m.window;
+  m.lanes.window_us = hi - lo;
   return m;
 }
 
 int run_compare(const CompareArgs& a) {
+  std::vector<support::NamedPath> inputs = {{"", a.scenario}};
+  for (const auto& t : a.traces) inputs.push_back({"", t});
+  // Before any work: an output that would overwrite an input or the other output is refused.
+  support::check_outputs({{"--json", a.json}, {"--timeline", a.timeline}}, inputs);
   std::vector<std::string> sets = a.sets;
   if (!a.engine.empty()) sets.push_back("simulation.engine=" + a.engine);
   const scenario::Scenario sc = scenario::load_scenario(a.scenario, sets);
@@ -122,6 +136,11 @@ int run_compare(const CompareArgs& a) {
     ranks.push_back(measure(scenario::read_kineto_trace(a.traces[i], static_cast<int>(i))));
   SimulateOptions opt;
   opt.what_if_straggler = false;
+  std::ostringstream sim_trace;
+  if (!a.timeline.empty()) {
+    opt.trace_stream = &sim_trace;
+    for (const auto& r : ranks) opt.trace_filter.ranks.push_back(r.rank);
+  }
   const SimulateOutput sim = simulate(sc, opt);
   const auto& res = sim.result;
   std::map<std::string, double> simulated;
@@ -172,6 +191,14 @@ int run_compare(const CompareArgs& a) {
                               {"exposed_comm_s", r.exposed_comm_s}, {"step_s", r.step_s}});
     report::write_atomic(a.json, doc.dump(2) + "\n");
   }
+  if (!a.timeline.empty()) {
+    std::vector<MeasuredRank> lanes;
+    for (auto& r : ranks) lanes.push_back(std::move(r.lanes));
+    const auto merged = compare_timeline(lanes, nlohmann::json::parse(sim_trace.str()), simulated["step"] * 1e6, a.scenario);
+    report::write_atomic(a.timeline, merged.dump() + "\n");
+    std::printf("# timeline: %s (both steps from 0 on one axis; Perfetto, or tools/cpsim_plot.py measured)\n",
+                a.timeline.c_str());
+  }
   return 0;
 }
 
@@ -187,6 +214,8 @@ void register_compare(CLI::App& app, int& rc) {
   c->add_option("--set", a->sets, "override a scenario key: key.path=value (repeatable)");
   c->add_option("--engine", a->engine, "simgrid | analytic (default: the scenario's)");
   c->add_option("--json", a->json, "write the comparison as JSON");
+  c->add_option("--timeline", a->timeline,
+                "write the profiled ranks' kernels and their simulation as one Chrome trace on one time axis");
   c->callback([a, &rc] { rc = report_errors("cpsim compare", "", [&] { return run_compare(*a); }); });
 }
 

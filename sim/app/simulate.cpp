@@ -278,6 +278,7 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
       report::write_chrome_trace(os, p.graph, tr, r.critical_path.ops, opt.trace_filter);
       os << "\n";
     });
+  if (opt.trace_stream) report::write_chrome_trace(*opt.trace_stream, p.graph, tr, r.critical_path.ops, opt.trace_filter);
   if (children) {
     // The children replay this graph (copy-on-write): free the trace, which they do not read
     // (16 B per op; 1.5 GB on the 16,384-GPU full replay).

@@ -17,6 +17,7 @@ namespace cpsim::app {
 struct SimulateOptions {
   std::string json_path;            ///< write the result JSON here ("" = don't)
   std::string trace_path;           ///< write a Chrome trace here ("" = don't)
+  std::ostream* trace_stream = nullptr;  ///< and/or into this stream (`compare --timeline`)
   report::TraceFilter trace_filter;
   /// Re-simulate without the straggler: for each candidate rank (the most slowed ranks and the
   /// critical path's straggler, up to what_if_candidates), the step with that rank's static

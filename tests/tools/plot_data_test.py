@@ -6,7 +6,8 @@ here so that each case is exactly the one that went wrong:
     series or row called "None";
   - heatmap: times stay in ms, the unit the docs give, also above 1,000 ms;
   - memory: no two texts (bar totals, capacity, labels, legend) overlap;
-  - pareto: the title is several short lines, not one crammed line.
+  - pareto: the title is several short lines, not one crammed line;
+  - measured: each profiled rank above its simulation, busy time per class as the trace has it.
 Exit 77 (skipped) without matplotlib."""
 import json
 import os
@@ -142,6 +143,32 @@ def main():
             lines = title.split("\n")
             check(len(lines) >= 2 and all(len(l) <= 80 for l in lines), f"pareto title lines: {lines}")
             check("oom 1041" in title and "bounded" not in title, f"losers by reason, zeros left out: {title}")
+        # --- measured: a profiled rank and its simulation on one axis, lanes in process order,
+        # each side's busy time per class as the trace has it.
+        tl = {"traceEvents": [
+            {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "rank 0 simulated"}},
+            {"ph": "M", "name": "process_sort_index", "pid": 2, "args": {"sort_index": 2}},
+            {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "rank 0 measured (r0.json)"}},
+            {"ph": "M", "name": "process_sort_index", "pid": 1, "args": {"sort_index": 1}},
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": 7, "args": {"name": "stream 7"}},
+            {"ph": "M", "name": "thread_name", "pid": 2, "tid": 1, "args": {"name": "compute"}},
+            {"ph": "X", "pid": 2, "tid": 1, "ts": 0, "dur": 900, "cat": "gemm", "name": "qkv"},
+            {"ph": "X", "pid": 2, "tid": 1, "ts": 900, "dur": 1200, "cat": "attention", "name": "attn"},
+            {"ph": "X", "pid": 1, "tid": 7, "ts": 100, "dur": 1500, "cat": "gemm", "name": "nvjet"},
+            {"ph": "X", "pid": 1, "tid": 7, "ts": 1600, "dur": 1000, "cat": "attention", "name": "flash_fwd"},
+            {"ph": "X", "pid": 1, "tid": 7, "ts": 2600, "dur": 400, "cat": "collective", "name": "nccl"},
+            {"ph": "X", "pid": 1, "tid": 0, "ts": 0, "dur": 3500, "cat": "step", "name": "ProfilerStep"}]}
+        with open(os.path.join(tmp, "tl.json"), "w") as f:
+            json.dump(tl, f)
+        out = os.path.join(tmp, "measured.json")
+        if plot(["measured", os.path.join(tmp, "tl.json"), "--data", out, "-o", os.path.join(tmp, "measured")]):
+            data = json.load(open(out))
+            lanes = data["lanes"]
+            check([l["side"] for l in lanes] == ["measured", "simulated"], f"measured lane first, no step lane: {lanes}")
+            check(lanes[0]["busy_us_by_class"] == {"attention": 1000, "collective": 400, "gemm": 1500},
+                  f"measured busy time per class: {lanes[0]}")
+            check(lanes[1]["end_us"] == 2100 and lanes[0]["end_us"] == 3500, f"each side's step end: {lanes}")
+            check(data["unit"] == "ms" and data["span_us"] == 3500, f"one axis over both sides: {data}")
     print("plot_data_test: ok" if not failures else f"plot_data_test: {len(failures)} failure(s)")
     return 1 if failures else 0
 
