@@ -546,10 +546,13 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
 }
 
 OpId add_p2p(TaskGraph& g, const model::Topology& topo, int src, int dst, double bytes,
-             const OpLabel& label, OpId dep, uint16_t send_stream, uint16_t recv_stream) {
+             const OpLabel& label, OpId dep, uint16_t send_stream, uint16_t recv_stream,
+             const GroupShape* comm) {
   const auto& nc = topo.spec().nccl;
-  const OpId id = g.add_transfer(src, send_stream, dst, recv_stream, bytes, label, nc.p2p_max_Bps,
-                                 nc.p2p_latency_s);
+  const P2pPlan p = p2p_plan(topo, comm ? *comm : group_shape(topo, {src, dst}), src, dst, bytes);
+  // LL carries 4 data bytes in each 8-byte line (protocol_efficiency), as the collectives.
+  const double wire = p.protocol == Protocol::LL ? bytes / nc.protocol_efficiency[0] : bytes;
+  const OpId id = g.add_transfer(src, send_stream, dst, recv_stream, wire, label, p.max_Bps, p.latency_s);
   g.add_edge(dep, id);
   return id;
 }
