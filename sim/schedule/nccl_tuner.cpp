@@ -334,7 +334,11 @@ P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, i
   plan.network = !topo.same_nvlink_domain(src, dst) && spec.nics_per_node > 0;
   // paths.cc ncclTopoComputeP2pChannels: the communicator's p2p channels, and the fewest any
   // peer of it needs (a network peer when it spans NVLink domains, an NVLink or PCIe peer else).
-  const int p2pn = pow2_up(std::clamp(ring_graph(spec, comm).channels, 1, kMaxChannels));
+  // Its channels are the search's doubled (connect.cc ncclTopoPostset; "execution channels are
+  // typically 2x the search channels", NCCL issue #1041): an HGX H800 logs 16 coll channels
+  // and 16 p2p channels per peer for its 8 searched (issue #892), 2 H20 nodes of 2 GPUs 8 coll
+  // channels and 2 per peer (issue #1189).
+  const int p2pn = pow2_up(std::clamp(2 * ring_graph(spec, comm).channels, 1, kMaxChannels));
   int need = p2pn;
   if (comm.nodes > 1) {
     int net = 2;  // NCCL_NCHANNELS_PER_NET_PEER auto: 2 per NIC, fewer in large communicators

@@ -57,8 +57,8 @@ TunerChoice nccl_tune(const model::Topology& topo, CollOp op, const GroupShape& 
 
 /// How NCCL runs one send/recv (p2p) between two ranks of a communicator.
 ///  - channels: paths.cc ncclTopoComputeP2pChannels. The communicator's p2p channels are its
-///    collective channels (MIN_P2P_NCHANNELS 1, MAX_P2P_NCHANNELS 32) rounded up to a power
-///    of two; every peer pair gets the smallest count any peer needs, rounded up to a power of
+///    collective channels (twice the ring search's, connect.cc; MIN_P2P_NCHANNELS 1,
+///    MAX_P2P_NCHANNELS 32) rounded up to a power of two; every peer pair gets the smallest count any peer needs, rounded up to a power of
 ///    two: an NVLink peer 2 x its links, a network peer NCCL_NCHANNELS_PER_NET_PEER (auto: 2,
 ///    halved while 2 x nRanks > 4 x p2p channels, at least one per NIC the GPU drives).
 ///  - protocol: enqueue.cc, LL when a channel's share is at most NCCL_P2P_LL_THRESHOLD (16 KiB),

@@ -53,19 +53,23 @@ TEST(P2pPlan, APairAcrossTwoNodesRunsTwoChannelsThroughTheNetTransport) {
 }
 
 TEST(P2pPlan, LargeCommunicatorsGetOneChannelPerNetworkPeer) {
-  // A CP group of 32, one rank per node: its ring has 2 channels (one NDR rail at 48 GB/s,
-  // doubled), so NCCL halves the 2 channels per net peer while 2 x 32 > 4 x 2: one.
+  // A CP group of 32, one rank per node: its ring search finds 2 channels (one NDR rail at
+  // 48 GB/s, doubled), 4 collective channels, so NCCL halves the 2 channels per net peer while
+  // 2 x 32 > 4 x 4: one.
   const Topology t = cluster(32);
   const GroupShape cp = group_shape(t, stride(32, 8));
   const P2pPlan p = p2p_plan(t, cp, 0, 8, 64e6);
   EXPECT_EQ(p.channels, 1);
   EXPECT_NEAR(p.max_Bps, 8 * 131072 / (14e-6 + 131072 / 47e9 + 2.7e-6), 1e3);
-  // nccl-tests on 2 nodes x 8 GPUs: 8 ring channels, 2 x 16 = 4 x 8, so 2 stay, for every
-  // peer, NVLink ones included (the smallest any peer needs).
+  // nccl-tests on 2 nodes x 8 GPUs: 8 searched ring channels, 16 collective ones, 2 x 16 <
+  // 4 x 16, so 2 stay, for every peer, NVLink ones included (the smallest any peer needs).
+  // On 16 nodes (128 ranks) 2 x 128 > 4 x 32: one.
   const Topology two = cluster(2);
   const GroupShape all = group_shape(two, stride(16, 1));
   EXPECT_EQ(p2p_plan(two, all, 7, 8, 64e6).channels, 2);
   EXPECT_EQ(p2p_plan(two, all, 0, 1, 64e6).channels, 2);
+  const Topology sixteen = cluster(16);
+  EXPECT_EQ(p2p_plan(sixteen, group_shape(sixteen, stride(128, 1)), 7, 8, 64e6).channels, 1);
 }
 
 TEST(P2pPlan, WithinANodeThePairKeepsThePlatformsNvlinkFigures) {
@@ -73,7 +77,7 @@ TEST(P2pPlan, WithinANodeThePairKeepsThePlatformsNvlinkFigures) {
   const GroupShape node = group_shape(t, stride(8, 1));
   const P2pPlan p = p2p_plan(t, node, 0, 1, 1e9);
   EXPECT_FALSE(p.network);
-  EXPECT_EQ(p.channels, 16);  // 12 ring channels rounded up; an NVLink peer needs 2 x 18
+  EXPECT_EQ(p.channels, 32);  // 2 x 12 ring channels rounded up; an NVLink peer needs 2 x 18
   EXPECT_DOUBLE_EQ(p.latency_s, t.spec().nccl.p2p_latency_s);
   EXPECT_DOUBLE_EQ(p.max_Bps, t.spec().nccl.p2p_max_Bps);
 }
