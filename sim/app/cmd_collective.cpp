@@ -81,10 +81,23 @@ Row run_one(const CollArgs& a, const model::Topology& topo, int n, double bytes,
     schedule::OpLabel l;
     l.name = g.intern("sendrecv");
     l.category = g.intern("p2p");
-    for (int i = 0; i < n; ++i) schedule::add_p2p(g, topo, i, (i + 1) % n, bytes, l, schedule::kNoOp);
+    std::vector<int> all(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) all[static_cast<size_t>(i)] = i;
+    const schedule::GroupShape comm = schedule::group_shape(topo, all);
+    for (int i = 0; i < n; ++i)
+      schedule::add_p2p(g, topo, i, (i + 1) % n, bytes, l, schedule::kNoOp, schedule::stream::kCpSend,
+                        schedule::stream::kCpRecv, &comm);
+    // The columns name the pair that sets the time: one through the network when any is.
+    int from = 0;
+    for (int i = 0; i < n; ++i)
+      if (!topo.same_nvlink_domain(i, (i + 1) % n)) {
+        from = i;
+        break;
+      }
+    const schedule::P2pPlan plan = schedule::p2p_plan(topo, comm, from, (from + 1) % n, bytes);
     row.algo = "P2P";
-    row.proto = "Simple";
-    row.channels = n > 1 ? schedule::p2p_channels(topo, 0, 1) : 0;
+    row.proto = n > 1 ? schedule::protocol_name(plan.protocol) : "-";
+    row.channels = n > 1 ? plan.channels : 0;
   } else {
     schedule::CollectiveRequest req;
     req.op = a.op;

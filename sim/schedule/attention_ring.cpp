@@ -130,7 +130,7 @@ class TwoLevelRing {
       const OpId x = add_p2p(g_, ctx_.topo, ctx_.group[p], ctx_.group[dst], kv_bytes_,
                              p2p_label(ctx_, "kv_outer_p2p", scheme_, phase_, t * inner_,
                                        source(p, t, 0)),
-                             first_kv_[p], stream::kCpOuterSend, stream::kCpOuterRecv);
+                             first_kv_[p], stream::kCpOuterSend, stream::kCpOuterRecv, &comm_);
       // Two outer buffers: the one this block lands in held the block of outer step t - 1,
       // which the receiver computed with, passed on in its inner ring and sent over the outer
       // ring. (The block of outer step 0 is the rank's own and occupies no buffer.)
@@ -202,7 +202,7 @@ class TwoLevelRing {
       // current kernel (ring implementations use separate communicators for the two).
       const OpId x = add_p2p(g_, ctx_.topo, rank, ctx_.group[dst], dkv_bytes_,
                              p2p_label(ctx_, "dkv_p2p", scheme_, phase_, step, source(p, t, k)),
-                             ready, stream::kCpGradSend, stream::kCpGradRecv);
+                             ready, stream::kCpGradSend, stream::kCpGradRecv, &comm_);
       g_.add_edge(dkv_accum_[dst], x);  // the receiver's previous partial has been consumed
       sent[dst] = x;
     }
@@ -231,7 +231,7 @@ class TwoLevelRing {
       const OpId x = add_p2p(g_, ctx_.topo, ctx_.group[p], ctx_.group[dst], dkv_bytes_,
                              p2p_label(ctx_, "dkv_outer_p2p", scheme_, phase_, step,
                                        source(p, t - 1, 0)),
-                             acc[p], stream::kCpOuterGradSend, stream::kCpOuterGradRecv);
+                             acc[p], stream::kCpOuterGradSend, stream::kCpOuterGradRecv, &comm_);
       g_.add_edge(acc[dst], x);  // the receiver has consumed the partial it got last time
       recv[dst] = x;
     }
@@ -246,7 +246,7 @@ class TwoLevelRing {
       const int dst = next_inner(p);
       const OpId x = add_p2p(g_, ctx_.topo, ctx_.group[p], ctx_.group[dst], kv_bytes_,
                              p2p_label(ctx_, "kv_p2p", scheme_, phase_, step, source(p, t, k)),
-                             have[p]);
+                             have[p], stream::kCpSend, stream::kCpRecv, &comm_);
       // Double buffering: the receiver's buffer for the next step held the block of the
       // previous one.
       g_.add_edge(prev_kernel_[dst], x);
@@ -258,6 +258,8 @@ class TwoLevelRing {
   }
 
   AttentionCtx& ctx_;
+  /// The CP group's communicator, which sets NCCL's p2p channels per peer (p2p_plan).
+  const GroupShape comm_ = group_shape(ctx_.topo, ctx_.group);
   TaskGraph& g_;
   const Partition& part_;
   const bool backward_;

@@ -47,8 +47,10 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
                                 const CollectiveRequest& req);
 
 /// One NCCL send/recv (p2p) from src to dst, after `dep` (kNoOp = none); returns the op.
+/// Priced as NCCL runs it (p2p_plan): `comm` is the communicator's shape (group_shape of its
+/// ranks), which sets the channels per peer; nullptr = a communicator of the pair alone.
 OpId add_p2p(TaskGraph& g, const model::Topology& topo, int src, int dst, double bytes,
              const OpLabel& label, OpId dep, uint16_t send_stream = stream::kCpSend,
-             uint16_t recv_stream = stream::kCpRecv);
+             uint16_t recv_stream = stream::kCpRecv, const GroupShape* comm = nullptr);
 
 }  // namespace cpsim::schedule

@@ -91,6 +91,7 @@ std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>
   const LinearGeometry lg = linear_geometry(ctx);
   const int64_t local = ctx.sc.training.seq_len / n;
   const double batch = ctx.geo.batch;
+  const GroupShape comm = group_shape(ctx.topo, ctx.group);  // NCCL's p2p channels per peer
   std::vector<OpId> tail(entry);
 
   // Halo for the causal short convolution (forward: from the previous rank; backward: the
@@ -102,7 +103,8 @@ std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>
       const int peer = backward ? i - 1 : i + 1;
       if (peer < 0 || peer >= n) continue;
       arrived[peer] = add_p2p(g, ctx.topo, ctx.group[i], ctx.group[peer], halo,
-                              p2p(ctx, "conv_halo_p2p", scheme, phase), entry[i]);
+                              p2p(ctx, "conv_halo_p2p", scheme, phase), entry[i], stream::kCpSend,
+                              stream::kCpRecv, &comm);
     }
     for (int i = 0; i < n; ++i) tail[i] = arrived[i] == kNoOp ? entry[i] : arrived[i];
   }
@@ -149,7 +151,8 @@ std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>
       if (k + 1 < n) {
         const int next = backward ? i - 1 : i + 1;
         prev = add_p2p(g, ctx.topo, rank, ctx.group[next], lg.state_bytes * batch,
-                       p2p(ctx, "state_relay_p2p", scheme, phase, k), ready);
+                       p2p(ctx, "state_relay_p2p", scheme, phase, k), ready, stream::kCpSend,
+                       stream::kCpRecv, &comm);
       }
     }
   } else {

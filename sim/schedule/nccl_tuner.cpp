@@ -309,14 +309,59 @@ TunerChoice nccl_tune(const model::Topology& topo, CollOp op, const GroupShape& 
   return best;
 }
 
-int p2p_channels(const model::Topology& topo, int src, int dst) {
-  if (topo.same_nvlink_domain(src, dst)) {
-    GroupShape g;
-    g.n = 2;
-    g.ppn = 2;
-    return ring_graph(topo.spec(), g).channels;
+namespace {
+
+constexpr double kP2pLLThreshold = 16384;     // enqueue.cc NCCL_P2P_LL_THRESHOLD
+constexpr double kP2pNetChunk = 128.0 * 1024;  // init.cc NCCL_P2P_NET_CHUNKSIZE (1 << 17)
+constexpr int kSteps = 8;                      // device.h NCCL_STEPS: slots per channel
+
+/// topo.h ncclTopoNVLinkBw: NCCL's bandwidth per NVLink, GB/s, by the tuner's arch index
+/// (SM70 20, SM80 20, SM90 20.6, SM100 40.1).
+double nvlink_link_GBps(int arch) { return arch >= 3 ? 40.1 : arch == 2 ? 20.6 : 20.0; }
+
+int pow2_up(int x) {
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, int dst, double bytes) {
+  const auto& spec = topo.spec();
+  const auto& nc = spec.nccl;
+  P2pPlan plan;
+  plan.network = !topo.same_nvlink_domain(src, dst) && spec.nics_per_node > 0;
+  // paths.cc ncclTopoComputeP2pChannels: the communicator's p2p channels, and the fewest any
+  // peer of it needs (a network peer when it spans NVLink domains, an NVLink or PCIe peer else).
+  // Its channels are the search's doubled (connect.cc ncclTopoPostset; "execution channels are
+  // typically 2x the search channels", NCCL issue #1041): an HGX H800 logs 16 coll channels
+  // and 16 p2p channels per peer for its 8 searched (issue #892), 2 H20 nodes of 2 GPUs 8 coll
+  // channels and 2 per peer (issue #1189).
+  const int p2pn = pow2_up(std::clamp(2 * ring_graph(spec, comm).channels, 1, kMaxChannels));
+  int need = p2pn;
+  if (comm.nodes > 1) {
+    int net = 2;  // NCCL_NCHANNELS_PER_NET_PEER auto: 2 per NIC, fewer in large communicators
+    while (net * comm.n > p2pn * 4 && net > 1) net /= 2;
+    need = std::min(need, std::max(1, net));  // one NIC per GPU: getLocalNetCountByBw = 1
   }
-  return 2;  // NCCL_NCHANNELS_PER_NET_PEER default (init.cc)
+  if (spec.intra == scenario::IntraFabric::NVSwitch && comm.ppn > 1)
+    need = std::min(need, 2 * std::max(1, static_cast<int>(intra_GBps(spec) / nvlink_link_GBps(nc.arch))));
+  else if (comm.ppn > 1)
+    need = std::min(need, 2);  // a PCIe peer
+  plan.channels = std::min(pow2_up(need), p2pn);
+  plan.protocol = bytes / plan.channels <= kP2pLLThreshold ? Protocol::LL : Protocol::Simple;
+  const int p = plan.protocol == Protocol::LL ? 0 : 2;
+  plan.latency_s = nc.p2p_latency_s;
+  plan.max_Bps = nc.p2p_max_Bps;
+  if (plan.network) {
+    plan.latency_s += nc.hop_net_s[p];
+    const double nic_Bps = spec.nic.bw_Bps * spec.nic.efficiency;
+    const double round_trip_s = nc.hop_net_s[2] + kP2pNetChunk / nic_Bps + nc.hop_net_s[0];
+    const double window_Bps = plan.channels * kSteps * kP2pNetChunk / round_trip_s;
+    plan.max_Bps = plan.max_Bps > 0 ? std::min(plan.max_Bps, window_Bps) : window_Bps;
+  }
+  return plan;
 }
 
 }  // namespace cpsim::schedule

@@ -85,6 +85,9 @@ TEST(Presets, DgxA100) {
   EXPECT_DOUBLE_EQ(p.nvlink.bw_Bps, 300e9);
   EXPECT_NEAR(p.nvlink.bw_Bps * p.nvlink.efficiency, 20.0e9 * 12, 1e6);  // NCCL's SM80 model
   EXPECT_DOUBLE_EQ(p.nic.bw_Bps, 25e9);
+  // A send/recv pair at what A100s measure (sendrecv_perf, 195 GB/s at 1 GiB), not H100's
+  // fraction of the link scaled to 300 GB/s (120).
+  EXPECT_DOUBLE_EQ(p.nccl.p2p_max_Bps, 195e9);
 }
 
 TEST(Presets, HgxH800) {
