@@ -122,6 +122,7 @@ int run_compare(const CompareArgs& a) {
     ranks.push_back(measure(scenario::read_kineto_trace(a.traces[i], static_cast<int>(i))));
   SimulateOptions opt;
   opt.what_if_straggler = false;
+  opt.what_if_perturbations = 0;
   const SimulateOutput sim = simulate(sc, opt);
   const auto& res = sim.result;
   std::map<std::string, double> simulated;
