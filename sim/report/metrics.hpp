@@ -63,9 +63,9 @@ struct TopWait {
   int other_ranks = 0;             ///< other ranks with waits on the same kind
   double others_min_s = 0, others_max_s = 0;  ///< their totals' range
 };
-/// The `n` kinds of op that ranks waited on longest (RankMetrics::top_releasers, grouped by
-/// Releaser::what), each with the rank that waited most on it; by that wait, most first, ties
-/// by the lower rank, then the op's description: the same on every run.
+/// The `n` kinds of op that ranks waited on longest (RankMetrics::top_releasers of the ranks
+/// that compute, grouped by Releaser::what), each with the rank that waited most on it; by that
+/// wait, most first, ties by the lower rank, then the op's description: the same on every run.
 std::vector<TopWait> top_waits(const std::vector<RankMetrics>& ranks, size_t n = 5);
 
 /// Load of one directed link over the replayed graph.

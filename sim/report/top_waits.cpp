@@ -16,8 +16,11 @@ std::vector<TopWait> top_waits(const std::vector<RankMetrics>& ranks, size_t n) 
   };
   std::map<std::string, std::vector<TopWait>> by_what;
   for (const RankMetrics& m : ranks)
-    for (const auto& rel : m.top_releasers)
-      if (rel.wait_s > 0) by_what[rel.what].push_back({m.rank, rel, 0, 0, 0});
+    // A rank that computes nothing stands for a simulated one (a data-parallel replica the
+    // symmetry shortcut leaves to its collectives): its whole step is a wait, not a finding.
+    if (m.compute_s > 0)
+      for (const auto& rel : m.top_releasers)
+        if (rel.wait_s > 0) by_what[rel.what].push_back({m.rank, rel, 0, 0, 0});
   std::vector<TopWait> out;
   for (auto& [what, rows] : by_what) {
     std::sort(rows.begin(), rows.end(), before);
