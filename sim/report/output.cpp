@@ -46,7 +46,7 @@ std::string perturb_try_line(const PerturbWhatIf::Try& t, double step_with_s) {
 }
 
 /// "rank 5 waited 0.8000 s for fwd ring-zigzag kv_p2p [r3->r5], longest 0.0200 s at layer
-/// 12, micro-batch 0, step 4; 7 other ranks too (up to 0.7900 s)".
+/// 12, micro-batch 0, step 4; 7 other ranks too, up to 0.7900 s".
 std::string top_wait_line(const TopWait& t) {
   const auto& rel = t.releaser;
   std::string s = "rank " + std::to_string(t.rank) + fmt(" waited %.4f s for ", rel.wait_s) + rel.op +
@@ -56,8 +56,9 @@ std::string top_wait_line(const TopWait& t) {
     if (v >= 0) at += (at.empty() ? " at " : ", ") + std::string(name) + std::to_string(v);
   s += at;
   if (t.other_ranks > 0)
-    s += "; " + std::to_string(t.other_ranks) + (t.other_ranks == 1 ? " other rank too (" : " other ranks too (up to ") +
-         fmt("%.4f s)", t.others_max_s);
+    s += "; " + std::to_string(t.other_ranks) +
+         (t.other_ranks == 1 ? fmt(" other rank too, %.4f s", t.others_max_s)
+                             : fmt(" other ranks too, up to %.4f s", t.others_max_s));
   return s;
 }
 
