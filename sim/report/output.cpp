@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -42,7 +43,9 @@ json perturb_try_json(const PerturbWhatIf::Try& t, double step_with_s) {
 std::string perturb_try_line(const PerturbWhatIf::Try& t, double step_with_s) {
   if (t.step_without_s < 0) return t.label + ": not priced (" + t.error + ")";
   const double cost = step_with_s - t.step_without_s;
-  return t.label + fmt(": costs %.4f s", cost) + fmt(" (%.1f %%)", step_with_s > 0 ? 100 * cost / step_with_s : 0.0);
+  // Under 0.05 % either way prints as 0.0 %, not "-0.0 %" (jitter removed may lengthen a step).
+  const double pct = step_with_s > 0 ? 100 * cost / step_with_s : 0.0;
+  return t.label + fmt(": costs %.4f s", cost) + fmt(" (%.1f %%)", std::fabs(pct) < 0.05 ? 0.0 : pct);
 }
 
 /// "rank 5 waited 0.8000 s for fwd ring-zigzag kv_p2p [r3->r5], longest 0.0200 s at layer
