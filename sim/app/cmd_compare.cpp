@@ -136,6 +136,7 @@ int run_compare(const CompareArgs& a) {
     ranks.push_back(measure(scenario::read_kineto_trace(a.traces[i], static_cast<int>(i))));
   SimulateOptions opt;
   opt.what_if_straggler = false;
+  opt.what_if_perturbations = 0;
   std::ostringstream sim_trace;
   if (!a.timeline.empty()) {
     opt.trace_stream = &sim_trace;

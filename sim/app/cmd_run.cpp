@@ -23,6 +23,7 @@ struct RunArgs {
   bool quiet = false;
   bool what_if = false, no_what_if = false;
   int candidates = 4;
+  int perturbations = 4;
   int samples = 0;
   int jobs = 1;
   std::string max_memory;
@@ -48,6 +49,10 @@ void register_run(CLI::App& app, int& rc) {
   cmd->add_option("--what-if-candidates", args->candidates,
                   "ranks the what-if re-simulates, most slowed first (default 4)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--what-if-perturbations", args->perturbations,
+                  "with perturbations, re-simulate without each of the N most severe (one of each kind in "
+                  "turn) and without all; 0 skips it (default 4)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--samples", args->samples,
                   "also run K seeds (seed, seed+1, ...) each in its own process and report the "
                   "step-time distribution")
@@ -81,6 +86,7 @@ void register_run(CLI::App& app, int& rc) {
     opt.trace_path = args->trace;
     if (args->what_if || args->no_what_if) opt.what_if_straggler = args->what_if;
     opt.what_if_candidates = args->candidates;
+    opt.what_if_perturbations = args->perturbations;
     opt.samples = args->samples;
     opt.jobs = args->jobs;
     opt.progress = progress_wanted(args->quiet);

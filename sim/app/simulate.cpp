@@ -25,6 +25,7 @@
 #include "model/topology.hpp"
 #include "model/memory.hpp"
 #include "model/transformer.hpp"
+#include "scenario/perturb_items.hpp"
 #include "schedule/plan.hpp"
 #include "support/threads.hpp"
 
@@ -40,11 +41,11 @@ engine::ReplayOptions replay_options(const scenario::Scenario& sc) {
 }
 
 /// Builds and replays `sc` in this process (which then holds SimGrid's one engine); returns
-/// the step time. For child processes.
-double step_time(const scenario::Scenario& in) {
+/// the step time. For child processes. `lean`: build the analytic engine's lean graph.
+double step_time(const scenario::Scenario& in, bool lean = true) {
   // The analytic step time alone: a lean graph (schedule/lean_lanes.cpp) gives the same.
   scenario::Scenario sc = in;
-  sc.simulation.lean_collectives = sc.simulation.engine == scenario::EngineKind::Analytic;
+  sc.simulation.lean_collectives = lean && sc.simulation.engine == scenario::EngineKind::Analytic;
   const model::Topology topo(sc.platform, sc.perturb);
   const auto cost = model::CostModel::make(sc.cost, sc.platform.gpu);
   const schedule::Plan p = schedule::plan(sc, topo, *cost);
@@ -149,6 +150,58 @@ report::StragglerWhatIf straggler_what_if(const schedule::Plan& p, const model::
   return w;
 }
 
+/// The perturbation what-if: the step without each of the scenario's perturbations
+/// (scenario::perturb_items, the first opt.what_if_perturbations of them), then without all.
+/// A fault of the fleet's compute (a slow GPU or node, variation, jitter) is priced on the same
+/// graph replayed with the noise left without it, as the straggler what-if does; a network
+/// fault (a link, a rail) changes routes and the collectives' tuning, so the step is built
+/// again without it. Each in a child process; one that fails is reported, not fatal.
+report::PerturbWhatIf perturb_what_if(const scenario::Scenario& sc, const schedule::Plan& p,
+                                      const model::Topology& topo, const report::Result& r,
+                                      const SimulateOptions& opt) {
+  report::PerturbWhatIf w;
+  w.step_with_s = r.step_time_s;
+  std::vector<scenario::PerturbItem> items = scenario::perturb_items(sc.perturb);
+  w.perturbations = static_cast<int>(items.size());
+  if (items.empty() || opt.what_if_perturbations <= 0) return w;
+  const bool all = items.size() > 1;
+  const scenario::PerturbItem everything{"all", "all " + std::to_string(items.size()) + " removed together", 0,
+                                         std::any_of(items.begin(), items.end(),
+                                                     [](const auto& i) { return i.network; }),
+                                         scenario::without_all(sc.perturb)};
+  if (items.size() > static_cast<size_t>(opt.what_if_perturbations))
+    items.resize(static_cast<size_t>(opt.what_if_perturbations));
+  if (all) items.push_back(everything);
+  // Built again without jitter's op-keyed draws only if a lean graph numbers the ops as the
+  // main run's graph does: with jitter the full graph keeps every other op's draw.
+  const bool lean = sc.perturb.jitter_cv == 0;
+  std::vector<schedule::ComputeNoise> noises(items.size());
+  std::vector<scenario::Scenario> rebuilt(items.size(), sc);
+  std::vector<std::function<std::string()>> jobs;
+  for (size_t i = 0; i < items.size(); ++i) {
+    rebuilt[i].perturb = items[i].without;
+    if (items[i].network) {
+      jobs.push_back([&s = rebuilt[i], lean] { return double_bytes(step_time(s, lean)); });
+    } else {
+      noises[i] = schedule::ComputeNoise(schedule::priced_scenario(rebuilt[i]), topo.gpus());
+      jobs.push_back([&p, &topo, &n = noises[i]] { return double_bytes(noisy_step(p, topo, n)); });
+    }
+  }
+  const std::vector<pool::ChildOutcome> done = pool::run_each_in_children(jobs, opt.jobs);
+  for (size_t i = 0; i < items.size(); ++i) {
+    report::PerturbWhatIf::Try t{items[i].kind, items[i].label, -1, done[i].error};
+    if (done[i].ok) {
+      try {
+        t.step_without_s = bytes_double(done[i].value);
+      } catch (const std::exception& e) {
+        t.error = e.what();
+      }
+    }
+    (all && i + 1 == items.size() ? w.all.emplace() : w.tried.emplace_back()) = t;
+  }
+  return w;
+}
+
 /// Whether the graph itself depends on simulation.seed, not only its noise: seeded MoE routing
 /// sets the experts' token counts, hence the ops' nominal times.
 bool graph_depends_on_seed(const scenario::Scenario& sc) {
@@ -246,7 +299,8 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   // With child runs to come, this process must not hold SimGrid's one engine: replay in a
   // child too (the trace comes back whole).
   const bool what_if = opt.what_if_straggler.value_or(sc.perturb.any());
-  const bool children = what_if || opt.samples > 0;
+  const bool perturb_what = opt.what_if_perturbations > 0 && sc.perturb.any();
+  const bool children = what_if || perturb_what || opt.samples > 0;
   // Samples of the same graph need nothing from the main run: with jobs to spare they replay
   // beside it.
   const bool together = opt.samples > 1 && opt.jobs > 1 && !graph_depends_on_seed(sc);
@@ -288,6 +342,10 @@ SimulateOutput simulate(const scenario::Scenario& sc, const SimulateOptions& opt
   if (what_if) {
     progress.phase("straggler what-if (child replays of the same graph)");
     r.straggler = straggler_what_if(p, topo, r, opt);
+  }
+  if (perturb_what) {
+    progress.phase("perturbation what-if (each fault removed, child replays)");
+    r.perturbations = perturb_what_if(sc, p, topo, r, opt);
   }
   if (opt.samples > 0) {
     if (!together) progress.phase("samples: " + std::to_string(opt.samples) + " seeds (child replays)");

@@ -25,6 +25,10 @@ struct SimulateOptions {
   /// has perturbations (scenario::PerturbSpec::any), so `run` and `sweep` agree.
   std::optional<bool> what_if_straggler;
   int what_if_candidates = 4;
+  /// With perturbations: the step without each of the first N of them
+  /// (scenario::perturb_items' order: the most severe of each kind in turn) and without all
+  /// of them, each one more simulation; 0 = none.
+  int what_if_perturbations = 4;
   /// > 0: also run this many seeds (seed, seed + 1, ...) and report the step-time distribution.
   int samples = 0;
   /// Child processes at once for the what-if and the samples (each replays in its own child:

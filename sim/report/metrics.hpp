@@ -43,8 +43,30 @@ struct RankMetrics {
     std::string op;   ///< "fwd ring-zigzag kv_p2p [r2->r3]"
     int rank = -1;    ///< the releasing op's rank (a transfer's sender)
     double wait_s = 0;
+    std::string what;  ///< op without its ranks: "fwd ring-zigzag kv_p2p"
+    /// The longest single wait it released, and where: the releasing op's layer,
+    /// micro-batch and step (a ring's or a collective algorithm's), -1 where it has none.
+    double longest_s = 0;
+    int layer = -1, micro = -1, step = -1;
   } top_releaser;
+  /// The kinds that released the most of the rank's waits, most first (top_releaser is the
+  /// first), at most kTopReleasers.
+  static constexpr size_t kTopReleasers = 3;
+  std::vector<Releaser> top_releasers;
 };
+
+/// One line of the summary's top waits: a rank's waits on one kind of op, the largest of
+/// every rank's on that kind (phase, scheme, name), with how many other ranks wait on it too.
+struct TopWait {
+  int rank = -1;                   ///< the rank that waited
+  RankMetrics::Releaser releaser;  ///< what it waited for, how long in all, the longest once
+  int other_ranks = 0;             ///< other ranks with waits on the same kind
+  double others_min_s = 0, others_max_s = 0;  ///< their totals' range
+};
+/// The `n` kinds of op that ranks waited on longest (RankMetrics::top_releasers of the ranks
+/// that compute, grouped by Releaser::what), each with the rank that waited most on it; by that
+/// wait, most first, ties by the lower rank, then the op's description: the same on every run.
+std::vector<TopWait> top_waits(const std::vector<RankMetrics>& ranks, size_t n = 5);
 
 /// Load of one directed link over the replayed graph.
 struct LinkLoad {
@@ -70,6 +92,21 @@ struct StragglerWhatIf {
   };
   std::vector<Try> tried;      ///< every candidate simulated, in the order tried
   std::string removed;         ///< what removing a rank's perturbation means here
+};
+
+/// What-if for the scenario's perturbations: the step simulated without each one
+/// (scenario::perturb_items, at most a cap of them), and without all of them together.
+struct PerturbWhatIf {
+  double step_with_s = 0;
+  struct Try {
+    std::string kind;            ///< scenario::PerturbItem::kind
+    std::string label;           ///< "rail 0 down on every node"
+    double step_without_s = -1;  ///< < 0 when the run without it failed (error says why)
+    std::string error;
+  };
+  std::vector<Try> tried;        ///< in scenario::perturb_items' order
+  std::optional<Try> all;        ///< every perturbation removed, when there is more than one
+  int perturbations = 0;         ///< how many the scenario has (tried.size() < this when capped)
 };
 
 /// Step-time distribution over seeds.
@@ -135,6 +172,7 @@ struct Result {
   int straggler_rank = -1;      ///< rank with the most compute on the critical path beyond its share
   std::vector<LinkLoad> links;  ///< the most utilised links, most first (see link_loads)
   std::optional<StragglerWhatIf> straggler;  ///< when the what-if ran
+  std::optional<PerturbWhatIf> perturbations;  ///< when the perturbation what-if ran
   std::optional<Samples> samples;            ///< when several seeds ran
 };
 

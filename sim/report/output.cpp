@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -23,6 +24,58 @@ std::string fmt(const char* f, double v) {
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
+
+/// A perturbation what-if's try: its step without, what the perturbation costs (step with
+/// minus step without) and that cost's share of the step, or why it has none.
+json perturb_try_json(const PerturbWhatIf::Try& t, double step_with_s) {
+  json j = {{"kind", t.kind}, {"label", t.label}};
+  if (t.step_without_s < 0) {
+    j["error"] = t.error;
+    return j;
+  }
+  j["step_without_s"] = t.step_without_s;
+  j["cost_s"] = step_with_s - t.step_without_s;
+  j["cost_fraction"] = step_with_s > 0 ? (step_with_s - t.step_without_s) / step_with_s : 0.0;
+  return j;
+}
+
+/// "rail 0 down on every node: costs 0.4213 s (12.1 %)".
+std::string perturb_try_line(const PerturbWhatIf::Try& t, double step_with_s) {
+  if (t.step_without_s < 0) return t.label + ": not priced (" + t.error + ")";
+  const double cost = step_with_s - t.step_without_s;
+  // Under 0.05 % either way prints as 0.0 %, not "-0.0 %" (jitter removed may lengthen a step).
+  const double pct = step_with_s > 0 ? 100 * cost / step_with_s : 0.0;
+  return t.label + fmt(": costs %.4f s", cost) + fmt(" (%.1f %%)", std::fabs(pct) < 0.05 ? 0.0 : pct);
+}
+
+/// "rank 5 waited 0.8000 s for fwd ring-zigzag kv_p2p [r3->r5], longest 0.0200 s at layer
+/// 12, micro-batch 0, step 4; 7 other ranks too, up to 0.7900 s".
+std::string top_wait_line(const TopWait& t) {
+  const auto& rel = t.releaser;
+  std::string s = "rank " + std::to_string(t.rank) + fmt(" waited %.4f s for ", rel.wait_s) + rel.op +
+                  fmt(", longest %.4f s", rel.longest_s);
+  std::string at;
+  for (const auto& [name, v] : {std::pair{"layer ", rel.layer}, {"micro-batch ", rel.micro}, {"step ", rel.step}})
+    if (v >= 0) at += (at.empty() ? " at " : ", ") + std::string(name) + std::to_string(v);
+  s += at;
+  if (t.other_ranks > 0)
+    s += "; " + std::to_string(t.other_ranks) +
+         (t.other_ranks == 1 ? fmt(" other rank too, %.4f s", t.others_max_s)
+                             : fmt(" other ranks too, up to %.4f s", t.others_max_s));
+  return s;
+}
+
+json top_wait_json(const TopWait& t) {
+  const auto& rel = t.releaser;
+  auto opt = [](int v) { return v >= 0 ? json(v) : json(); };
+  return {{"rank", t.rank}, {"op", rel.op}, {"releaser_rank", rel.rank}, {"wait_s", rel.wait_s},
+          {"longest_s", rel.longest_s}, {"layer", opt(rel.layer)}, {"micro_batch", opt(rel.micro)},
+          {"step", opt(rel.step)}, {"other_ranks", t.other_ranks}, {"others_min_s", t.others_min_s},
+          {"others_max_s", t.others_max_s}};
+}
+
+/// Kinds of op in the JSON's top_waits, and the summary's first few of them.
+constexpr size_t kTopWaitsJson = 5, kTopWaitsSummary = 3;
 
 }  // namespace
 
@@ -65,6 +118,9 @@ json result_json(const Result& r, const scenario::Scenario& sc) {
                                       {"wait_s", m.top_releaser.wait_s}};
   }
   j["ranks"] = ranks;
+  json waits = json::array();
+  for (const TopWait& t : top_waits(r.ranks, kTopWaitsJson)) waits.push_back(top_wait_json(t));
+  j["top_waits"] = waits;
   j["attention"] = {{"exposed_comm_s", r.attention.exposed_comm_s},
                     {"overlap_fraction", r.attention.overlap_fraction},
                     {"imbalance", r.attention.imbalance}, {"comm_s", r.attention.comm_s},
@@ -96,6 +152,14 @@ json result_json(const Result& r, const scenario::Scenario& sc) {
     j["straggler"] = {{"rank", st.rank >= 0 ? json(st.rank) : json()}, {"factor", st.factor},
                       {"step_with_s", st.step_with_s}, {"step_without_s", st.step_without_s},
                       {"shrink_s", st.shrink_s}, {"removed", st.removed}, {"tried", tried}};
+  }
+  if (r.perturbations) {
+    const auto& pw = *r.perturbations;
+    json tried = json::array();
+    for (const auto& t : pw.tried) tried.push_back(perturb_try_json(t, pw.step_with_s));
+    j["perturbations"] = {{"step_with_s", pw.step_with_s}, {"count", pw.perturbations},
+                          {"priced", pw.tried.size()}, {"tried", tried},
+                          {"all", pw.all ? perturb_try_json(*pw.all, pw.step_with_s) : json()}};
   }
   if (r.samples) {
     const auto& sm = *r.samples;
@@ -166,6 +230,10 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
   line("memory per GPU", r.memory.verdict);
   if (r.straggler_rank >= 0)
     line("critical-path straggler", "rank " + std::to_string(r.straggler_rank));
+  if (const auto waits = top_waits(r.ranks, kTopWaitsSummary); !waits.empty()) {
+    line("top waits", "the kinds of op that ended the longest waits (a rank's total on one):");
+    for (const TopWait& t : waits) os << "    " << top_wait_line(t) << "\n";
+  }
   if (r.straggler) {
     const auto& st = *r.straggler;
     if (st.rank >= 0)
@@ -174,7 +242,19 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
                                       fmt(", %.4f s shorter", st.shrink_s) +
                                       fmt(" (%.1f %%)", st.step_with_s > 0 ? 100 * st.shrink_s / st.step_with_s : 0.0));
     else
-      line("straggler (what-if)", "none: no rank has a static slowdown to remove");
+      line("straggler (what-if)", r.perturbations && !r.perturbations->tried.empty()
+                                      ? "none: no rank is slowed (the faults' costs follow)"
+                                      : "none: no rank has a static slowdown to remove");
+  }
+  if (r.perturbations && !r.perturbations->tried.empty()) {
+    const auto& pw = *r.perturbations;
+    line("faults (what-if)", "each removed in turn, the step simulated again:");
+    for (const auto& t : pw.tried) os << "    " << perturb_try_line(t, pw.step_with_s) << "\n";
+    if (pw.all) os << "    " << perturb_try_line(*pw.all, pw.step_with_s) << "\n";
+    if (static_cast<int>(pw.tried.size()) < pw.perturbations)
+      os << "    (" << pw.tried.size() << " of " << pw.perturbations
+         << " priced, the most severe of each kind in turn; --what-if-perturbations " << pw.perturbations
+         << " prices all)\n";
   }
   if (!r.links.empty()) {
     const auto& l = r.links.front();

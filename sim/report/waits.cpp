@@ -53,17 +53,27 @@ struct ReleaserKind {
   auto operator<=>(const ReleaserKind&) const = default;
 };
 
-std::string describe_kind(const TaskGraph& g, const ReleaserKind& k) {
+/// The kind without its ranks: "fwd ring-zigzag kv_p2p".
+std::string describe_what(const TaskGraph& g, const ReleaserKind& k) {
   std::string s;
   if (k.phase == schedule::Phase::Forward) s += "fwd ";
   if (k.phase == schedule::Phase::Backward) s += "bwd ";
   if (k.phase == schedule::Phase::Optimizer) s += "opt ";
   if (k.scheme) s += g.str(k.scheme) + " ";
-  s += g.str(k.name);
-  s += k.peer >= 0 ? " [r" + std::to_string(k.rank) + "->r" + std::to_string(k.peer) + "]"
-                   : " [r" + std::to_string(k.rank) + "]";
-  return s;
+  return s + g.str(k.name);
 }
+
+std::string describe_kind(const TaskGraph& g, const ReleaserKind& k) {
+  return describe_what(g, k) + (k.peer >= 0 ? " [r" + std::to_string(k.rank) + "->r" + std::to_string(k.peer) + "]"
+                                            : " [r" + std::to_string(k.rank) + "]");
+}
+
+/// A rank's waits released by one kind of op: their total, and the longest one with where it
+/// was (the releasing op's layer, micro-batch and step).
+struct KindWaits {
+  double total = 0, longest = 0;
+  int32_t layer = -1, micro = -1, step = -1;
+};
 
 }  // namespace
 
@@ -75,7 +85,7 @@ WaitCharges::WaitCharges(const TaskGraph& g, const schedule::Trace& tr, Result& 
 void WaitCharges::rank(int k, const RankOps& ro, size_t first, size_t end, const RankTimelines& t, Scratch& s) const {
   const TaskGraph& g = g_;
   const schedule::Trace& tr = tr_;
-  std::map<ReleaserKind, double> by_releaser;
+  std::map<ReleaserKind, KindWaits> by_releaser;
   auto charge = [&](OpId rel, double wait) {
     int32_t shift;  // (a copied op read in place: copying it was ~6 % of this walk's samples)
     const schedule::Op& rop = g.stored_op(rel, shift);
@@ -84,7 +94,10 @@ void WaitCharges::rank(int k, const RankOps& ro, size_t first, size_t end, const
     const int who = transfer && rank == k ? peer : rank;
     r_.ranks[k].wait_s += wait;
     r_.ranks[k].waited_on[who] += wait;
-    by_releaser[{rop.label.name, rop.label.scheme, rop.label.phase, rank, peer}] += wait;
+    KindWaits& w = by_releaser[{rop.label.name, rop.label.scheme, rop.label.phase, rank, peer}];
+    w.total += wait;
+    // The first of equal waits (ops come in start order): the same on every run.
+    if (wait > w.longest) w = {w.total, wait, rop.label.layer, rop.label.micro, rop.label.step};
   };
   // Rank k's compute ops by start, then id, sorted with their times beside them (t's): a
   // comparator reading the trace at random was 4.4 % of the 70B full replay. The host-side
@@ -139,18 +152,26 @@ void WaitCharges::rank(int k, const RankOps& ro, size_t first, size_t end, const
     }
   }
   if (tr.makespan_s > busy_until) charge(last_, tr.makespan_s - busy_until);
-  const ReleaserKind* best = nullptr;
-  double best_wait = 0;
-  for (const auto& [kind, wait] : by_releaser)
-    if (wait > best_wait) {
-      best_wait = wait;
-      best = &kind;
-    }
-  if (!best) return;
-  auto& top = r_.ranks[k].top_releaser;
-  top.op = describe_kind(g, *best);
-  top.rank = best->rank;
-  top.wait_s = best_wait;
+  // The kinds that released the most, most first (equal totals in the kinds' order, which
+  // is fixed by the graph's interned names and the ranks).
+  std::vector<std::pair<const ReleaserKind*, const KindWaits*>> kinds;
+  for (const auto& [kind, w] : by_releaser)
+    if (w.total > 0) kinds.emplace_back(&kind, &w);
+  const size_t keep = std::min(kinds.size(), RankMetrics::kTopReleasers);
+  std::partial_sort(kinds.begin(), kinds.begin() + static_cast<std::ptrdiff_t>(keep), kinds.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.second->total != b.second->total ? a.second->total > b.second->total
+                                                                : *a.first < *b.first;
+                    });
+  auto& out = r_.ranks[k].top_releasers;
+  out.clear();
+  for (size_t i = 0; i < keep; ++i) {
+    const ReleaserKind& kind = *kinds[i].first;
+    const KindWaits& w = *kinds[i].second;
+    out.push_back({describe_kind(g, kind), kind.rank, w.total, describe_what(g, kind), w.longest, w.layer, w.micro,
+                   w.step});
+  }
+  if (!out.empty()) r_.ranks[k].top_releaser = out.front();
 }
 
 /// The critical path and the rank whose compute lies most on it (the straggler).

@@ -40,6 +40,7 @@ JSON_FIELDS = [
     "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "breakdown", "attention",
     "memory.peak_bytes_per_rank", "memory.fits", "memory.terms", "pricing",
     "bytes_per_link_class", "time_by_category_s", "straggler_rank", "communication", "ttft_s",
+    "top_waits", "perturbations",
 ]
 
 
