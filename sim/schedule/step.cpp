@@ -299,7 +299,7 @@ Ops reduce_gradient_buckets(const StepCtx& x, const ChunkLayout& cl, int s,
 
 /// The optimizer step of each member on `shard` parameters after its gradients are reduced.
 /// Under optimizer CPU offload the offloaded share steps on the host (model/offload.hpp) on the
-/// copy stream, beside the GPU's step of the rest; the updated weights are whole once both end.
+/// copy stream after the GPU's step of the rest; the updated weights are whole once it ends.
 Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops& reduced,
                     double shard, const ReplicaPlan& rp) {
   const int cp = x.sc.parallel.cp;
@@ -319,7 +319,10 @@ Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops
     opt[i] = x.g.add_priced(members[i], stream::kCompute, x.pricer.time(c, "memory"), label("optimizer_step", "memory"));
     x.g.add_edge(reduced[i], opt[i]);
     if (host <= 0) continue;
-    OpId prev = reduced[i];
+    // The copies start once the GPU's step is issued: it follows the backward on the compute
+    // stream even where no gradient reduction precedes it (DP x CP = 1). Megatron issues the
+    // gradients' copy just before the GPU's step; that step is short beside the host's share.
+    OpId prev = opt[i];
     for (const auto& [name, t] : {std::pair<const char*, double>{"optimizer_offload_d2h", ht.d2h_s},
                                   {"optimizer_step_cpu", ht.cpu_step_s},
                                   {"optimizer_offload_h2d", ht.h2d_s}}) {
@@ -327,8 +330,7 @@ Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops
       x.g.add_edge(prev, op);
       prev = op;
     }
-    x.g.add_edge(opt[i], prev);  // (the last copy back stands for the whole step)
-    opt[i] = prev;
+    opt[i] = prev;  // (the last copy back ends the whole step)
   }
   // A mirrored replica's member waits as its twin in the representative replica does.
   for (size_t i = 0; i < members.size(); ++i)

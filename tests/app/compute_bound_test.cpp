@@ -116,8 +116,6 @@ TEST(GraphEstimate, CountsZero3GathersAtTheMeshsDataParallelSize) {
   }
 }
 
-}  // namespace CPSIM_TEST_TU
-
 TEST(ComputeBoundRecompute, TheProbeSeesPartialRecomputation) {
   // The probe builds the first layer only; under Megatron's block method (the first N layers
   // of a chunk) or torchtitan's layer policy (every Nth block) the model recomputes a fraction
@@ -143,3 +141,5 @@ TEST(ComputeBoundRecompute, TheProbeSeesPartialRecomputation) {
              "training.recompute_method=block", "training.recompute_layers=8"});
   EXPECT_LE(bound(sc), cpsim::app::simulate_step_time(sc) * (1 + 1e-9));
 }
+
+}  // namespace CPSIM_TEST_TU

@@ -15,21 +15,21 @@ using namespace cpsim;
 
 namespace {
 
-struct Run {
+struct Built {
   std::set<std::string> recomputed;  ///< names of the ops labelled _recompute
   std::set<int> recomputed_layers;
   int sp_allgathers = 0;             ///< SP all-gather ops (each rank's share of each collective)
   double step_s = 0;
 };
 
-Run run(const scenario::Scenario& sc) {
+Built run(const scenario::Scenario& sc) {
   model::Topology topo(sc.platform, sc.perturb);
   auto cost = model::CostModel::roofline(sc.platform.gpu);
   schedule::Pricer pricer(*cost);
   schedule::TaskGraph g;
   schedule::build_scenario(sc, topo, pricer, g);
   g.finalize();
-  Run r;
+  Built r;
   for (schedule::OpId id = 0; id < g.size(); ++id) {
     const std::string n = g.str(g.op(id).label.name);
     if (n.size() > 10 && n.compare(n.size() - 10, 10, "_recompute") == 0) {
@@ -64,12 +64,12 @@ scenario::Scenario dense_tp8() {
 TEST(TorchtitanOpSacTime, RerunsTheEvenMatmulsAndTheAllGathersNotAttention) {
   auto sc = dense_tp8();
   sc.training.recompute = scenario::Recompute::None;
-  const Run none = run(sc);
+  const Built none = run(sc);
   sc.training.recompute = scenario::Recompute::Full;
-  const Run full = run(sc);
+  const Built full = run(sc);
   sc.training.recompute = scenario::Recompute::Selective;
   sc.training.selective_ac = scenario::TrainingSpec::SelectiveAc::Op;
-  const Run op = run(sc);
+  const Built op = run(sc);
   // wk, wo and w3 run again; wq, wv, w1, w2 and SDPA are replayed from what was saved.
   EXPECT_EQ(op.recomputed, (std::set<std::string>{"k_proj_recompute", "out_proj_recompute", "mlp_gate_recompute"}));
   EXPECT_EQ(op.recomputed_layers, (std::set<int>{0, 1, 2, 3}));
@@ -87,11 +87,11 @@ TEST(TorchtitanLayerSacTime, RecomputesEveryNthBlockWhole) {
   sc.training.recompute = scenario::Recompute::Selective;
   sc.training.selective_ac = scenario::TrainingSpec::SelectiveAc::Layer;
   sc.training.selective_ac_every = 2;
-  const Run half = run(sc);
+  const Built half = run(sc);
   EXPECT_EQ(half.recomputed_layers, (std::set<int>{1, 3}));
   EXPECT_TRUE(half.recomputed.count("qkv_proj_recompute"));
   sc.training.recompute = scenario::Recompute::Full;
-  const Run full = run(sc);
+  const Built full = run(sc);
   EXPECT_LT(half.step_s, full.step_s);
 }
 
