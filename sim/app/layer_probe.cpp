@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/replay.hpp"
+#include "model/activation_checkpoint.hpp"
 #include "model/cost_model.hpp"
 #include "schedule/plan.hpp"
 #include "schedule/replicas.hpp"
@@ -54,21 +55,8 @@ TpWaits tp_waits(const schedule::TaskGraph& g, const model::Topology& topo, bool
   return w;
 }
 
-}  // namespace
-
-LayerProbe probe_layer(const scenario::Scenario& sc) {
-  scenario::Scenario one = sc;
-  one.parallel.pp = 1;
-  one.parallel.virtual_stages = 1;
-  one.parallel.dp = 1;
-  one.training.micro_batches = 1;
-  one.parallel.zero_stage = std::min(sc.parallel.zero_stage, 2);
-  one.simulation.scope = scenario::Scope::Layer;
-  // Collectives as the whole mesh builds them (pipelined above 512 GPUs, schedule/step.cpp): a
-  // 128-GPU probe of a 16,384-GPU mesh would otherwise build its TP all-reduces step by step,
-  // 14 x the transfers, and its op count would be no floor.
-  one.simulation.collectives = schedule::pipelined_collectives(sc) ? scenario::CollectiveModel::Pipelined
-                                                                   : scenario::CollectiveModel::Steps;
+/// The probe `one` (a layer-scope build of sc's first layers) measured, scaled to sc's mesh.
+LayerProbe measure(const scenario::Scenario& sc, const scenario::Scenario& one) {
   LayerProbe r;
   try {
     const model::Topology topo(one.platform, one.perturb);
@@ -127,12 +115,58 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
   return r;
 }
 
+}  // namespace
+
+LayerProbe probe_layer(const scenario::Scenario& sc) {
+  scenario::Scenario one = sc;
+  one.parallel.pp = 1;
+  one.parallel.virtual_stages = 1;
+  one.parallel.dp = 1;
+  one.training.micro_batches = 1;
+  one.parallel.zero_stage = std::min(sc.parallel.zero_stage, 2);
+  one.simulation.scope = scenario::Scope::Layer;
+  // Collectives as the whole mesh builds them (pipelined above 512 GPUs, schedule/step.cpp): a
+  // 128-GPU probe of a 16,384-GPU mesh would otherwise build its TP all-reduces step by step,
+  // 14 x the transfers, and its op count would be no floor.
+  one.simulation.collectives = schedule::pipelined_collectives(sc) ? scenario::CollectiveModel::Pipelined
+                                                                   : scenario::CollectiveModel::Steps;
+  // The probe builds the pattern's first layers as one model chunk, where partial
+  // recomputation (Megatron's block method, torchtitan's layer policy) would recompute its own
+  // choice of them; the model recomputes a fraction f of its layers (per chunk of the stages).
+  // The probe's layers are then built once all recomputed and once none, weighed by f.
+  const auto& tr = sc.training;
+  const bool partial =
+      (tr.recompute == scenario::Recompute::Full && tr.recompute_method == scenario::TrainingSpec::RecomputeMethod::Block) ||
+      (tr.recompute == scenario::Recompute::Selective && tr.selective_ac == scenario::TrainingSpec::SelectiveAc::Layer);
+  if (!partial) return measure(sc, one);
+  scenario::Scenario all = one, none = one;
+  all.training.recompute = scenario::Recompute::Full;
+  all.training.recompute_method = scenario::TrainingSpec::RecomputeMethod::Uniform;
+  all.training.recompute_layers = 1;
+  none.training.recompute = scenario::Recompute::None;
+  const double f = model::recomputed_fraction(sc);
+  if (f >= 1) return measure(sc, all);
+  if (f <= 0) return measure(sc, none);
+  const LayerProbe a = measure(sc, all), b = measure(sc, none);
+  if (!a.built || !b.built) return LayerProbe{};
+  LayerProbe r = b;
+  auto mix = [f](double x, double y) { return f * x + (1 - f) * y; };
+  if (a.compute_s > 0 && b.compute_s > 0) {
+    r.compute_s = mix(a.compute_s, b.compute_s);
+    r.tp_wait_s = mix(a.tp_wait_s, b.tp_wait_s);
+  }
+  r.ops = mix(a.ops, b.ops);
+  r.mirrored_ops = mix(a.mirrored_ops, b.mirrored_ops);
+  return r;
+}
+
 LayerProbe scaled_to_mesh(LayerProbe lp, const scenario::Scenario& sc, double group_ops) {
   const auto& p = sc.parallel;
   lp.shared_step_ops = lp.probe_group_ops > 0 ? lp.dp_step_ops * group_ops / lp.probe_group_ops : lp.dp_step_ops;
   // ZeRO-3 gathers each layer's weights per micro-batch, TP index and pass (forward, the
   // recomputed forward, backward): one DP-group all-gather each (stage_builder.cpp).
-  const int passes = sc.training.recompute == scenario::Recompute::Full ? 3 : 2;
+  // (the recomputed forward only in the layers that rerun one)
+  const double passes = 2 + model::recompute_pass_fraction(sc);
   lp.shared_ops = p.zero_stage >= 3 && p.dp * p.cp > 1 && sc.mode != scenario::Mode::Prefill
                       ? passes * p.tp * group_ops
                       : 0;

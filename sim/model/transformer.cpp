@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "model/activation_checkpoint.hpp"
 #include "model/data_parallel.hpp"
 #include "model/moe.hpp"
 
@@ -118,6 +119,19 @@ double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_f
   const double full_layer =
       activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
   const double input = full_recompute_bytes(s_local, tr.micro_batch, m.hidden, 1) / sp_div;
+  using SelectiveAc = scenario::TrainingSpec::SelectiveAc;
+  if (tr.recompute == scenario::Recompute::Selective && layers > 0 && tr.selective_ac == SelectiveAc::Op) {
+    // torchtitan's op policy: every block keeps what it must save; the block being recomputed
+    // holds the rest of its activations again until its backward ends.
+    const double saved = op_sac_layer_bytes(sc);
+    return saved * layers * in_flight + std::max(0.0, full_layer - saved);
+  }
+  if (tr.recompute == scenario::Recompute::Selective && layers > 0 && tr.selective_ac == SelectiveAc::Layer) {
+    // torchtitan's layer policy: every Nth block of the stage keeps its input only, the others
+    // everything; plus one block being recomputed.
+    const int k = layers / std::max(1, tr.selective_ac_every);
+    return (input * k + full_layer * (layers - k)) * in_flight + (k > 0 ? full_layer : 0.0);
+  }
   if (tr.recompute != scenario::Recompute::Full || layers <= 0) {
     // CPU offloading (pipeline parallelism refused with it, so the stage is the model): the
     // offloaded layers keep nothing on the GPU but the one in transit, whose copy to (in the
@@ -134,17 +148,30 @@ double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_f
   return input * groups * in_flight + full_layer * std::min(n, layers);
 }
 
-bool layer_recomputed(const scenario::Scenario& sc, int layer) {
-  const auto& tr = sc.training;
-  if (tr.recompute != scenario::Recompute::Full) return false;
-  if (tr.recompute_method != scenario::TrainingSpec::RecomputeMethod::Block) return true;
-  // The model chunk holding `layer`: chunk c holds layers [c L / chunks, (c + 1) L / chunks).
+namespace {
+/// `layer`'s index within its model chunk: chunk c holds layers [c L / chunks, (c + 1) L / chunks).
+int64_t index_in_chunk(const scenario::Scenario& sc, int layer) {
   const int64_t layers = sc.model.layers;
   const int64_t chunks = static_cast<int64_t>(sc.parallel.pp) * std::max(1, sc.parallel.virtual_stages);
   int64_t c = std::min(chunks - 1, (static_cast<int64_t>(layer) * chunks) / std::max<int64_t>(1, layers));
   while (c > 0 && c * layers / chunks > layer) --c;
   while (c + 1 < chunks && (c + 1) * layers / chunks <= layer) ++c;
-  return layer - c * layers / chunks < tr.recompute_layers;
+  return layer - c * layers / chunks;
+}
+}  // namespace
+
+bool layer_recomputed(const scenario::Scenario& sc, int layer) {
+  const auto& tr = sc.training;
+  if (tr.recompute == scenario::Recompute::Selective &&
+      tr.selective_ac == scenario::TrainingSpec::SelectiveAc::Layer) {
+    // torchtitan counts the blocks it wraps from 1 and checkpoints those where
+    // count % selective_ac_option == 0, per rank (its model chunks' blocks in order; a chunk's
+    // own count here).
+    return (index_in_chunk(sc, layer) + 1) % std::max(1, tr.selective_ac_every) == 0;
+  }
+  if (tr.recompute != scenario::Recompute::Full) return false;
+  if (tr.recompute_method != scenario::TrainingSpec::RecomputeMethod::Block) return true;
+  return index_in_chunk(sc, layer) < tr.recompute_layers;
 }
 
 double model_state_bytes(double params) { return 16.0 * params; }
@@ -270,7 +297,16 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   est.terms.push_back({fsdp ? "gradients (fp32 shards)"
                             : (gb == 4 ? "gradients (fp32 main grads)" : "gradients (bf16)"),
                        g});
-  est.terms.push_back({fsdp ? "optimizer states (Adam m, v)" : "optimizer states (fp32 master + Adam)", o});
+  // Optimizer CPU offload (model/offload.hpp): the offloaded fraction's states are on the host.
+  const double off = fsdp ? 0.0 : tr.optimizer_offload_fraction;
+  std::string opt_name = fsdp ? "optimizer states (Adam m, v)" : "optimizer states (fp32 master + Adam)";
+  if (off > 0) {
+    char pct[48];
+    std::snprintf(pct, sizeof pct, "; %.0f%% on the host)", 100 * off);
+    opt_name.pop_back();
+    opt_name += pct;
+  }
+  est.terms.push_back({opt_name, o * (1 - off)});
   if (fsdp) fsdp_gathered(sc, est);
   if (tr.fp8) {
     // TransformerEngine keeps an FP8 copy of every GEMM weight, row- and column-wise on Hopper

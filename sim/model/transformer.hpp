@@ -55,11 +55,13 @@ double full_recompute_bytes(int64_t s, int b, int h, int layers);
 /// smaller saved GEMM inputs. Full recomputation, uniform over groups of N layers: each group's
 /// input per micro-batch, plus one group's full activations while it is recomputed; block of N:
 /// the first N layers' inputs, the other layers' full activations, plus one layer being
-/// recomputed.
+/// recomputed. torchtitan's selective policies (model/activation_checkpoint.hpp): op, each
+/// block's saved op outputs plus one block's rest while it is recomputed; layer every N, as
+/// block with every Nth layer checkpointed.
 double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_flight);
 /// Whether the backward recomputes `layer`'s forward: every layer under full uniform
 /// recomputation, the first recompute_layers of each model chunk (pp x virtual_stages chunks
-/// of consecutive layers) under block.
+/// of consecutive layers) under block, every Nth block of a chunk under torchtitan's layer policy.
 bool layer_recomputed(const scenario::Scenario& sc, int layer);
 
 /// Mixed-precision Adam model states: 16 B/param (2 weights + 2 grads + 12 optimizer).

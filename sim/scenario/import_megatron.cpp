@@ -40,7 +40,8 @@ const std::map<std::string, Arity>& known() {
       // training
       {"seq-length", Arity::One}, {"micro-batch-size", Arity::One}, {"global-batch-size", Arity::One},
       {"recompute-granularity", Arity::One}, {"recompute-method", Arity::One},
-      {"recompute-num-layers", Arity::One}, {"fp8-format", Arity::One}, {"fp8", Arity::Flag}, {"fp8-recipe", Arity::One},
+      {"recompute-num-layers", Arity::One}, {"optimizer-cpu-offload", Arity::Flag},
+      {"optimizer-offload-fraction", Arity::One}, {"fp8-format", Arity::One}, {"fp8", Arity::Flag}, {"fp8-recipe", Arity::One},
       {"bf16", Arity::Flag}, {"fp16", Arity::Flag},
       // model
       {"num-layers", Arity::One}, {"hidden-size", Arity::One}, {"num-attention-heads", Arity::One},
@@ -466,13 +467,22 @@ MegatronImport import_megatron(const std::vector<std::string>& raw, const std::s
       a.fail(a.get("recompute-granularity")->values[0], "recompute-granularity",
              "expected full or selective, got '" + *g + "'");
     recompute = *g;
-    const auto method = a.str("recompute-method");
-    const int64_t per_stage = model.layers / pp;
-    const auto n = a.integer("recompute-num-layers", 1);
-    if (*g == "full" && method == "block" && n && *n < per_stage)
-      notes.push_back("--recompute-method block --recompute-num-layers " + std::to_string(*n) +
-                      ": cpsim recomputes every layer (full), not the first " + std::to_string(*n) + " of " +
-                      std::to_string(per_stage) + " per stage");
+    // Partial recomputation: training.recompute_method / recompute_layers (full only).
+    if (*g == "full") {
+      if (const auto method = a.str("recompute-method")) {
+        if (*method != "uniform" && *method != "block")
+          a.fail(a.get("recompute-method")->values[0], "recompute-method",
+                 "expected uniform or block, got '" + *method + "'");
+        recompute += "\n  recompute_method: " + *method;
+      }
+      if (const auto n = a.integer("recompute-num-layers", 1)) recompute += "\n  recompute_layers: " + std::to_string(*n);
+    }
+  }
+  std::string optimizer_offload;
+  if (a.flag("optimizer-cpu-offload")) {
+    optimizer_offload = "  optimizer_cpu_offload: true\n";
+    if (const auto f = a.str("optimizer-offload-fraction"))
+      optimizer_offload += "  optimizer_offload_fraction: " + *f + "\n";
   }
   std::string precision;
   if (const auto f = a.str("fp8-format")) {
@@ -519,7 +529,7 @@ MegatronImport import_megatron(const std::vector<std::string>& raw, const std::s
     << "platform:\n  preset: " << detail::yaml_scalar(plat_name) << "\n  nodes: " << *nodes << "\n"
     << model.yaml << "training:\n  seq_len: " << seq << "\n  micro_batch: " << mbs << "\n";
   if (micro_batches) o << "  micro_batches: " << *micro_batches << "\n";
-  o << "  recompute: " << recompute << "\n";
+  o << "  recompute: " << recompute << "\n" << optimizer_offload;
   if (!precision.empty()) o << "  precision: " << precision << "\n";
   if (!precision.empty() && !recipe.empty()) o << "  fp8_recipe: " << recipe << "\n";
   o << "  stack: megatron-te  # Megatron-Core with TransformerEngine's fused kernels\n";

@@ -40,11 +40,14 @@ struct TrainingNodes {
   const Node* documents = nullptr;
   const Node* doc_mean = nullptr;
   const Node* offload = nullptr;
+  const Node* selective_ac = nullptr;
+  const Node* optimizer_offload = nullptr;
 };
 
 TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
   MapReader r(n, {"seq_len", "micro_batch", "micro_batches", "recompute", "recompute_method",
-                  "recompute_layers", "offload_layers", "documents", "loss", "precision", "fp8_attention",
+                  "recompute_layers", "selective_ac_option", "offload_layers", "optimizer_cpu_offload",
+                  "optimizer_offload_fraction", "documents", "loss", "precision", "fp8_attention",
                   "fp8_recipe", "stack"});
   TrainingSpec t;
   nodes.root = &n;
@@ -68,6 +71,38 @@ TrainingSpec read_training(const Node& n, TrainingNodes& nodes) {
     t.recompute_layers = static_cast<int>(as_int(*v, 1, 1'000'000));
     if (t.recompute != Recompute::Full) fail_at(*v, "needs training.recompute: full (Megatron's --recompute-num-layers "
                                                     "applies to --recompute-granularity full)");
+  }
+  // torchtitan's activation_checkpoint.selective_ac_option: "op" or a positive layer frequency,
+  // read only with mode selective.
+  if (const Node* v = r.get("selective_ac_option")) {
+    nodes.selective_ac = v;
+    if (t.recompute != Recompute::Selective)
+      fail_at(*v, "needs training.recompute: selective (torchtitan reads selective_ac_option only with "
+                  "activation_checkpoint.mode selective)");
+    if (v->is_scalar() && v->scalar == "op") {
+      t.selective_ac = TrainingSpec::SelectiveAc::Op;
+    } else if (v->is_scalar() && !v->scalar.empty() &&
+               v->scalar.find_first_not_of("0123456789") == std::string::npos) {
+      t.selective_ac = TrainingSpec::SelectiveAc::Layer;
+      t.selective_ac_every = static_cast<int>(as_int(*v, 1, 1'000'000));
+    } else {
+      fail_at(*v, "expected 'op' or a positive integer (checkpoint every Nth block), got '" + v->scalar + "'");
+    }
+  }
+  // Megatron: --optimizer-cpu-offload turns it on, --optimizer-offload-fraction (default 1.0)
+  // says how much of the optimizer's parameters go to the host.
+  if (const Node* v = r.get("optimizer_cpu_offload")) {
+    nodes.optimizer_offload = v;
+    t.optimizer_offload_fraction = as_bool(*v) ? 1.0 : 0.0;
+  }
+  if (const Node* v = r.get("optimizer_offload_fraction")) {
+    if (!nodes.optimizer_offload || t.optimizer_offload_fraction == 0)
+      fail_at(*v, "needs training.optimizer_cpu_offload: true (Megatron reads --optimizer-offload-fraction only "
+                  "with --optimizer-cpu-offload)");
+    t.optimizer_offload_fraction = as_number(*v);
+    check_min(*v, t.optimizer_offload_fraction, 0, false);
+    if (t.optimizer_offload_fraction > 1)
+      fail_at(*v, "expected a fraction from 0 to 1, got " + v->scalar);
   }
   if (const Node* v = r.get("offload_layers")) {
     nodes.offload = v;
@@ -383,6 +418,20 @@ void cross_check(const Scenario& s, const Node& root, const ParallelNodes& pn, c
     if (s.training.offload_layers >= s.model.layers)
       fail_at(*tn.offload, "must be less than the model's " + str(s.model.layers) + " layers, got " +
                                str(s.training.offload_layers));
+  }
+  if (tn.optimizer_offload && s.training.optimizer_offload_fraction > 0 && s.parallel.zero_stage >= 3)
+    fail_at(*tn.optimizer_offload, "applies to Megatron's optimizers (parallel.zero_stage 0-2); FSDP "
+                                   "(zero_stage 3) keeps its optimizer states with its parameter shards");
+  if (tn.selective_ac && s.training.selective_ac == TrainingSpec::SelectiveAc::Op) {
+    // The op policy is priced from a dense attention block's seven matmuls (wq, wk, wv, wo, w1,
+    // w3, w2 in torchtitan's Llama order); other blocks run other op sequences.
+    const auto& m = s.model;
+    bool linear = false;
+    for (const auto k : m.pattern) linear = linear || k == LayerKind::LinearAttention;
+    if (m.moe.experts > 0 || m.mla || linear)
+      fail_at(*tn.selective_ac, "op applies to dense full-attention models (torchtitan's Llama blocks); this model "
+                                "has " + std::string(m.moe.experts > 0 ? "MoE layers" : m.mla ? "MLA" : "linear-attention layers") +
+                                "; use a layer frequency (selective_ac_option: 2) or recompute: full");
   }
   check_moe(s, par, or_empty(tn.root));
   check_dp(s.parallel, par);

@@ -271,10 +271,25 @@ struct TrainingSpec {
   enum class RecomputeMethod { Uniform, Block };
   RecomputeMethod recompute_method = RecomputeMethod::Uniform;
   int recompute_layers = 1;
+  /// What recompute: selective saves. CoreAttention: Megatron's --recompute-granularity
+  /// selective (the core attention recomputed). torchtitan's activation_checkpoint.mode
+  /// selective with selective_ac_option (torchtitan/distributed/activation_checkpoint.py):
+  /// Op ("op") saves the outputs of the mm, SDPA and reduce-scatter ops except every second mm
+  /// of a block and recomputes the rest; Layer (a positive integer N) wraps every Nth block of
+  /// a rank's stage in full checkpointing and leaves the others whole.
+  enum class SelectiveAc { CoreAttention, Op, Layer };
+  SelectiveAc selective_ac = SelectiveAc::CoreAttention;
+  int selective_ac_every = 0;    ///< Layer: N
   /// Activation CPU offloading (Megatron --cpu-offloading-num-layers, TransformerEngine's
   /// get_cpu_offload_context): the first N layers' saved activations go to host memory in the
   /// forward and come back for the backward.
   int offload_layers = 0;
+  /// Optimizer CPU offload (Megatron --optimizer-cpu-offload --optimizer-offload-fraction F,
+  /// megatron/core/optimizer/cpu_offloading/hybrid_optimizer.py): the fp32 master weights and
+  /// Adam m, v of the first F of each rank's optimizer parameters live in pinned host memory
+  /// and are stepped by a CPU Adam; their fp32 gradients go to the host and the updated
+  /// weights come back each step. 0 = off.
+  double optimizer_offload_fraction = 0;
   /// packed documents: lengths summing to seq_len (empty = one document)
   std::vector<int64_t> documents;
   /// or documents drawn from a distribution ("uniform", "lognormal"; empty = none)

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "model/activation_checkpoint.hpp"
 #include "model/cost_source.hpp"
 #include "model/data_parallel.hpp"
 #include "model/fp8_quantize.hpp"
@@ -81,7 +82,7 @@ StageBuilder::Ops StageBuilder::layer_backward(int layer, int mb, const Ops& ent
     if (l >= 0 && model::layer_offloaded(sc_, l) && !from_host_.count({l, mb}))
       from_host_[{l, mb}] = host_copy(false, l, mb, entry);
   if (auto it = from_host_.find({layer, mb}); it != from_host_.end()) offload_wait_ = it->second;
-  if (model::layer_recomputed(sc_, layer)) x = layer_pass(layer, mb, false, x, true);
+  if (model::layer_recomputed(sc_, layer) || model::layer_op_sac(sc_, layer)) x = layer_pass(layer, mb, false, x, true);
   x = layer_pass(layer, mb, true, x);
   offload_wait_.clear();
   return x;
@@ -504,6 +505,7 @@ StageBuilder::Ops StageBuilder::layer_pass(int layer, int mb, bool backward, con
 }
 
 StageBuilder::Ops StageBuilder::forward_pass(int layer, int mb, const Ops& entry) {
+  if (recompute_ && model::layer_op_sac(sc_, layer)) return op_sac_recompute(layer, mb, entry);
   const double h = m_.hidden;
   const Widths w = widths(layer);
   Ops x = stack_region("norm_attn", model::LayerRegion::NormAttn, false, layer, mb, entry);
@@ -521,6 +523,26 @@ StageBuilder::Ops StageBuilder::forward_pass(int layer, int mb, const Ops& entry
 }
 
 // Backward GEMMs do the data gradient and the weight gradient (gemm_price).
+// torchtitan's op policy reruns the block's forward with the saved ops' outputs replayed: the
+// norms, RoPE, SwiGLU and residual adds, the sequence-parallel all-gathers (not in its save
+// list), and the even-numbered mms wk, wo and w3 (wk and w3 as their share of the fused QKV and
+// up-gate GEMMs here); SDPA, wq, wv, w1, w2 and the reduce-scatters are not run again.
+StageBuilder::Ops StageBuilder::op_sac_recompute(int layer, int mb, const Ops& entry) {
+  const double h = m_.hidden;
+  const Widths w = widths(layer);
+  const double k_width = static_cast<double>(std::max(1, m_.heads_kv / tp_)) * m_.head_dim;
+  const Phase ph = Phase::Forward;
+  Ops x = stack_region("norm_attn", model::LayerRegion::NormAttn, false, layer, mb, entry);
+  x = gemm_all("k_proj", tokens_, k_width, h, mb, layer, ph, tp_enter(false, mb, layer, ph, x));
+  x = stack_region("rope", model::LayerRegion::Rope, false, layer, mb, x);
+  x = gemm_all("out_proj", tokens_, h, w.mix, mb, layer, ph, x);
+  x = stack_region("residual_attn", model::LayerRegion::ResidualAttn, false, layer, mb, x);
+  x = stack_region("norm_mlp", model::LayerRegion::NormMlp, false, layer, mb, x);
+  x = gemm_all("mlp_gate", tokens_, w.ffn, h, mb, layer, ph, tp_enter(false, mb, layer, ph, x));
+  x = stack_region("swiglu", model::LayerRegion::Activation, false, layer, mb, x);
+  return stack_region("residual_mlp", model::LayerRegion::ResidualMlp, false, layer, mb, x);
+}
+
 StageBuilder::Ops StageBuilder::backward_pass(int layer, int mb, const Ops& entry) {
   const double h = m_.hidden;
   const Widths w = widths(layer);

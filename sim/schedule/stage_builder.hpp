@@ -103,6 +103,8 @@ class StageBuilder {
   Widths widths(int layer) const;
   Ops layer_pass(int layer, int mb, bool backward, const Ops& entry, bool recompute = false);
   Ops forward_pass(int layer, int mb, const Ops& entry);
+  /// torchtitan's op policy: the part of the forward its backward reruns.
+  Ops op_sac_recompute(int layer, int mb, const Ops& entry);
   Ops backward_pass(int layer, int mb, const Ops& entry);
 
   const scenario::Scenario& sc_;

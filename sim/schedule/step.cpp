@@ -6,6 +6,7 @@
 #include "log/log.hpp"
 #include "model/data_parallel.hpp"
 #include "model/moe.hpp"
+#include "model/offload.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
 #include "schedule/grad_buckets.hpp"
@@ -297,19 +298,39 @@ Ops reduce_gradient_buckets(const StepCtx& x, const ChunkLayout& cl, int s,
 }
 
 /// The optimizer step of each member on `shard` parameters after its gradients are reduced.
+/// Under optimizer CPU offload the offloaded share steps on the host (model/offload.hpp) on the
+/// copy stream after the GPU's step of the rest; the updated weights are whole once it ends.
 Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops& reduced,
                     double shard, const ReplicaPlan& rp) {
   const int cp = x.sc.parallel.cp;
-  const model::Cost c = x.pricer.cost().memory_bound(shard * 30.0);
+  const double host = x.sc.parallel.zero_stage >= 3 ? 0.0 : x.sc.training.optimizer_offload_fraction;
+  const model::Cost c = x.pricer.cost().memory_bound(shard * (1 - host) * 30.0);
+  const model::OptimizerOffloadTime ht = model::optimizer_offload_time(x.sc, shard * host);
   Ops opt(members.size());
+  auto label = [&](const char* name, const char* cat) {
+    OpLabel l;
+    l.name = x.g.intern(name);
+    l.category = x.g.intern(cat);
+    l.phase = Phase::Optimizer;
+    return l;
+  };
   for (size_t i = 0; i < members.size(); ++i) {
     if (!rp.built[i / cp]) continue;  // mirrored below
-    OpLabel l;
-    l.name = x.g.intern("optimizer_step");
-    l.category = x.g.intern("memory");
-    l.phase = Phase::Optimizer;
-    opt[i] = x.g.add_priced(members[i], stream::kCompute, x.pricer.time(c, "memory"), l);
+    opt[i] = x.g.add_priced(members[i], stream::kCompute, x.pricer.time(c, "memory"), label("optimizer_step", "memory"));
     x.g.add_edge(reduced[i], opt[i]);
+    if (host <= 0) continue;
+    // The copies start once the GPU's step is issued: it follows the backward on the compute
+    // stream even where no gradient reduction precedes it (DP x CP = 1). Megatron issues the
+    // gradients' copy just before the GPU's step; that step is short beside the host's share.
+    OpId prev = opt[i];
+    for (const auto& [name, t] : {std::pair<const char*, double>{"optimizer_offload_d2h", ht.d2h_s},
+                                  {"optimizer_step_cpu", ht.cpu_step_s},
+                                  {"optimizer_offload_h2d", ht.h2d_s}}) {
+      const OpId op = x.g.add_compute(members[i], stream::kOffload, t, label(name, "offload"));
+      x.g.add_edge(prev, op);
+      prev = op;
+    }
+    opt[i] = prev;  // (the last copy back ends the whole step)
   }
   // A mirrored replica's member waits as its twin in the representative replica does.
   for (size_t i = 0; i < members.size(); ++i)

@@ -116,4 +116,30 @@ TEST(GraphEstimate, CountsZero3GathersAtTheMeshsDataParallelSize) {
   }
 }
 
+TEST(ComputeBoundRecompute, TheProbeSeesPartialRecomputation) {
+  // The probe builds the first layer only; under Megatron's block method (the first N layers
+  // of a chunk) or torchtitan's layer policy (every Nth block) the model recomputes a fraction
+  // of its layers, which the probe's figures must weigh, not the probe layer's own choice.
+  const std::string file = kSource + "/scenarios/llama3-8b-128k-4nodes.yaml";
+  auto probe = [&](std::vector<std::string> sets) {
+    sets.insert(sets.end(), {"training.seq_len=32K", "simulation.engine=analytic"});
+    return cpsim::app::probe_layer(cpsim::scenario::load_scenario(file, sets));
+  };
+  const auto none = probe({"training.recompute=none"});
+  const auto full = probe({"training.recompute=full"});
+  const auto block = probe({"training.recompute=full", "training.recompute_method=block", "training.recompute_layers=8"});
+  const auto every2 = probe({"training.recompute=selective", "training.selective_ac_option=2"});
+  ASSERT_GT(none.compute_s, 0);
+  ASSERT_GT(full.compute_s, none.compute_s);
+  // 8 of 32 layers, and 16 of 32.
+  EXPECT_NEAR(block.compute_s, none.compute_s + 0.25 * (full.compute_s - none.compute_s), 1e-9);
+  EXPECT_NEAR(every2.compute_s, none.compute_s + 0.5 * (full.compute_s - none.compute_s), 1e-9);
+  EXPECT_GT(block.ops, none.ops);
+  EXPECT_LT(block.ops, full.ops);
+  const auto sc = cpsim::scenario::load_scenario(
+      file, {"training.seq_len=32K", "simulation.engine=analytic", "training.recompute=full",
+             "training.recompute_method=block", "training.recompute_layers=8"});
+  EXPECT_LE(bound(sc), cpsim::app::simulate_step_time(sc) * (1 + 1e-9));
+}
+
 }  // namespace CPSIM_TEST_TU

@@ -529,4 +529,35 @@ TEST(Errors, RecomputeAndOffloadKeysFollowMegatronsRules) {
             "                                            ^");
 }
 
+TEST(Errors, TorchtitanSelectiveAcOptionAsTorchtitanReadsIt) {
+  auto has = [](const std::string& err, const std::string& part) { return err.find(part) != std::string::npos; };
+  const std::string llama = "platform: dgx-h100\nmodel: llama3-8b\n";
+  EXPECT_EQ(cpsim::test::scenario_error(llama + "training: {seq_len: 8K, recompute: selective, selective_ac_option: op}\n"),
+            "(no error)");
+  EXPECT_EQ(cpsim::test::scenario_error(llama + "training: {seq_len: 8K, recompute: selective, selective_ac_option: 2}\n"),
+            "(no error)");
+  const std::string full = cpsim::test::scenario_error(llama + "training: {seq_len: 8K, recompute: full, selective_ac_option: op}\n");
+  EXPECT_TRUE(has(full, "s.yaml:3:") && has(full, "training.selective_ac_option: needs training.recompute: selective")) << full;
+  const std::string bad = cpsim::test::scenario_error(llama + "training: {seq_len: 8K, recompute: selective, selective_ac_option: 0}\n");
+  EXPECT_TRUE(has(bad, "training.selective_ac_option")) << bad;
+  const std::string word = cpsim::test::scenario_error(llama + "training: {seq_len: 8K, recompute: selective, selective_ac_option: layer}\n");
+  EXPECT_TRUE(has(word, "expected 'op' or a positive integer")) << word;
+  // The anchor model has linear-attention layers: the op policy's seven-matmul block is not theirs.
+  const std::string lin = cpsim::test::scenario_error(kHead + "training: {seq_len: 128K, recompute: selective, selective_ac_option: op}\nparallel:\n  cp: 8\n");
+  EXPECT_TRUE(has(lin, "op applies to dense full-attention models")) << lin;
+}
+
+TEST(Errors, OptimizerCpuOffloadAsMegatronReadsIt) {
+  auto has = [](const std::string& err, const std::string& part) { return err.find(part) != std::string::npos; };
+  const std::string llama = "platform: dgx-h100\nmodel: llama3-8b\n";
+  EXPECT_EQ(cpsim::test::scenario_error(llama + "training: {seq_len: 8K, optimizer_cpu_offload: true, optimizer_offload_fraction: 0.5}\n"),
+            "(no error)");
+  const std::string alone = cpsim::test::scenario_error(llama + "training: {seq_len: 8K, optimizer_offload_fraction: 0.5}\n");
+  EXPECT_TRUE(has(alone, "training.optimizer_offload_fraction: needs training.optimizer_cpu_offload: true")) << alone;
+  const std::string big = cpsim::test::scenario_error(llama + "training: {seq_len: 8K, optimizer_cpu_offload: true, optimizer_offload_fraction: 1.5}\n");
+  EXPECT_TRUE(has(big, "expected a fraction from 0 to 1")) << big;
+  const std::string fsdp = cpsim::test::scenario_error(llama + "training: {seq_len: 8K, optimizer_cpu_offload: true}\nparallel: {dp: 8, zero_stage: 3}\n");
+  EXPECT_TRUE(has(fsdp, "training.optimizer_cpu_offload: applies to Megatron's optimizers")) << fsdp;
+}
+
 }  // namespace CPSIM_TEST_TU

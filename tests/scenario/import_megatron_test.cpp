@@ -203,4 +203,18 @@ TEST(ImportMegatron, BadArgumentsPointAtTheirColumn) {
             std::string::npos);
 }
 
+TEST(ImportMegatron, PartialRecomputeAndOptimizerOffload) {
+  const Scenario s = load(kLlama8b + "--platform dgx-h100 --recompute-granularity full --recompute-method block "
+                                     "--recompute-num-layers 4 --use-distributed-optimizer --optimizer-cpu-offload "
+                                     "--optimizer-offload-fraction 0.5");
+  EXPECT_EQ(s.training.recompute, Recompute::Full);
+  EXPECT_EQ(s.training.recompute_method, cpsim::scenario::TrainingSpec::RecomputeMethod::Block);
+  EXPECT_EQ(s.training.recompute_layers, 4);
+  EXPECT_DOUBLE_EQ(s.training.optimizer_offload_fraction, 0.5);
+  // --optimizer-offload-fraction defaults to 1.0 in Megatron.
+  EXPECT_DOUBLE_EQ(load(kLlama8b + "--platform dgx-h100 --use-distributed-optimizer --optimizer-cpu-offload")
+                       .training.optimizer_offload_fraction,
+                   1.0);
+}
+
 }  // namespace CPSIM_TEST_TU

@@ -1,0 +1,98 @@
+// torchtitan's activation checkpointing policies in the graph and in time: the op policy reruns
+// part of each block's forward, the layer policy every Nth block whole.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "engine/replay.hpp"
+#include "schedule/step.hpp"
+#include "test_platforms.hpp"
+
+namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
+
+using namespace cpsim;
+
+namespace {
+
+struct Built {
+  std::set<std::string> recomputed;  ///< names of the ops labelled _recompute
+  std::set<int> recomputed_layers;
+  int sp_allgathers = 0;             ///< SP all-gather ops (each rank's share of each collective)
+  double step_s = 0;
+};
+
+Built run(const scenario::Scenario& sc) {
+  model::Topology topo(sc.platform, sc.perturb);
+  auto cost = model::CostModel::roofline(sc.platform.gpu);
+  schedule::Pricer pricer(*cost);
+  schedule::TaskGraph g;
+  schedule::build_scenario(sc, topo, pricer, g);
+  g.finalize();
+  Built r;
+  for (schedule::OpId id = 0; id < g.size(); ++id) {
+    const std::string n = g.str(g.op(id).label.name);
+    if (n.size() > 10 && n.compare(n.size() - 10, 10, "_recompute") == 0) {
+      r.recomputed.insert(n);
+      r.recomputed_layers.insert(g.op(id).label.layer);
+    }
+    if (n == "sp_allgather") ++r.sp_allgathers;
+  }
+  r.step_s = engine::replay_analytic(g, topo).makespan_s;
+  return r;
+}
+
+/// A Llama-shaped dense model (GQA, SwiGLU) on one node at TP 8 with sequence parallelism.
+scenario::Scenario dense_tp8() {
+  auto sc = test::small_dp_job(scenario::Symmetry::Auto);
+  sc.model.hidden = 4096;
+  sc.model.heads_q = 32;
+  sc.model.heads_kv = 8;
+  sc.model.ffn_hidden = 14336;
+  sc.training.seq_len = 8192;
+  sc.training.micro_batches = 1;
+  sc.parallel.tp = 8;
+  sc.parallel.cp = 1;
+  sc.parallel.dp = 1;
+  sc.platform = test::dgx_h100(1);
+  sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
+  return sc;
+}
+
+}  // namespace
+
+TEST(TorchtitanOpSacTime, RerunsTheEvenMatmulsAndTheAllGathersNotAttention) {
+  auto sc = dense_tp8();
+  sc.training.recompute = scenario::Recompute::None;
+  const Built none = run(sc);
+  sc.training.recompute = scenario::Recompute::Full;
+  const Built full = run(sc);
+  sc.training.recompute = scenario::Recompute::Selective;
+  sc.training.selective_ac = scenario::TrainingSpec::SelectiveAc::Op;
+  const Built op = run(sc);
+  // wk, wo and w3 run again; wq, wv, w1, w2 and SDPA are replayed from what was saved.
+  EXPECT_EQ(op.recomputed, (std::set<std::string>{"k_proj_recompute", "out_proj_recompute", "mlp_gate_recompute"}));
+  EXPECT_EQ(op.recomputed_layers, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(none.recomputed.empty());
+  // Two SP all-gathers per block rerun (not in torchtitan's save list); full recompute reruns them too.
+  EXPECT_EQ(op.sp_allgathers, full.sp_allgathers);
+  EXPECT_GT(op.sp_allgathers, none.sp_allgathers);
+  // Dearer than keeping everything, cheaper than rerunning the whole forward with attention.
+  EXPECT_GT(op.step_s, none.step_s);
+  EXPECT_LT(op.step_s, full.step_s);
+}
+
+TEST(TorchtitanLayerSacTime, RecomputesEveryNthBlockWhole) {
+  auto sc = dense_tp8();
+  sc.training.recompute = scenario::Recompute::Selective;
+  sc.training.selective_ac = scenario::TrainingSpec::SelectiveAc::Layer;
+  sc.training.selective_ac_every = 2;
+  const Built half = run(sc);
+  EXPECT_EQ(half.recomputed_layers, (std::set<int>{1, 3}));
+  EXPECT_TRUE(half.recomputed.count("qkv_proj_recompute"));
+  sc.training.recompute = scenario::Recompute::Full;
+  const Built full = run(sc);
+  EXPECT_LT(half.step_s, full.step_s);
+}
+
+}  // namespace CPSIM_TEST_TU
