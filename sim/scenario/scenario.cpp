@@ -455,6 +455,19 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
       s.cost.attention_kernel = AttnImpl::Fa2;
   }
 
+  s.cost.stack = s.training.stack;
+  // Neither framework runs the unfused path under context parallelism: Megatron-Core's
+  // DotProductAttention asserts context_parallel_size == 1 ("Context parallelism is only
+  // supported by TEDotProductAttention!"), and PyTorch's context_parallel dispatches only the
+  // flash, efficient and cuDNN SDPA kernels.
+  if (s.cost.attention_kernel == AttnImpl::Unfused && s.parallel.cp > 1) {
+    const Node* v = cost.get("attention_kernel");
+    const std::string msg = "unfused attention runs without context parallelism (Megatron's DotProductAttention "
+                            "asserts context_parallel_size == 1; PyTorch's context_parallel has no math-SDPA path); "
+                            "parallel.cp is " + std::to_string(s.parallel.cp) + ": set parallel.cp: 1 or a fused kernel";
+    if (v) fail_at(*v, msg);
+  }
+
   std::vector<const Node*> rank_keys;
   s.perturb = read_perturb(or_empty(r.get("perturb")), s.platform, rank_keys);
 
