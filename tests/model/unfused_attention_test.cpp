@@ -121,7 +121,8 @@ TEST(UnfusedAttention, MemoryPartsPricedFromBytesAtMeasuredRates) {
     EXPECT_GT(part.bytes, 0);
     EXPECT_NE(part.source.find("measured"), std::string::npos) << part.source;
     const double gbps = part.bytes / part.cost.time_s / 1e9;
-    EXPECT_LT(gbps, 4080) << part.name;  // never above the measured HBM bandwidth
+    // Never above the fastest measured class (elementwise add: 4263 GB/s on H200).
+    EXPECT_LE(gbps, 4263.0) << part.name;
     if (part.name == "softmax (FP32)") {
       softmax = true;
       EXPECT_DOUBLE_EQ(part.bytes, 8.0 * 32 * 4096 * 4096);
