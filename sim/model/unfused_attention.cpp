@@ -17,7 +17,10 @@
 #include "model/unfused_attention.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
+
+#include "log/log.hpp"
 
 
 namespace cpsim::model {
@@ -281,7 +284,16 @@ UnfusedAttentionModel::UnfusedAttentionModel(std::unique_ptr<CostModel> inner, c
     : inner_(std::move(inner)), gpu_(gpu), stack_(stack) {}
 
 Cost UnfusedAttentionModel::attention(const AttentionCall& c) const {
-  return unfused_attention_price(*inner_, gpu_, stack_, c).total;
+  const UnfusedPrice p = unfused_attention_price(*inner_, gpu_, stack_, c);
+  if (p.variant == UnfusedVariant::MegatronTorchSoftmax && log::enabled(log::Level::Info)) {
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "cost: unfused attention %lld x %lld, %d heads: Megatron's FusedScaleMaskSoftmax kernel refuses "
+                  "the shape (16 < keys <= 4096, multiples of 4), so it runs its FP32 torch softmax",
+                  static_cast<long long>(c.q_len), static_cast<long long>(c.kv_len), c.heads_q);
+    log::once(log::Level::Info, buf, buf);
+  }
+  return p.total;
 }
 
 std::string UnfusedAttentionModel::describe() const {

@@ -96,6 +96,16 @@ TEST(UnfusedAttentionRun, KernelsPriceListsTheParts) {
   EXPECT_NE(out.text.find("softmax (FP32)"), std::string::npos) << out.text;
 }
 
+// Past 4096 keys Megatron's fused softmax kernel refuses the shape: the summary and -v say
+// that the FP32 torch softmax priced it.
+TEST(UnfusedAttentionRun, MegatronPast4kKeysRunsTheFp32SoftmaxAndSaysSo) {
+  const Out o = run("run", "run16k", "--set training.seq_len=16K -v");
+  EXPECT_NE(o.text.find("FusedScaleMaskSoftmax kernel refuses the shape"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("attention=derived (unfused: BF16 batched GEMMs by the GEMM cost + FP32 torch softmax"),
+            std::string::npos)
+      << o.text;
+}
+
 TEST(UnfusedAttentionRun, RefusedUnderContextParallelism) {
   const std::string e = test::scenario_error(
       "platform: dgx-h100\nmodel: llama3-8b\ntraining:\n  seq_len: 8K\nparallel:\n  cp: 2\ncost:\n"
