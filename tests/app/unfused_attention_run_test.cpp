@@ -114,4 +114,15 @@ TEST(UnfusedAttentionRun, RefusedUnderContextParallelism) {
   EXPECT_NE(e.find("without context parallelism"), std::string::npos) << e;
 }
 
+// FlashAttention's head-dim limit: 512 is refused with fa2, priced with unfused.
+TEST(UnfusedAttentionRun, HeadDimPastFlashAttentionsLimit) {
+  const std::string model =
+      "platform: hgx-h200\nmodel: {name: wide, layers: 2, hidden: 4096, heads_q: 8, heads_kv: 8, head_dim: 512, "
+      "ffn_hidden: 8192, vocab: 32000}\ntraining:\n  seq_len: 4K\ncost:\n  attention_kernel: ";
+  const std::string e = test::scenario_error(model + "fa2\n");
+  EXPECT_NE(e.find("s.yaml:6:"), std::string::npos) << e;
+  EXPECT_NE(e.find("fa2 takes head dims up to 256"), std::string::npos) << e;
+  EXPECT_EQ(test::scenario_error(model + "unfused\n"), "(no error)");
+}
+
 }  // namespace CPSIM_TEST_TU
