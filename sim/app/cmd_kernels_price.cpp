@@ -1,5 +1,5 @@
-// `cpsim kernels price`: what the cost model charges for one attention kernel call on a
-// platform's GPU, with which source priced it; the validation cases under validation/kernels/
+// `cpsim kernels price`: what the cost model charges for one attention kernel call (or the
+// unfused path's kernels, part by part) on a platform's GPU, with which source priced it; the validation cases under validation/kernels/
 // compare it with published kernel benchmarks.
 #include <algorithm>
 #include <cstdio>
@@ -18,6 +18,7 @@
 #include "model/fp8_quantize.hpp"
 #include "model/gemm_cost.hpp"
 #include "model/stack_kernels.hpp"
+#include "model/unfused_attention.hpp"
 #include "scenario/enum_names.hpp"
 #include "support/safe_write.hpp"
 #include "scenario/load.hpp"
@@ -34,6 +35,7 @@ struct PriceArgs {
   std::string stack = "megatron-te", tokens = "8K";
   int hidden = 4096, ffn = 14336;
   std::string vocab = "128256";
+  double attention_dropout = 0;
 };
 
 /// `--op norm | rope | residual | activation | loss | cp-merge`: the memory-bound kernels one
@@ -182,6 +184,18 @@ int price(const PriceArgs& a) {
   }
   spec.attention_kernel = *impl;
   spec.profile = a.profile;
+  const auto stack = scenario::parse_enum<scenario::Stack>(a.stack, scenario::kStackNames);
+  if (!stack)
+    throw std::invalid_argument("--stack: expected " + scenario::enum_choices(scenario::kStackNames) + ", got '" +
+                                a.stack + "'");
+  spec.stack = *stack;
+  const bool unfused = *impl == scenario::AttnImpl::Unfused;
+  if (unfused && a.dtype != "bf16")
+    throw std::invalid_argument("--dtype fp8: FP8 attention is TransformerEngine's cuDNN kernel, not the unfused path");
+  if (!(a.attention_dropout >= 0 && a.attention_dropout < 1))
+    throw std::invalid_argument("--attention-dropout: expected 0 <= p < 1");
+  if (a.attention_dropout > 0 && !unfused)
+    throw std::invalid_argument("--attention-dropout: priced on the unfused path only (--impl unfused)");
   const auto mask = scenario::parse_mask(a.mask);
   if (!mask || (*mask != scenario::Mask::Full && *mask != scenario::Mask::Causal)) {
     throw std::invalid_argument("--mask: expected full or causal, got '" + a.mask + "'");
@@ -219,6 +233,29 @@ int price(const PriceArgs& a) {
   for (const bool bwd : {false, true}) {
     if ((a.direction == "fwd" && bwd) || (a.direction == "bwd" && !bwd)) continue;
     call.backward = bwd;
+    if (unfused) {
+      // The path's kernels one by one, each with its price and what set it.
+      const model::UnfusedPrice u =
+          model::unfused_attention_price(*cost, platform.gpu, spec.stack, call, a.attention_dropout);
+      nlohmann::json parts = nlohmann::json::array();
+      for (const auto& p : u.parts) {
+        const double t = p.cost.time_s;
+        parts.push_back({{"kernel", p.name}, {"kind", p.gemm ? "gemm" : "memory"}, {"time_s", t},
+                         {p.gemm ? "flops" : "bytes", p.gemm ? p.flops : p.bytes},
+                         {p.gemm ? "tflops" : "gbps", t > 0 ? (p.gemm ? p.flops / t / 1e12 : p.bytes / t / 1e9) : 0},
+                         {"source", p.source}});
+      }
+      time += u.total.time_s;
+      flops += u.total.flops;
+      out["variant"] = model::unfused_variant_name(u.variant);
+      out[bwd ? "bwd" : "fwd"] = {{"time_s", u.total.time_s},
+                                  {"tflops", u.total.time_s > 0 ? u.total.flops / u.total.time_s / 1e12 : 0},
+                                  {"source", std::string(model::cost_source_name(u.total.source)) + " (" +
+                                                 u.total.origin + ")"},
+                                  {"extrapolated", u.total.extrapolated}, {"parts", parts}};
+      sources += std::string(sources.empty() ? "" : "+") + model::cost_source_name(u.total.source);
+      continue;
+    }
     const model::Cost c = model::attention_cost(*cost, call, a.dtype == "fp8");
     time += c.time_s;
     flops += c.flops;
@@ -237,6 +274,23 @@ int price(const PriceArgs& a) {
               static_cast<long long>(call.q_len), static_cast<long long>(call.kv_len), a.mask.c_str(),
               call.heads_q, call.heads_kv, call.head_dim, call.batch, time * 1e6,
               out["tflops"].get<double>(), sources.c_str());
+  if (unfused) {
+    // FLOPs performed: the whole q x kv square, whatever the mask.
+    std::printf("  %s (%s stack, attention dropout %g): the full %lldx%lld scores, no masked tile skipped\n",
+                out["variant"].get<std::string>().c_str(), a.stack.c_str(), a.attention_dropout,
+                static_cast<long long>(call.q_len), static_cast<long long>(call.kv_len));
+    for (const char* dir : {"fwd", "bwd"}) {
+      if (!out.contains(dir)) continue;
+      std::printf("  %s: %.3f us (%s)\n", dir, out[dir]["time_s"].get<double>() * 1e6,
+                  out[dir]["source"].get<std::string>().c_str());
+      for (const auto& p : out[dir]["parts"]) {
+        const bool g = p["kind"] == "gemm";
+        std::printf("    %s: %.3f us, %.1f %s (%s)\n", p["kernel"].get<std::string>().c_str(),
+                    p["time_s"].get<double>() * 1e6, g ? p["tflops"].get<double>() : p["gbps"].get<double>(),
+                    g ? "TFLOP/s" : "GB/s", p["source"].get<std::string>().c_str());
+      }
+    }
+  }
   if (!a.json.empty()) {
     support::write_file_atomic(a.json, out.dump(2) + "\n");  // a private temporary, renamed over
   }
@@ -251,7 +305,9 @@ void register_kernels_price(CLI::App* kernels, int& rc) {
   auto* sub = kernels->add_subcommand("price", "price one kernel call (attention, or --op gemm) on a platform's GPU");
   sub->add_option("--op", a->op,
                   "attention | gemm | norm | rope | residual | activation | loss | cp-merge (default attention)");
-  sub->add_option("--stack", a->stack, "memory-bound ops: megatron-te | torch-eager | torch-compile (default megatron-te)");
+  sub->add_option("--stack", a->stack,
+                  "memory-bound ops and --impl unfused: megatron-te | torch-eager | torch-compile (default megatron-te)");
+  sub->add_option("--attention-dropout", a->attention_dropout, "--impl unfused: attention dropout probability (default 0)");
   sub->add_option("--tokens", a->tokens, "memory-bound ops: tokens (default 8K)");
   sub->add_option("--hidden", a->hidden, "norm / residual: hidden size (default 4096)");
   sub->add_option("--ffn", a->ffn, "activation: SwiGLU intermediate size (default 14336)");
@@ -262,7 +318,7 @@ void register_kernels_price(CLI::App* kernels, int& rc) {
   sub->add_option("--layout", a->layout, "gemm: TN (fprop) | NN (dgrad) | NT (wgrad), cuBLAS terms (default TN)");
   sub->add_option("--recipe", a->recipe, "gemm with --dtype fp8: delayed | tensorwise | blockwise | mxfp8 | nvfp4");
   sub->add_option("--platform", a->platform, "platform preset or YAML file (its GPU is priced)")->required();
-  sub->add_option("--impl", a->impl, "auto | fa2 | fa3 | cudnn | flex (default auto)");
+  sub->add_option("--impl", a->impl, "auto | fa2 | fa3 | cudnn | flex | unfused (default auto)");
   sub->add_option("--profile", a->profile, "auto | none | profile CSV (default auto)");
   sub->add_option("--direction", a->direction, "fwd | bwd | fwdbwd (default fwd)");
   sub->add_option("--q", a->q, "query tokens, e.g. 8K (default 8K)");

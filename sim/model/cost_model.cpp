@@ -11,6 +11,7 @@
 
 #include "model/profile_model.hpp"
 #include "model/roofline_model.hpp"
+#include "model/unfused_attention.hpp"
 #include "scenario/profile_csv.hpp"
 
 namespace cpsim::model {
@@ -88,7 +89,11 @@ std::unique_ptr<CostModel> CostModel::make(const scenario::CostSpec& spec,
     throw std::invalid_argument("cost.attention_kernel: fa3 runs on Hopper GPUs only; '" +
                                 gpu.name + "' is " + scenario::arch_name(gpu.arch));
   }
-  if (spec.profile == "none") return std::make_unique<RooflineModel>(gpu, impl);
+  if (spec.profile == "none") {
+    if (impl == scenario::AttnImpl::Unfused)
+      return std::make_unique<UnfusedAttentionModel>(std::make_unique<RooflineModel>(gpu, impl), gpu, spec.stack);
+    return std::make_unique<RooflineModel>(gpu, impl);
+  }
   // GEMMs: the bundled measured table for this GPU where it covers a shape, whatever prices
   // attention; `none` keeps GEMMs on the tile/wave model.
   std::shared_ptr<const GemmTable> gemms;
@@ -100,6 +105,17 @@ std::unique_ptr<CostModel> CostModel::make(const scenario::CostSpec& spec,
   std::shared_ptr<const GdnProfile> gdn;
   if (const std::string gdn_path = scenario::find_bundled_gdn_profile(gpu); !gdn_path.empty()) {
     gdn = std::make_shared<const GdnProfile>(scenario::read_gdn_profile_csv(gdn_path));
+  }
+  if (impl == scenario::AttnImpl::Unfused) {
+    // No attention kernel to look up: the path's GEMMs go through the GEMM cost (the measured
+    // table where it covers a shape, else the tile/wave model), its softmax kernels through
+    // the measured memory rates. An attention profile would price a kernel the run never calls.
+    if (spec.profile != "auto" && spec.profile != "none")
+      throw std::invalid_argument("cost.attention_kernel: unfused is priced from its GEMMs and memory kernels, "
+                                  "not an attention profile; cost.profile must be auto or none, got '" +
+                                  spec.profile + "'");
+    return std::make_unique<UnfusedAttentionModel>(std::make_unique<RooflineModel>(gpu, impl, gdn, gemms), gpu,
+                                                   spec.stack);
   }
   std::string path = spec.profile;
   if (path == "auto") {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "model/data_parallel.hpp"
+#include "model/unfused_attention.hpp"
 
 namespace cpsim::model {
 
@@ -60,6 +61,12 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
         est.terms.push_back({"activations: linear-attention layers (" + std::to_string(linear) + ")" + suffix,
                              act * linear / n});
       if (full + linear == 0) est.terms.push_back({t.name, act});
+      continue;
+    }
+    // The unfused path's scores: stage k's full-attention layers and micro-batches in flight.
+    if (t.name == kUnfusedScoresTerm) {
+      const double b = unfused_scores_stage_bytes(sc, full, std::min(p.pp - k, sc.training.micro_batches));
+      if (b > 0) est.terms.push_back({t.name, b});
       continue;
     }
     // Only the last stage computes the LM head and the loss.

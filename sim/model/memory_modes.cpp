@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "model/transformer.hpp"
+#include "model/unfused_attention.hpp"
 
 namespace cpsim::model {
 
@@ -127,6 +128,8 @@ MemoryEstimate attention_layer_memory(const scenario::Scenario& sc) {
     est.terms.push_back({"attention gradients (dO, dQ fp32, dK, dV)",
                          q + 2 * q + kv + tokens * hq * kFp32Bytes});
   }
+  if (const double scores = unfused_scores_stage_bytes(sc, 1, 1); scores > 0 && sc.mode != scenario::Mode::Prefill)
+    est.terms.push_back({kUnfusedScoresTerm, scores});
   est.terms.push_back({"context-parallel buffers", cp_buffer_bytes(sc) * tr.micro_batch});
   est.terms.push_back({"CUDA context, NCCL buffers, allocator slack", 3e9});
   finish_memory_estimate(est, sc.platform.gpu.memory_bytes);

@@ -1,5 +1,7 @@
 #include "model/transformer.hpp"
 
+#include "model/unfused_attention.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -321,6 +323,13 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   const int in_flight = std::min(p.pp, tr.micro_batches);  // 1F1B: stage 0 holds pp micro-batches
   const double act = stage_activation_bytes(sc, layers_stage, in_flight);
   est.terms.push_back({"activations", act});
+  // The unfused attention path's s x s scores, a term of their own (stage 0's full-attention
+  // layers; memory.cpp recounts them per stage).
+  int full_layers = 0;
+  for (int i = 0; i < std::min(layers_stage, m.layers); ++i)
+    if (layer_kind(m, i) == scenario::LayerKind::FullAttention) ++full_layers;
+  if (const double scores = unfused_scores_stage_bytes(sc, full_layers, in_flight); scores > 0)
+    est.terms.push_back({kUnfusedScoresTerm, scores});
 
   // Logits on the last stage: bf16 logits plus the fp32 copy the loss upcasts to; the chunked
   // loss holds one chunk of them at a time.

@@ -10,9 +10,11 @@ namespace cpsim::scenario {
 
 /// Auto: the best available for the GPU's architecture (FA3 on Hopper, FA2 on Ampere/Ada,
 /// cuDNN on Blackwell). Fa2/Fa3: FlashAttention-2/3; Cudnn: cuDNN's fused attention;
-/// Flex: PyTorch FlexAttention (Triton-generated).
-enum class AttnImpl : uint8_t { Auto, Fa2, Fa3, Cudnn, Flex };
-inline constexpr std::string_view kAttnImplNames[] = {"auto", "fa2", "fa3", "cudnn", "flex"};
+/// Flex: PyTorch FlexAttention (Triton-generated). Unfused: no attention kernel, the s x s
+/// scores materialised between batched GEMMs (Megatron `--attention-backend unfused`, PyTorch's
+/// math SDPA backend; model/unfused_attention.hpp).
+enum class AttnImpl : uint8_t { Auto, Fa2, Fa3, Cudnn, Flex, Unfused };
+inline constexpr std::string_view kAttnImplNames[] = {"auto", "fa2", "fa3", "cudnn", "flex", "unfused"};
 
 enum class GpuArch : uint8_t { Ampere, Ada, Hopper, Blackwell };
 inline constexpr std::string_view kGpuArchNames[] = {"ampere", "ada", "hopper", "blackwell"};

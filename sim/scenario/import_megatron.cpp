@@ -42,7 +42,7 @@ const std::map<std::string, Arity>& known() {
       {"recompute-granularity", Arity::One}, {"recompute-method", Arity::One},
       {"recompute-num-layers", Arity::One}, {"optimizer-cpu-offload", Arity::Flag},
       {"optimizer-offload-fraction", Arity::One}, {"fp8-format", Arity::One}, {"fp8", Arity::Flag}, {"fp8-recipe", Arity::One},
-      {"bf16", Arity::Flag}, {"fp16", Arity::Flag},
+      {"bf16", Arity::Flag}, {"fp16", Arity::Flag}, {"attention-backend", Arity::One},
       // model
       {"num-layers", Arity::One}, {"hidden-size", Arity::One}, {"num-attention-heads", Arity::One},
       {"group-query-attention", Arity::Flag}, {"num-query-groups", Arity::One},
@@ -447,6 +447,23 @@ MegatronImport import_megatron(const std::vector<std::string>& raw, const std::s
 
   const std::string attention = cp > 1 ? attention_entry(a, cp, notes) : "";
   if (cp == 1 && a.get("cp-comm-type")) notes.push_back("--cp-comm-type: no effect with --context-parallel-size 1");
+  // --attention-backend (megatron/core/transformer/enums.py AttnBackend): unfused is TE's
+  // UnfusedDotProductAttention, local Megatron-Core's own DotProductAttention, both the
+  // unfused path; fused is TE's cuDNN FusedAttention, flash TE's FlashAttention (FA2 unless
+  // flash-attn 3 is installed); auto leaves the choice to the stack (cost.attention_kernel auto).
+  std::string kernel;
+  if (const auto b = a.str("attention-backend")) {
+    if (*b == "unfused" || *b == "local") kernel = "unfused";
+    else if (*b == "fused") kernel = "cudnn";
+    else if (*b == "flash") kernel = "fa2";
+    else if (*b != "auto")
+      a.fail(a.get("attention-backend")->values[0], "attention-backend",
+             "expected flash, fused, unfused, local or auto, got '" + *b + "'");
+    if (kernel == "unfused" && cp > 1)
+      a.fail(a.get("attention-backend")->values[0], "attention-backend",
+             "'" + *b + "' runs without context parallelism (DotProductAttention asserts context_parallel_size == 1), "
+             "but --context-parallel-size is " + std::to_string(cp));
+  }
   const ModelOut model = model_entry(a, out_dir, notes);
   const int64_t seq = a.need("seq-length", 1, "it is the training sequence length");
   const int64_t mbs = a.integer("micro-batch-size", 1).value_or(1);
@@ -555,6 +572,8 @@ MegatronImport import_megatron(const std::vector<std::string>& raw, const std::s
   if (const auto b = a.integer("ddp-bucket-size", 1))
     o << "  dp_bucket: " << *b * (a.flag("grad-reduce-in-bf16") ? 2 : 4) << "\n";
   o << attention;
+  if (!kernel.empty())
+    o << "cost:\n  attention_kernel: " << kernel << "  # --attention-backend " << *a.str("attention-backend") << "\n";
   o << "simulation:\n  scope: step\n";
   out.yaml = o.str();
   return out;

@@ -504,6 +504,27 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
       s.cost.attention_kernel = AttnImpl::Fa2;
   }
 
+  s.cost.stack = s.training.stack;
+  // Neither framework runs the unfused path under context parallelism: Megatron-Core's
+  // DotProductAttention asserts context_parallel_size == 1 ("Context parallelism is only
+  // supported by TEDotProductAttention!"), and PyTorch's context_parallel dispatches only the
+  // flash, efficient and cuDNN SDPA kernels.
+  if (s.cost.attention_kernel == AttnImpl::Unfused && s.parallel.cp > 1) {
+    const Node* v = cost.get("attention_kernel");
+    const std::string msg = "unfused attention runs without context parallelism (Megatron's DotProductAttention "
+                            "asserts context_parallel_size == 1; PyTorch's context_parallel has no math-SDPA path); "
+                            "parallel.cp is " + std::to_string(s.parallel.cp) + ": set parallel.cp: 1 or a fused kernel";
+    if (v) fail_at(*v, msg);
+  }
+  // FlashAttention-2 and -3 take head dims up to 256 (flash_api.cpp: "FlashAttention forward
+  // only supports head dimension at most 256"): a larger one is refused, not priced as if run.
+  const AttnImpl k = s.cost.attention_kernel;
+  if ((k == AttnImpl::Fa2 || k == AttnImpl::Fa3) && s.model.head_dim > 256)
+    if (const Node* v = cost.get("attention_kernel"))
+      fail_at(*v, std::string(impl_name(k)) + " takes head dims up to 256 (FlashAttention's flash_api.cpp); model " +
+                      s.model.name + " has head_dim " + std::to_string(s.model.head_dim) +
+                      ": use unfused (what TransformerEngine falls back to) or cudnn");
+
   std::vector<const Node*> rank_keys;
   s.perturb = read_perturb(or_empty(r.get("perturb")), s.platform, rank_keys);
 

@@ -407,6 +407,8 @@ struct CostSpec {
   /// The attention kernel the run calls (auto: the best for the GPU's architecture); picks the
   /// bundled profile <gpu>-<impl>-*.csv, the tile shapes and the roofline plateau.
   AttnImpl attention_kernel = AttnImpl::Auto;
+  /// training.stack, copied at load: how the unfused path runs (Megatron's or PyTorch's).
+  Stack stack = Stack::MegatronTe;
 };
 
 /// A fully resolved scenario.

@@ -217,4 +217,15 @@ TEST(ImportMegatron, PartialRecomputeAndOptimizerOffload) {
                    1.0);
 }
 
+// --attention-backend unfused / local run the unfused path; it refuses context parallelism.
+TEST(ImportMegatron, AttentionBackendUnfused) {
+  const std::string base = kLlama8b + "--nnodes 1 --nproc-per-node 8 ";
+  EXPECT_EQ(load(base + "--attention-backend unfused").cost.attention_kernel, AttnImpl::Unfused);
+  EXPECT_EQ(load(base + "--attention-backend local").cost.attention_kernel, AttnImpl::Unfused);
+  EXPECT_EQ(load(base + "--attention-backend fused").cost.attention_kernel, AttnImpl::Cudnn);
+  const std::string e = error_of(base + "--context-parallel-size 2 --attention-backend unfused");
+  EXPECT_NE(e.find("without context parallelism"), std::string::npos) << e;
+  EXPECT_NE(error_of(base + "--attention-backend magic").find("expected flash, fused"), std::string::npos);
+}
+
 }  // namespace CPSIM_TEST_TU
