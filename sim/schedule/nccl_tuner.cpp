@@ -354,7 +354,8 @@ P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, i
     // (one here), or more to reach the NIC's bandwidth at kP2pChannelNetBps each:
     // max(1, divUp((int)netBw, 14)) = 4 for a 400 Gb/s NIC, 2 for 200 Gb/s.
     const int nic_GBps = static_cast<int>(spec.nic.bw_Bps / 1e9);
-    per_peer = std::max(1, (nic_GBps + 13) / 14);
+    const int channel_GBps = static_cast<int>(kP2pChannelNetBps / 1e9);
+    per_peer = std::max(1, (nic_GBps + channel_GBps - 1) / channel_GBps);
   }
   if (spec.intra == scenario::IntraFabric::NVSwitch && comm.ppn > 1)
     per_peer = std::min(per_peer, 2 * std::max(1, static_cast<int>(intra_GBps(spec) / nvlink_link_GBps(nc.arch))));
