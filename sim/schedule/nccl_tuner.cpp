@@ -314,6 +314,15 @@ namespace {
 constexpr double kP2pLLThreshold = 16384;     // enqueue.cc NCCL_P2P_LL_THRESHOLD
 constexpr double kP2pNetChunk = 128.0 * 1024;  // init.cc NCCL_P2P_NET_CHUNKSIZE (1 << 17)
 constexpr int kSteps = 8;                      // device.h NCCL_STEPS: slots per channel
+// paths.cc NCCL_P2P_PER_CHANNEL_NET_BW (default 14 GB/s, NCCL 2.29.2 on): what NCCL counts one
+// p2p channel to carry through the network; it gives a network peer as many channels as the
+// GPU's NICs need at that rate. One channel reaching no more is what sendrecv rings measure where
+// NCCL gives a peer a single channel: 14.5-14.7 GB/s on B200 + CX-7 NDR from 16 to 64 nodes
+// (together-nccl-tests B200 sendrecv-p2p-scaling) and 18.3 GB/s on GH200 + Slingshot at 8 nodes,
+// back to the NIC's 24.2 with NCCL_NCHANNELS_PER_NET_PEER=4 (NCCL issue #1272).
+constexpr double kP2pChannelNetBps = 14e9;
+// device.h NCCL_MAX_DEV_WORK_P2P_PER_BATCH: p2p operations one channel takes per round.
+constexpr int kP2pPerBatch = 8;
 
 /// topo.h ncclTopoNVLinkBw: NCCL's bandwidth per NVLink, GB/s, by the tuner's arch index
 /// (SM70 20, SM80 20, SM90 20.6, SM100 40.1).
@@ -339,17 +348,40 @@ P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, i
   // and 16 p2p channels per peer for its 8 searched (issue #892), 2 H20 nodes of 2 GPUs 8 coll
   // channels and 2 per peer (issue #1189).
   const int p2pn = pow2_up(std::clamp(2 * ring_graph(spec, comm).channels, 1, kMaxChannels));
-  int need = p2pn;
+  int per_peer = kMaxChannels;
   if (comm.nodes > 1) {
-    int net = 2;  // NCCL_NCHANNELS_PER_NET_PEER auto: 2 per NIC, fewer in large communicators
-    while (net * comm.n > p2pn * 4 && net > 1) net /= 2;
-    need = std::min(need, std::max(1, net));  // one NIC per GPU: getLocalNetCountByBw = 1
+    // paths.cc ncclTopoGetNchannels (NCCL 2.29): a network peer gets a channel per local NIC
+    // (one here), or more to reach the NIC's bandwidth at kP2pChannelNetBps each:
+    // max(1, divUp((int)netBw, 14)) = 4 for a 400 Gb/s NIC, 2 for 200 Gb/s.
+    const int nic_GBps = static_cast<int>(spec.nic.bw_Bps / 1e9);
+    const int channel_GBps = static_cast<int>(kP2pChannelNetBps / 1e9);
+    per_peer = std::max(1, (nic_GBps + channel_GBps - 1) / channel_GBps);
   }
   if (spec.intra == scenario::IntraFabric::NVSwitch && comm.ppn > 1)
-    need = std::min(need, 2 * std::max(1, static_cast<int>(intra_GBps(spec) / nvlink_link_GBps(nc.arch))));
+    per_peer = std::min(per_peer, 2 * std::max(1, static_cast<int>(intra_GBps(spec) / nvlink_link_GBps(nc.arch))));
   else if (comm.ppn > 1)
-    need = std::min(need, 2);  // a PCIe peer
-  plan.channels = std::min(pow2_up(need), p2pn);
+    per_peer = std::min(per_peer, 2);  // a PCIe peer
+  per_peer = pow2_up(std::min(per_peer, kMaxChannels));
+  if (comm.nodes > 1) {
+    // paths.cc ncclTopoComputeP2pChannels: across nodes the network is the bottleneck, so the
+    // channels per peer halve until every peer fits one round of the communicator's p2p channels
+    // (kP2pPerBatch operations per channel): 4 per peer up to 32 ranks on 16 p2p channels,
+    // 2 at 64, 1 from 128.
+    while (per_peer * ((comm.n + kP2pPerBatch - 1) / kP2pPerBatch) > p2pn && per_peer > 1) per_peer /= 2;
+  } else {
+    per_peer = std::min(per_peer, p2pn);
+  }
+  // enqueue.cc scheduleP2pTasksToPlan / addP2pToPlan: an operation starts on nChannelsMin (the
+  // per-peer channels halved until every rank fits the p2p channels once) or fewer, one per
+  // half step (64 KiB across nodes, 16 KiB in one), and doubles while a part is over a step
+  // (128 KiB across nodes, 32 steps in one), up to the channels per peer.
+  int ch_min = per_peer;
+  while (ch_min * comm.n > p2pn && ch_min > 1) ch_min /= 2;
+  const double min_part = comm.nodes > 1 ? kP2pNetChunk / 2 : kP2pNetChunk / 8;
+  const double max_part = comm.nodes > 1 ? kP2pNetChunk : kP2pNetChunk * 32;
+  int ch = std::max(1, std::min(ch_min, static_cast<int>(std::ceil(bytes / min_part))));
+  while (std::max(min_part, bytes / ch) > max_part && ch <= per_peer / 2) ch *= 2;
+  plan.channels = ch;
   plan.protocol = bytes / plan.channels <= kP2pLLThreshold ? Protocol::LL : Protocol::Simple;
   const int p = plan.protocol == Protocol::LL ? 0 : 2;
   plan.latency_s = nc.p2p_latency_s;
@@ -359,7 +391,8 @@ P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, i
     const double nic_Bps = spec.nic.bw_Bps * spec.nic.efficiency;
     const double round_trip_s = nc.hop_net_s[2] + kP2pNetChunk / nic_Bps + nc.hop_net_s[0];
     const double window_Bps = plan.channels * kSteps * kP2pNetChunk / round_trip_s;
-    plan.max_Bps = plan.max_Bps > 0 ? std::min(plan.max_Bps, window_Bps) : window_Bps;
+    const double channel_Bps = std::min(window_Bps, plan.channels * kP2pChannelNetBps);
+    plan.max_Bps = plan.max_Bps > 0 ? std::min(plan.max_Bps, channel_Bps) : channel_Bps;
   }
   return plan;
 }

@@ -1,5 +1,6 @@
-// NCCL's send/recv as cpsim prices it (p2p_plan): channels per peer from paths.cc, LL up to
-// NCCL_P2P_LL_THRESHOLD, the network transport's step latency and its slot window; and which
+// NCCL's send/recv as cpsim prices it (p2p_plan): channels per peer from paths.cc and enqueue.cc,
+// 14 GB/s per channel through the network, LL up to NCCL_P2P_LL_THRESHOLD, the network
+// transport's step latency and its slot window; and which
 // rail a CP neighbour's K,V leave on, which the scenario's rank order decides.
 #include <gtest/gtest.h>
 
@@ -31,45 +32,54 @@ std::vector<int> stride(int n, int step) {
 
 }  // namespace
 
-TEST(P2pPlan, APairAcrossTwoNodesRunsTwoChannelsThroughTheNetTransport) {
+TEST(P2pPlan, APairAcrossTwoNodesRunsFourChannelsThroughTheNetTransport) {
   const Topology t = cluster(2);
   const GroupShape pair = group_shape(t, {0, 8});
   const P2pPlan big = p2p_plan(t, pair, 0, 8, 1e9);
   EXPECT_TRUE(big.network);
-  EXPECT_EQ(big.channels, 2);  // NCCL_NCHANNELS_PER_NET_PEER's 2
+  // paths.cc: divUp(50 GB/s NDR, NCCL_P2P_PER_CHANNEL_NET_BW 14) = 4 channels per net peer.
+  EXPECT_EQ(big.channels, 4);
   EXPECT_EQ(big.protocol, Protocol::Simple);
   // p2p launch 2.5 us + tuning.cc's Simple network step 14 us.
   EXPECT_NEAR(big.latency_s, 16.5e-6, 1e-12);
-  // 2 channels x 8 slots x 128 KiB per (14 us + 128 KiB at 47 GB/s + 2.7 us): 107.6 GB/s,
-  // above the NIC's 47, so an NDR pair is NIC-bound.
+  // 4 channels at 14 GB/s each: 56 GB/s, under the 4-channel slot window
+  // (4 x 8 x 128 KiB per 14 us + 128 KiB at 47 GB/s + 2.7 us) and above the NIC's 47.
   const double rt = 14e-6 + 131072 / 47e9 + 2.7e-6;
-  EXPECT_NEAR(big.max_Bps, 2 * 8 * 131072 / rt, 1e3);
-  EXPECT_GT(big.max_Bps, 47e9);
-  // 32 KiB over 2 channels is 16 KiB each: LL, whose network step is 2.7 us.
-  const P2pPlan small = p2p_plan(t, pair, 0, 8, 32768);
+  EXPECT_LT(4 * 14e9, 4 * 8 * 131072 / rt);
+  EXPECT_NEAR(big.max_Bps, 4 * 14e9, 1e3);
+  // enqueue.cc: an operation starts on one channel per 64 KiB across nodes, so 16 KiB and
+  // 32 KiB both run on one channel, and LL takes up to 16 KiB per channel.
+  const P2pPlan small = p2p_plan(t, pair, 0, 8, 16384);
+  EXPECT_EQ(small.channels, 1);
   EXPECT_EQ(small.protocol, Protocol::LL);
   EXPECT_NEAR(small.latency_s, 5.2e-6, 1e-12);
-  EXPECT_EQ(p2p_plan(t, pair, 0, 8, 32769).protocol, Protocol::Simple);
+  EXPECT_EQ(p2p_plan(t, pair, 0, 8, 16385).protocol, Protocol::Simple);
+  EXPECT_EQ(p2p_plan(t, pair, 0, 8, 32768).channels, 1);
+  // Parts double while over one 128 KiB step: 256 KiB runs on 2, 512 KiB and up on 4.
+  EXPECT_EQ(p2p_plan(t, pair, 0, 8, 262144).channels, 2);
+  EXPECT_EQ(p2p_plan(t, pair, 0, 8, 524288).channels, 4);
 }
 
-TEST(P2pPlan, LargeCommunicatorsGetOneChannelPerNetworkPeer) {
-  // A CP group of 32, one rank per node: its ring search finds 2 channels (one NDR rail at
-  // 48 GB/s, doubled), 4 collective channels, so NCCL halves the 2 channels per net peer while
-  // 2 x 32 > 4 x 4: one.
+TEST(P2pPlan, ChannelsPerNetworkPeerHalveAsTheCommunicatorGrowsAndEachCarries14GBps) {
+  // A CP group of 32, one rank per node: its ring search finds 2 channels (one NDR rail,
+  // doubled), 4 p2p channels; 4 per peer x divUp(32, 8) peers per round > 4 halves them to 1.
   const Topology t = cluster(32);
   const GroupShape cp = group_shape(t, stride(32, 8));
   const P2pPlan p = p2p_plan(t, cp, 0, 8, 64e6);
   EXPECT_EQ(p.channels, 1);
-  EXPECT_NEAR(p.max_Bps, 8 * 131072 / (14e-6 + 131072 / 47e9 + 2.7e-6), 1e3);
-  // nccl-tests on 2 nodes x 8 GPUs: 8 searched ring channels, 16 collective ones, 2 x 16 <
-  // 4 x 16, so 2 stay, for every peer, NVLink ones included (the smallest any peer needs).
-  // On 16 nodes (128 ranks) 2 x 128 > 4 x 32: one.
-  const Topology two = cluster(2);
-  const GroupShape all = group_shape(two, stride(16, 1));
-  EXPECT_EQ(p2p_plan(two, all, 7, 8, 64e6).channels, 2);
-  EXPECT_EQ(p2p_plan(two, all, 0, 1, 64e6).channels, 2);
-  const Topology sixteen = cluster(16);
-  EXPECT_EQ(p2p_plan(sixteen, group_shape(sixteen, stride(128, 1)), 7, 8, 64e6).channels, 1);
+  EXPECT_NEAR(p.max_Bps, 14e9, 1e3);
+  // nccl-tests sendrecv over every GPU, 8 per node, 16 p2p channels: 4 per peer x
+  // divUp(n, 8) stays within 16 up to 32 ranks, halves to 2 at 64 and to 1 from 128; the
+  // smallest any peer needs holds for NVLink peers too.
+  const struct { int nodes, channels; } rows[] = {{2, 4}, {4, 4}, {8, 2}, {16, 1}, {64, 1}};
+  for (const auto& r : rows) {
+    const Topology c = cluster(r.nodes);
+    const GroupShape all = group_shape(c, stride(8 * r.nodes, 1));
+    const P2pPlan net = p2p_plan(c, all, 7, 8, 64e6);
+    EXPECT_EQ(net.channels, r.channels) << r.nodes << " nodes";
+    EXPECT_NEAR(net.max_Bps, r.channels * 14e9, 1e3) << r.nodes << " nodes";
+    EXPECT_EQ(p2p_plan(c, all, 0, 1, 64e6).channels, r.channels) << r.nodes << " nodes";
+  }
 }
 
 TEST(P2pPlan, WithinANodeThePairKeepsThePlatformsNvlinkFigures) {
@@ -82,14 +92,13 @@ TEST(P2pPlan, WithinANodeThePairKeepsThePlatformsNvlinkFigures) {
   EXPECT_DOUBLE_EQ(p.max_Bps, t.spec().nccl.p2p_max_Bps);
 }
 
-TEST(P2pPlan, TheWindowBindsWhereTheNicOutrunsOneChannel) {
-  // An 800 Gb/s NIC (100 x 0.94 GB/s) behind a 32-node CP group's single channel per peer:
-  // 8 x 128 KiB per 14 + 1.39 + 2.7 us = 58 GB/s, under the NIC.
-  const Topology t = cluster(32, 100e9);
-  const P2pPlan p = p2p_plan(t, group_shape(t, stride(32, 8)), 0, 8, 1e9);
-  EXPECT_EQ(p.channels, 1);
-  EXPECT_LT(p.max_Bps, 0.94 * 100e9);
-  EXPECT_NEAR(p.max_Bps, 8 * 131072 / (14e-6 + 131072 / 94e9 + 2.7e-6), 1e3);
+TEST(P2pPlan, AFasterNicGetsMoreChannelsPerPeer) {
+  // An 800 Gb/s NIC (100 GB/s): divUp(100, 14) = 8 channels per net peer on a 2-node pair,
+  // 112 GB/s of channels, so the NIC (94 GB/s) binds, not one channel's 14.
+  const Topology t = cluster(2, 100e9);
+  const P2pPlan p = p2p_plan(t, group_shape(t, {0, 8}), 0, 8, 1e9);
+  EXPECT_EQ(p.channels, 8);
+  EXPECT_GT(p.max_Bps, 0.94 * 100e9);
 }
 
 TEST(CpRail, MegatronOrderPutsACpNeighbourOnTheSameRailOfTheNextNode) {
