@@ -86,6 +86,7 @@ void search_axes(const std::string& path, const std::vector<std::string>& sets, 
     c.status.clear();
     c.why.clear();
     c.analytic_s = c.simgrid_s = -1;
+    c.estimate_s = 0;  // the layout's bound prices its own precision and stack, not this variant's
     c.analytic_wall_s = c.simgrid_wall_s = c.analytic_start_s = c.simgrid_start_s = -1;
     const std::string old_suffix = axis_suffix(base.axis_values);
     c.label = base.label.substr(0, base.label.size() - old_suffix.size());
