@@ -9,6 +9,7 @@
 #include "app/progress.hpp"
 #include "app/simulate.hpp"
 #include "app/work_limit.hpp"
+#include "model/memory_verdict.hpp"
 #include "support/safe_write.hpp"
 #include "scenario/index_list.hpp"
 #include "scenario/load.hpp"
@@ -105,7 +106,12 @@ void register_run(CLI::App& app, int& rc) {
         std::cout << "  does not fit; `cpsim memory " << support::shell_quote(args->scenario) << "` lists what does";
         if (!changes.empty() && changes.front().memory.fits)
           std::cout << ", e.g. " << changes.front().what << " ("
-                    << fmt("%.1f GB", changes.front().memory.peak_bytes / 1e9) << "):\n"
+                    << fmt("%.1f GB", changes.front().memory.peak_bytes / 1e9)
+                    << (model::memory_fit(changes.front().memory.peak_bytes, changes.front().memory.capacity_bytes) ==
+                                model::MemoryFit::Tight
+                            ? ", tight"
+                            : "")
+                    << "):\n"
                     << "    " << run_line(args->scenario, changes.front().sets);
         std::cout << "\n";
       }
