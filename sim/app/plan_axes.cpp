@@ -151,7 +151,16 @@ void search_axes(const std::string& path, const std::vector<std::string>& sets, 
       ok.push_back(ids[k]);
     }
   };
-  const std::vector<size_t> best(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(std::min(keep, ok.size())));
+  std::vector<size_t> best(ok.begin(), ok.begin() + static_cast<std::ptrdiff_t>(std::min(keep, ok.size())));
+  // The overlap helps only at TP > 1: the best such layout is tried too, so that a TP layout a
+  // Megatron user would run with --tp-comm-overlap is not judged without it.
+  const bool overlap = std::any_of(axes.begin(), axes.end(), [](const Axis& a) { return a.name == "tp_comm_overlap"; });
+  if (overlap && std::none_of(best.begin(), best.end(), [&](size_t i) { return res.all[i].tp > 1; }))
+    for (size_t i : ok)
+      if (res.all[i].tp > 1) {
+        best.push_back(i);
+        break;
+      }
   for (size_t b : best) {
     // One axis at a time from the scenario's values.
     std::vector<std::vector<size_t>> one;

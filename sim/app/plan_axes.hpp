@@ -32,7 +32,8 @@ std::vector<Axis> free_axes(const std::string& path, const std::vector<std::stri
 /// " on fp8-delayed torch-compile": what a candidate's label gets for its axis values.
 std::string axis_suffix(const std::vector<std::string>& values);
 
-/// Tries the axes on the `keep` best of `ok` (indices into res.all, best first), adds each
+/// Tries the axes on the `keep` best of `ok` (indices into res.all, best first) and, when the
+/// overlap is an axis and none of those has TP > 1, on the best layout with TP > 1; adds each
 /// variant to res.all (ranked ones to `ok`, others with their status and why) and re-sorts
 /// `ok` by throughput. Candidates' `sets` reproduce each variant with `cpsim run`.
 void search_axes(const std::string& path, const std::vector<std::string>& sets, const Options& opt,

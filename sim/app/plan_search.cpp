@@ -31,8 +31,9 @@ using scenario::Recompute;
 std::string str(int v) { return std::to_string(v); }
 
 /// Layouts the axes beyond the layout are tried on (plan_axes.hpp): the best two, so that a
-/// change of precision or stack that helps one layout more than another can reorder them, at
-/// 2 x (1 + sum of (values - 1)) steps at most (14 on an H100 with every axis free).
+/// change of precision or stack that helps one layout more than another can reorder them
+/// (and the best with TP > 1 for the overlap), at 1 + sum of (values - 1) steps a layout at
+/// most (7 on an H100 with every axis free).
 constexpr size_t kAxisLayouts = 2;
 
 /// FlashAttention's query/key block (128 rows on Hopper and Ampere, flash_fwd_kernel's kBlockM).
