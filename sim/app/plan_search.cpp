@@ -530,9 +530,18 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   const std::vector<size_t> verified = verifiable(ok, est_bytes, limit, opt.verify, res.all);  // into ok
   runs.clear();
   for (size_t k : verified) {
-    scenario::Scenario s = loaded[scenario_of[ok[k]]];
-    s.training.recompute = res.all[ok[k]].recompute;
-    s.parallel.zero_stage = res.all[ok[k]].zero_stage;
+    const Candidate& c = res.all[ok[k]];
+    scenario::Scenario s;
+    if (c.variant_of != SIZE_MAX) {  // an axis variant: its own overrides (plan_axes.hpp)
+      auto all = sets;
+      all.insert(all.end(), c.sets.begin(), c.sets.end());
+      all.push_back("simulation.scope=step");
+      s = scenario::load_scenario(path, all);
+    } else {
+      s = loaded[scenario_of[ok[k]]];
+      s.training.recompute = c.recompute;
+      s.parallel.zero_stage = c.zero_stage;
+    }
     s.simulation.engine = scenario::EngineKind::SimGrid;
     runs.push_back(s);
   }

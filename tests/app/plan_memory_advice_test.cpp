@@ -79,8 +79,9 @@ TEST_F(PlanMemoryAdvice, NothingFitsSoTheSmallestMeshIsNamedAndEveryChangeSavesM
 }
 
 TEST_F(PlanMemoryAdvice, PlanBudgetsNinetyFivePercentSearchesFreeAxesAndShowsProgress) {
-  const std::string base = kCpsim + " plan scenarios/llama3-8b-128k-4nodes.yaml --gpus 8 --budget 4 --verify 0";
-  const Output o = in_source(base + " --progress --json " + p("p.json"));
+  const std::string plan = kCpsim + " plan scenarios/llama3-8b-128k-4nodes.yaml --gpus 8 --budget 4";
+  const std::string base = plan + " --verify 0";
+  const Output o = in_source(plan + " --progress --verify 1 --json " + p("p.json"));
   ASSERT_EQ(o.rc, 0) << o.text;
   // Not a terminal: with --progress, one line per stage on stderr.
   EXPECT_NE(o.text.find("cpsim: plan: whole steps (analytic)"), std::string::npos) << o.text;
@@ -104,6 +105,10 @@ TEST_F(PlanMemoryAdvice, PlanBudgetsNinetyFivePercentSearchesFreeAxesAndShowsPro
     break;
   }
   EXPECT_TRUE(variant) << o.text;
+  // SimGrid verifies a variant as its own scenario: within a few percent of the analytic step.
+  const json& best = j["ranked"][0];
+  ASSERT_FALSE(best["simgrid_step_s"].is_null()) << o.text;
+  EXPECT_NEAR(best["simgrid_step_s"].get<double>() / best["analytic_step_s"].get<double>(), 1.0, 0.1) << best.dump();
   // Without --progress and not on a terminal: nothing on stderr.
   const Output quiet = in_source(base + " 2>&1 >/dev/null");
   EXPECT_EQ(quiet.text, "");
