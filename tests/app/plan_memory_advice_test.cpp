@@ -116,6 +116,8 @@ TEST_F(PlanMemoryAdvice, PlanBudgetsNinetyFivePercentSearchesFreeAxesAndShowsPro
   const Output full = in_source(base + " --memory-budget 100% --json " + p("f.json"));
   ASSERT_EQ(full.rc, 0) << full.text;
   EXPECT_DOUBLE_EQ(load("f.json")["memory_budget_bytes"].get<double>(), load("f.json")["capacity_bytes"].get<double>());
+  // There a layout within 5 % of HBM ranks, marked tight in the table (CP 8 at ZeRO 1: 82.8 GB).
+  EXPECT_NE(full.text.find("82.8 tight"), std::string::npos) << full.text;
   EXPECT_EQ(in_source(base + " --memory-budget 120%").rc, 2);
 }
 
