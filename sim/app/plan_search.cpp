@@ -483,9 +483,6 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
     }
     const std::vector<StepOutcome> st = bounded_steps(runs, opt, batch_bytes, &workers, batch);
     res.step_runs += static_cast<int>(runs.size());
-    if (opt.progress)
-      opt.progress->status(str(res.step_runs) + " steps run" +
-                           (best < 1e300 ? fmt(", best %.0f tokens/s so far", 1 / best) : std::string()));
     for (size_t b = 0; b < batch.size(); ++b) {
       auto& c = res.all[batch[b]];
       // As one candidate at a time would decide, whatever the round's size (it grows with -j):
@@ -505,6 +502,9 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
       ok.push_back(batch[b]);
       best = std::min(best, c.analytic_s / c.tokens_per_step);
     }
+    if (opt.progress)
+      opt.progress->status(str(res.step_runs) + " steps run" +
+                           (best < 1e300 ? fmt(", best %.0f tokens/s so far", 1 / best) : std::string()));
   }
   auto by_tps = [&](size_t a, size_t b) {
     const double ta = res.all[a].tokens_per_s(), tb = res.all[b].tokens_per_s();
