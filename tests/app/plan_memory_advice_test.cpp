@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "support/cli.hpp"
 #include "support/temp_dir.hpp"
@@ -119,6 +120,30 @@ TEST_F(PlanMemoryAdvice, PlanBudgetsNinetyFivePercentSearchesFreeAxesAndShowsPro
   // There a layout within 5 % of HBM ranks, marked tight in the table (CP 8 at ZeRO 1: 82.8 GB).
   EXPECT_NE(full.text.find("82.8 tight"), std::string::npos) << full.text;
   EXPECT_EQ(in_source(base + " --memory-budget 120%").rc, 2);
+}
+
+TEST_F(PlanMemoryAdvice, PlanSearchesTheStackOnlyWhenTheScenarioLeavesItFree) {
+  // The bundled scenario without its training.stack line: the stack becomes an axis.
+  std::string yaml;
+  {
+    std::istringstream in(slurp(kSource + "/scenarios/llama3-8b-128k-4nodes.yaml"));
+    for (std::string line; std::getline(in, line);)
+      if (line.find("stack:") == std::string::npos) yaml += line + "\n";
+  }
+  write(dir_ / "free.yaml", yaml);
+  const Output o = in_source(kCpsim + " plan " + p("free.yaml") + " --gpus 8 --budget 4 --verify 0 --json " + p("s.json"));
+  ASSERT_EQ(o.rc, 0) << o.text;
+  const json j = load("s.json");
+  EXPECT_EQ(j["axes"], json({"tp_comm_overlap", "precision", "stack"}));
+  EXPECT_TRUE(j["axes_not_searched"].empty()) << j["axes_not_searched"];
+  bool other_stack = false;
+  for (const auto& c : j["candidates"]) other_stack |= c["axes"][2] != "megatron-te";
+  EXPECT_TRUE(other_stack);
+  // Pinned by --set, it is not searched.
+  const Output pinned = in_source(kCpsim + " plan " + p("free.yaml") +
+                                  " --set training.stack=torch-compile --gpus 8 --budget 4 --verify 0 --json " + p("q.json"));
+  ASSERT_EQ(pinned.rc, 0) << pinned.text;
+  EXPECT_EQ(load("q.json")["axes"], json({"tp_comm_overlap", "precision"}));
 }
 
 }  // namespace CPSIM_TEST_TU
