@@ -14,9 +14,11 @@
 #include "app/memory_advice.hpp"
 #include "app/simulate.hpp"
 #include "model/memory.hpp"
+#include "model/memory_verdict.hpp"
 #include "report/output.hpp"
 #include "scenario/enum_names.hpp"
 #include "scenario/load.hpp"
+#include "support/shell_quote.hpp"
 #include "schedule/attention.hpp"
 
 namespace cpsim::app {
@@ -75,7 +77,9 @@ std::string table(const std::vector<model::RankClassMemory>& classes) {
     });
   row("total", [](const model::RankClassMemory& c) { return fmt("%.2f", c.memory.peak_bytes / 1e9); });
   row("capacity", [](const model::RankClassMemory& c) { return fmt("%.2f", c.memory.capacity_bytes / 1e9); });
-  row("fits", [](const model::RankClassMemory& c) { return std::string(c.memory.fits ? "yes" : "NO"); });
+  row("fits", [](const model::RankClassMemory& c) {
+    return std::string(model::memory_fit_word(model::memory_fit(c.memory.peak_bytes, c.memory.capacity_bytes)));
+  });
   return os;
 }
 
@@ -111,6 +115,7 @@ void register_memory(CLI::App& app, int& rc) {
     // Step times with the analytic engine, the scenario itself first, so a change's cost reads
     // as a slowdown. Each in its own child (the SimGrid engine must stay unbound).
     double base_step = -1;
+    MeshFit mesh;  // when nothing listed fits: the fewest GPUs that would hold it
     if (!args->no_simulate && !peak.fits) {
       std::vector<scenario::Scenario> runs;
       std::vector<size_t> which;
@@ -151,11 +156,14 @@ void register_memory(CLI::App& app, int& rc) {
                 << (args->no_simulate ? "" : "; step time from the analytic engine") << "):\n";
       if (base_step > 0) std::cout << "  as given (OOM)" << fmt("  step %.3f s\n", base_step);
       bool any = false;
+      size_t w = 44;  // the changes' column: as wide as the longest, so the figures line up
+      for (const auto& c : changes) w = std::max(w, c.what.size());
       for (const auto& c : changes) {
         if (!c.memory.fits) continue;
         any = true;
-        std::cout << "  " << pad(c.what, 44) << fmt(" %6.1f GB", c.memory.peak_bytes / 1e9) << "  "
-                  << c.gpus << " GPUs";
+        const bool tight = model::memory_fit(c.memory.peak_bytes, c.memory.capacity_bytes) == model::MemoryFit::Tight;
+        std::cout << "  " << pad(c.what, w) << fmt(" %6.1f GB", c.memory.peak_bytes / 1e9) << (tight ? " (tight)" : "")
+                  << "  " << c.gpus << " GPUs";
         if (c.step_time_s > 0) {
           // Changes such as PP bring more micro-batches: compare time per sequence.
           const double per_seq = c.step_time_s / c.sequences_per_step;
@@ -168,7 +176,21 @@ void register_memory(CLI::App& app, int& rc) {
       if (!any) {
         std::cout << "  none of the single or paired changes fits; closest:\n";
         for (const auto& c : changes)
-          std::cout << "  " << pad(c.what, 44) << fmt(" %6.1f GB", c.memory.peak_bytes / 1e9) << "\n";
+          std::cout << "  " << pad(c.what, w) << fmt(" %6.1f GB", c.memory.peak_bytes / 1e9)
+                    << fmt(" (saves %.1f GB)", (peak.peak_bytes - c.memory.peak_bytes) / 1e9) << "\n";
+        mesh = smallest_fitting_mesh(args->scenario, args->sets, sc);
+        if (mesh.found) {
+          std::cout << "smallest mesh that fits with " << fmt("%.0f %%", 100 * model::kTightHeadroom)
+                    << " headroom (memory model): " << mesh.gpus << " GPUs (" << mesh.nodes << " node"
+                    << (mesh.nodes > 1 ? "s" : "") << "): TP " << mesh.tp << ", CP " << mesh.cp << ", PP "
+                    << mesh.pp << ", DP " << mesh.dp << ", ZeRO " << mesh.zero_stage << ", recompute "
+                    << recompute_name(mesh.recompute) << fmt(": %.1f GB", mesh.memory.peak_bytes / 1e9)
+                    << fmt(" of %.1f GB\n", mesh.memory.capacity_bytes / 1e9) << "      "
+                    << run_line(args->scenario, mesh.sets) << "\n  the fastest layout on " << mesh.gpus
+                    << " GPUs: cpsim plan " << support::shell_quote(args->scenario) << " --gpus " << mesh.gpus << "\n";
+        } else {
+          std::cout << "no mesh of up to " << mesh.largest_gpus_tried << " GPUs fits it (memory model)\n";
+        }
       }
     }
     if (!args->json.empty()) {
@@ -197,6 +219,11 @@ void register_memory(CLI::App& app, int& rc) {
                       {"fits", c.memory.fits}, {"gpus", c.gpus}, {"sequences_per_step", c.sequences_per_step},
                       {"step_time_s", c.step_time_s > 0 ? nlohmann::json(c.step_time_s) : nlohmann::json()}});
       j["changes"] = ch;
+      if (mesh.found)
+        j["smallest_mesh"] = {{"gpus", mesh.gpus}, {"nodes", mesh.nodes}, {"tp", mesh.tp}, {"cp", mesh.cp},
+                              {"pp", mesh.pp}, {"dp", mesh.dp}, {"zero_stage", mesh.zero_stage},
+                              {"recompute", recompute_name(mesh.recompute)}, {"sets", mesh.sets},
+                              {"peak_bytes", mesh.memory.peak_bytes}};
       try {
         report::write_atomic(args->json, j.dump(2) + "\n");
       } catch (const std::exception& e) {

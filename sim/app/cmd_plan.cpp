@@ -10,7 +10,9 @@
 #include "app/text_format.hpp"
 #include "app/commands.hpp"
 #include "app/memory_advice.hpp"
+#include "app/plan_report.hpp"
 #include "app/plan_search.hpp"
+#include "app/progress.hpp"
 #include "app/work_limit.hpp"
 #include "report/output.hpp"
 #include "scenario/load.hpp"
@@ -18,6 +20,12 @@
 namespace cpsim::app {
 
 namespace {
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
 
 struct PlanArgs {
   std::string scenario;
@@ -27,11 +35,12 @@ struct PlanArgs {
   std::string max_memory;
   plan::Options opt;
   int top = 10;
+  bool progress = false;
 };
 
 nlohmann::json candidate_json(const plan::Candidate& c) {
   auto num = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(); };
-  return {{"label", c.label}, {"status", c.status}, {"why", c.why}, {"sets", c.sets},
+  return {{"label", c.label}, {"status", c.status}, {"why", c.why}, {"sets", c.sets}, {"axes", c.axis_values},
           {"tp", c.tp}, {"cp", c.cp}, {"pp", c.pp}, {"dp", c.dp}, {"virtual_stages", c.vstages},
           {"micro_batches", c.micro_batches}, {"zero_stage", c.zero_stage},
           {"peak_bytes", c.peak_bytes}, {"attention_layer_s", num(c.attention_layer_s)},
@@ -54,7 +63,9 @@ void register_plan(CLI::App& app, int& rc) {
                   "whole-step simulations at most, best lower bound first (default 48)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--memory-budget", args->memory_budget,
-                  "per-GPU memory a layout may use, e.g. 70GB (default: the GPU's capacity)");
+                  "per-GPU memory a layout may use, e.g. 70GB or 100% (default: 95% of the GPU's memory)");
+  cmd->add_flag("--progress", args->progress,
+                "show the search's progress on stderr even when it is not a terminal (one line per stage)");
   cmd->add_option("--max-memory", args->max_memory,
                   "this machine's memory for the simulations, e.g. 16GiB: the children running at once "
                   "share it, and a layout whose graph needs more is not simulated (default: three quarters "
@@ -72,7 +83,16 @@ void register_plan(CLI::App& app, int& rc) {
     plan::Options opt = args->opt;
     plan::Result res;
     try {
-      if (!args->memory_budget.empty()) opt.memory_budget_bytes = scenario::parse_bytes(args->memory_budget);
+      const std::string& mb = args->memory_budget;
+      if (!mb.empty() && mb.back() == '%') {
+        size_t used = 0;
+        const double pct = std::stod(mb.substr(0, mb.size() - 1), &used);
+        if (used != mb.size() - 1 || !(pct > 0 && pct <= 100))
+          throw std::invalid_argument("expected a percentage of the GPU's memory in (0, 100], got '" + mb + "'");
+        opt.memory_budget_fraction = pct / 100;
+      } else if (!mb.empty()) {
+        opt.memory_budget_bytes = scenario::parse_bytes(mb);
+      }
     } catch (const std::exception& e) {
       std::cerr << "error: --memory-budget: " << e.what() << "\n";
       rc = 2;
@@ -89,9 +109,12 @@ void register_plan(CLI::App& app, int& rc) {
       return;
     }
     scenario::Scenario sc;
+    Progress progress(args->progress || progress_wanted(false), !stderr_is_terminal());
+    opt.progress = &progress;
     try {
       sc = scenario::load_scenario(args->scenario, args->sets);
       res = plan::search(args->scenario, args->sets, opt);
+      progress.finish();
     } catch (const scenario::InputError& e) {
       std::cerr << e.what() << "\n";
       rc = 2;
@@ -123,16 +146,15 @@ void register_plan(CLI::App& app, int& rc) {
               << fmt(" (enumeration and memory %.1f s", res.stage_wall_s[0])
               << fmt(", attention layers %.1f s", res.stage_wall_s[1]) << fmt(", steps %.1f s", res.stage_wall_s[2])
               << fmt(", SimGrid %.1f s)\n", res.stage_wall_s[3]);
-    const double peak = sc.platform.gpu.peak_flops;
-    std::printf("%-4s %-48s %8s %10s %10s %11s %6s\n", "rank", "layout", "mem GB", "analytic s", "SimGrid s",
-                "tokens/s", "MFU");
-    for (size_t k = 0; k < res.ranked.size() && static_cast<int>(k) < args->top; ++k) {
-      const auto& c = res.all[res.ranked[k]];
-      const double mfu = c.step_s() > 0 ? c.model_flops / (c.step_s() * opt.gpus * peak) : 0;
-      std::printf("%-4zu %-48s %8.1f %10.3f %10s %11.0f %5.1f%%\n", k + 1, c.label.c_str(), c.peak_bytes / 1e9,
-                  c.analytic_s, c.simgrid_s > 0 ? fmt("%.3f", c.simgrid_s).c_str() : "-", c.tokens_per_s(),
-                  100 * mfu);
-    }
+    const double capacity = sc.platform.gpu.memory_bytes;
+    std::cout << "  memory budget " << fmt("%.1f GB", res.memory_budget_bytes / 1e9) << " per GPU"
+              << (opt.memory_budget_bytes > 0 ? std::string(" (--memory-budget)")
+                                              : fmt(" (%.0f %%", 100 * opt.memory_budget_fraction) +
+                                                    fmt(" of %.1f GB; --memory-budget)", capacity / 1e9))
+              << "; searched beyond the layout: "
+              << (res.axes.empty() ? std::string("nothing") : join(res.axes, ", ")) << "\n";
+    for (const auto& n : res.axes_not_searched) std::cout << "  not searched: " << n << "\n";
+    std::cout << plan::ranked_table(res, args->top, sc.platform.gpu.peak_flops, opt.gpus, capacity);
     std::cout.flush();
     if (!res.ranked.empty()) {
       const auto& best = res.all[res.ranked.front()];
@@ -149,18 +171,7 @@ void register_plan(CLI::App& app, int& rc) {
     } else {
       std::cout << "no layout fits and runs; see the reasons below\n";
     }
-    // Why the others lost: the first few of each kind, in enumeration order.
-    std::cout << "why the others lost (first 3 of each kind; --json lists all):\n";
-    for (const char* st : {"oom", "invalid", "dominated", "screened", "bounded", "budget", "too_big", "failed", "ranked"}) {
-      int shown = 0;
-      for (size_t k = 0; k < res.all.size() && shown < 3; ++k) {
-        const auto& c = res.all[k];
-        if (c.status != st || c.why.empty()) continue;
-        if (res.ranked.size() > 0 && &c == &res.all[res.ranked.front()]) continue;
-        std::cout << "  " << st << ": " << c.label << ": " << c.why << "\n";
-        shown++;
-      }
-    }
+    std::cout << plan::why_lost(res);
     if (!args->json.empty()) {
       nlohmann::json j;
       j["scenario"] = args->scenario;
@@ -181,6 +192,9 @@ void register_plan(CLI::App& app, int& rc) {
                                 {"simgrid_start_s", c.simgrid_wall_s >= 0 ? nlohmann::json(c.simgrid_start_s) : nlohmann::json()}});
       j["child_wall_s"] = child_wall;
       j["counts"] = counts;
+      j["memory_budget_bytes"] = res.memory_budget_bytes;
+      j["axes"] = res.axes;
+      j["axes_not_searched"] = res.axes_not_searched;
       j["compute_probes"] = res.compute_probes;
       j["capacity_bytes"] = sc.platform.gpu.memory_bytes;
       nlohmann::json ranked = nlohmann::json::array(), all = nlohmann::json::array();

@@ -5,9 +5,11 @@
 #include "app/command_errors.hpp"
 #include "app/commands.hpp"
 #include "app/memory_advice.hpp"
+#include "app/text_format.hpp"
 #include "app/progress.hpp"
 #include "app/simulate.hpp"
 #include "app/work_limit.hpp"
+#include "model/memory_verdict.hpp"
 #include "support/safe_write.hpp"
 #include "scenario/index_list.hpp"
 #include "scenario/load.hpp"
@@ -110,7 +112,12 @@ void register_run(CLI::App& app, int& rc) {
         std::cout << "  does not fit; `cpsim memory " << support::shell_quote(args->scenario) << "` lists what does";
         if (!changes.empty() && changes.front().memory.fits)
           std::cout << ", e.g. " << changes.front().what << " ("
-                    << static_cast<int>(changes.front().memory.peak_bytes / 1e8) / 10.0 << " GB):\n"
+                    << fmt("%.1f GB", changes.front().memory.peak_bytes / 1e9)
+                    << (model::memory_fit(changes.front().memory.peak_bytes, changes.front().memory.capacity_bytes) ==
+                                model::MemoryFit::Tight
+                            ? ", tight"
+                            : "")
+                    << "):\n"
                     << "    " << run_line(args->scenario, changes.front().sets);
         std::cout << "\n";
       }

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
+#include "model/memory_verdict.hpp"
+#include "scenario/enum_names.hpp"
 #include "scenario/load.hpp"
 #include "support/shell_quote.hpp"
 
@@ -60,7 +63,8 @@ std::vector<MemoryChange> singles(const scenario::Scenario& sc) {
   // know; the loader drops the candidate when it does not.
   c.push_back(change("chunked loss", {"training.loss=chunked"}));
   grow("cp", "CP", p.cp, {});
-  grow("tp", "TP", p.tp, {});
+  // TP stays inside a node (its all-reduces sit on the critical path; `cpsim plan` alike).
+  if (2 * p.tp <= std::max(1, sc.platform.gpus_per_node)) grow("tp", "TP", p.tp, {});
   if (2 * p.pp <= sc.model.layers)
     grow("pp", "PP", p.pp, {"training.micro_batches=" + str(std::max(tr.micro_batches, 4 * p.pp))});
   return c;
@@ -84,6 +88,32 @@ MemoryChange merge(const MemoryChange& a, const MemoryChange& b) {
     }
   for (const auto& k : order) m.sets.push_back(k + "=" + kv[k]);
   return m;
+}
+
+std::vector<int> divisors(int n) {
+  std::vector<int> d, high;
+  for (int i = 1; static_cast<int64_t>(i) * i <= n; ++i)
+    if (n % i == 0) {
+      d.push_back(i);
+      if (i != n / i) high.push_back(n / i);
+    }
+  d.insert(d.end(), high.rbegin(), high.rend());
+  return d;
+}
+
+/// A saving under this prints as 0.0 GB in every table: no saving.
+constexpr double kNoSaving = 0.05e9;
+
+/// Whether two changes set one key (other than the nodes and micro-batches that follow from
+/// the mesh): "ZeRO 1 -> 2" and "ZeRO 1 -> 3" are alternatives, not a pair.
+bool same_key(const MemoryChange& a, const MemoryChange& b) {
+  auto key = [](const std::string& s) { return s.substr(0, s.find('=')); };
+  for (const auto& x : a.sets)
+    for (const auto& y : b.sets) {
+      const std::string k = key(x);
+      if (k == key(y) && k != "platform.nodes" && k != "training.micro_batches") return true;
+    }
+  return false;
 }
 
 bool evaluate(const std::string& path, const std::vector<std::string>& base_sets, MemoryChange& m) {
@@ -121,17 +151,20 @@ std::vector<MemoryChange> memory_changes(const std::string& path,
                                          const std::vector<std::string>& base_sets,
                                          const scenario::Scenario& sc, bool combine) {
   std::vector<MemoryChange> ok;
+  const double base = model::peak_rank_memory(sc).peak_bytes;
   const auto one = singles(sc);
   std::vector<MemoryChange> valid;
   for (auto m : one)
-    if (evaluate(path, base_sets, m)) valid.push_back(m);
+    if (evaluate(path, base_sets, m) && base - m.memory.peak_bytes >= kNoSaving) valid.push_back(m);
   ok = valid;
   const bool any_fits = std::any_of(ok.begin(), ok.end(), [](const auto& m) { return m.memory.fits; });
   if (combine && !any_fits) {
     for (size_t i = 0; i < valid.size(); ++i)
       for (size_t j = i + 1; j < valid.size(); ++j) {
+        if (same_key(valid[i], valid[j])) continue;
         auto m = merge(valid[i], valid[j]);
-        if (evaluate(path, base_sets, m)) ok.push_back(m);
+        const double alone = std::max(base - valid[i].memory.peak_bytes, base - valid[j].memory.peak_bytes);
+        if (evaluate(path, base_sets, m) && base - m.memory.peak_bytes >= alone + kNoSaving) ok.push_back(m);
       }
   }
   std::stable_sort(ok.begin(), ok.end(), [](const MemoryChange& a, const MemoryChange& b) {
@@ -140,6 +173,86 @@ std::vector<MemoryChange> memory_changes(const std::string& path,
     return a.memory.peak_bytes < b.memory.peak_bytes;
   });
   return ok;
+}
+
+MeshFit smallest_fitting_mesh(const std::string& path, const std::vector<std::string>& base_sets,
+                              const scenario::Scenario& sc) {
+  MeshFit out;
+  const int gpn = std::max(1, sc.platform.gpus_per_node);
+  const double cap = sc.platform.gpu.memory_bytes;
+  const int layers = std::max(1, sc.model.layers);
+  // Whole nodes up to kMaxNodes, at most kMaxEvaluations memory estimates (microseconds each):
+  // a model that fits nowhere below that is past what the memory model's layouts can hold.
+  constexpr int kMaxNodes = 4096;
+  constexpr long kMaxEvaluations = 2'000'000;
+  long evaluations = 0;
+  const scenario::Recompute given_rc = sc.training.recompute;
+  std::vector<scenario::Recompute> rcs = {given_rc};
+  if (given_rc != scenario::Recompute::Full) rcs.push_back(scenario::Recompute::Full);
+  for (int nodes = 1; nodes <= kMaxNodes && evaluations < kMaxEvaluations; ++nodes) {
+    const int w = nodes * gpn;
+    out.largest_gpus_tried = w;
+    struct Fit {
+      int z, rc, tp, pp, cp;
+      scenario::Scenario s;
+    };
+    std::vector<Fit> fits;
+    for (int tp : divisors(gpn)) {
+      if (w % tp) continue;
+      for (int pp : divisors(w / tp)) {
+        if (pp > layers) break;
+        for (int cp : divisors(w / tp / pp)) {
+          for (int z = sc.parallel.zero_stage; z <= 3; ++z)
+            for (size_t r = 0; r < rcs.size(); ++r) {
+              scenario::Scenario s = sc;
+              s.parallel.tp = tp;
+              s.parallel.cp = cp;
+              s.parallel.pp = pp;
+              s.parallel.dp = w / tp / pp / cp;
+              s.parallel.zero_stage = z;
+              s.parallel.virtual_stages = 1;
+              s.training.recompute = rcs[r];
+              if (pp > 1) s.training.micro_batches = std::max(sc.training.micro_batches, 4 * pp);
+              s.platform.nodes = nodes;
+              ++evaluations;
+              if (model::memory_fit(model::peak_rank_memory(s).peak_bytes, cap) == model::MemoryFit::Fits)
+                fits.push_back({z, static_cast<int>(r), -tp, pp, cp, s});
+            }
+        }
+      }
+    }
+    std::stable_sort(fits.begin(), fits.end(), [](const Fit& a, const Fit& b) {
+      return std::tie(a.z, a.rc, a.tp, a.pp, a.cp) < std::tie(b.z, b.rc, b.tp, b.pp, b.cp);
+    });
+    for (const Fit& f : fits) {
+      const auto& p = f.s.parallel;
+      std::vector<std::string> sets = {"platform.nodes=" + str(nodes), "parallel.tp=" + str(p.tp),
+                                       "parallel.cp=" + str(p.cp), "parallel.pp=" + str(p.pp),
+                                       "parallel.dp=" + str(p.dp), "parallel.virtual_stages=1",
+                                       "parallel.zero_stage=" + str(p.zero_stage),
+                                       std::string("training.recompute=") +
+                                           scenario::name_of(f.s.training.recompute, scenario::kRecomputeNames)};
+      if (p.pp > 1) sets.push_back("training.micro_batches=" + str(f.s.training.micro_batches));
+      MemoryChange m = change("", sets);
+      // The loader's own checks (heads by TP, tokens by CP, ...) decide what the loop skipped.
+      if (!evaluate(path, base_sets, m) ||
+          model::memory_fit(m.memory.peak_bytes, m.memory.capacity_bytes) != model::MemoryFit::Fits)
+        continue;
+      out.found = true;
+      out.gpus = w;
+      out.nodes = nodes;
+      out.tp = p.tp;
+      out.cp = p.cp;
+      out.pp = p.pp;
+      out.dp = p.dp;
+      out.zero_stage = p.zero_stage;
+      out.recompute = f.s.training.recompute;
+      out.sets = m.sets;
+      out.memory = m.memory;
+      return out;
+    }
+  }
+  return out;
 }
 
 }  // namespace cpsim::app

@@ -23,12 +23,33 @@ struct MemoryChange {
 /// Candidate single changes for `sc` (those that can lower a term): higher ZeRO stages, full
 /// recomputation, sequence parallelism, micro-batch 1, chunked loss (kept only if the loader
 /// knows the key), doubling CP, TP or PP (with the nodes that needs). When `combine` and no
-/// single change fits, also every pair of them. Each is re-loaded from `path` with `base_sets`
-/// plus its own; ones the loader rejects are dropped. Returned fitting ones first, then by GPUs,
-/// then by peak memory; deterministic.
+/// single change fits, also the pairs of changes to two different keys (never two ZeRO stages).
+/// Each is re-loaded from `path` with `base_sets` plus its own; ones the loader rejects are
+/// dropped, and so are those that save no memory (under 0.05 GB, what the tables print as 0.0)
+/// and pairs that save no more than one of their halves alone. Returned fitting ones first,
+/// then by GPUs, then by peak memory; deterministic.
 std::vector<MemoryChange> memory_changes(const std::string& path,
                                          const std::vector<std::string>& base_sets,
                                          const scenario::Scenario& sc, bool combine = true);
+
+/// The smallest mesh on which the scenario's model fits (found = false when none within the
+/// search's bound): the fewest GPUs, in whole nodes, for which some TP x CP x PP x DP (TP inside
+/// a node), ZeRO stage (the scenario's or higher) and recomputation (the scenario's or full)
+/// leaves model::kTightHeadroom of the GPU's memory free. Of the fitting layouts at that size
+/// the one with the lowest ZeRO stage, then the scenario's recomputation, then the widest TP,
+/// the fewest pipeline stages and the smallest CP. Re-loaded from `path` like any input, so the
+/// layout is one `cpsim run` accepts. Memory model only: `cpsim plan --gpus N` ranks by speed.
+struct MeshFit {
+  bool found = false;
+  int gpus = 0, nodes = 0;
+  int tp = 1, cp = 1, pp = 1, dp = 1, zero_stage = 0;
+  scenario::Recompute recompute = scenario::Recompute::None;
+  std::vector<std::string> sets;  ///< the overrides that select it
+  model::MemoryEstimate memory;
+  int largest_gpus_tried = 0;     ///< the bound when none was found
+};
+MeshFit smallest_fitting_mesh(const std::string& path, const std::vector<std::string>& base_sets,
+                              const scenario::Scenario& sc);
 
 /// "--set a=1 --set b=2", each setting shell-quoted.
 std::string sets_text(const std::vector<std::string>& sets);

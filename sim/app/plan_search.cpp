@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "app/layer_probe.hpp"
+#include "app/plan_axes.hpp"
 #include "app/plan_steps.hpp"
 #include "app/simulate.hpp"
 #include "app/work_limit.hpp"
@@ -28,6 +29,12 @@ using scenario::Layout;
 using scenario::Recompute;
 
 std::string str(int v) { return std::to_string(v); }
+
+/// Layouts the axes beyond the layout are tried on (plan_axes.hpp): the best two, so that a
+/// change of precision or stack that helps one layout more than another can reorder them
+/// (and the best with TP > 1 for the overlap), at 1 + sum of (values - 1) steps a layout at
+/// most (7 on an H100 with every axis free).
+constexpr size_t kAxisLayouts = 2;
 
 /// FlashAttention's query/key block (128 rows on Hopper and Ampere, flash_fwd_kernel's kBlockM).
 constexpr int kAttentionTile = 128;
@@ -84,7 +91,7 @@ std::string scheme_label(const Candidate& c) {
 void finish_label(Candidate& c) {
   c.label = "tp" + str(c.tp) + " cp" + str(c.cp) + " pp" + str(c.pp) + " dp" + str(c.dp) + " v" +
             str(c.vstages) + " m" + str(c.micro_batches) + " " + (c.cp > 1 ? scheme_label(c) : "-") +
-            " rc=" + recompute_key(c.recompute) + " z" + str(c.zero_stage);
+            " rc=" + recompute_key(c.recompute) + " z" + str(c.zero_stage) + axis_suffix(c.axis_values);
 }
 
 /// Overrides for the structure (without recompute and ZeRO).
@@ -124,6 +131,10 @@ void flops(const scenario::Scenario& sc, Candidate& c, double& factor) {
 
 }  // namespace
 
+double memory_budget(const Options& opt, double capacity_bytes) {
+  return opt.memory_budget_bytes > 0 ? opt.memory_budget_bytes : opt.memory_budget_fraction * capacity_bytes;
+}
+
 double Candidate::tokens_per_s() const {
   const double t = step_s();
   return t > 0 ? tokens_per_step / t : 0;
@@ -142,6 +153,14 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   if (opt.gpus < 1) throw std::invalid_argument("--gpus must be at least 1");
   res.nodes = (opt.gpus + gpn - 1) / gpn;
   const int layers = given.model.layers;
+  // The axes beyond the layout that the scenario leaves free; every layout first takes the
+  // scenario's own value of each (plan_axes.hpp).
+  const std::vector<Axis> axes = free_axes(path, sets, given, res.axes_not_searched);
+  std::vector<std::string> own_values;
+  for (const Axis& a : axes) {
+    res.axes.push_back(a.name);
+    own_values.push_back(a.values.front().label);
+  }
 
   // Stage 1: structures through the loader.
   std::vector<Candidate> structures;
@@ -167,6 +186,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
           // A tiny share stands once for all its schemes (the ring's label), screened unloaded.
           const std::vector<Candidate> variants = tiny ? std::vector<Candidate>(1) : attention_variants(tp, cp, gpn);
           for (Candidate c : variants) {
+            c.axis_values = own_values;
             c.tp = tp;
             c.cp = cp;
             c.pp = pp;
@@ -210,8 +230,8 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   std::vector<size_t> alive;
   std::vector<size_t> scenario_of;  // index into loaded for each entry of res.all (or npos)
   scenario_of.assign(res.all.size(), SIZE_MAX);
-  const double budget_bytes =
-      opt.memory_budget_bytes > 0 ? opt.memory_budget_bytes : given.platform.gpu.memory_bytes;
+  const double budget_bytes = memory_budget(opt, given.platform.gpu.memory_bytes);
+  res.memory_budget_bytes = budget_bytes;
   for (size_t si = 0; si < structures.size(); ++si) {
     std::vector<size_t> mine;
     for (Recompute rc : {Recompute::None, Recompute::Selective, Recompute::Full})
@@ -229,7 +249,8 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
         finish_label(c);
         if (mem.peak_bytes > budget_bytes) {
           c.status = "oom";
-          c.why = fmt("%.1f GB", mem.peak_bytes / 1e9) + fmt(" > %.1f GB", budget_bytes / 1e9);
+          c.why = fmt("%.1f GB", mem.peak_bytes / 1e9) + fmt(" > %.1f GB budget", budget_bytes / 1e9) +
+                  fmt(" (over by %.1f GB)", (mem.peak_bytes - budget_bytes) / 1e9);
         }
         res.all.push_back(c);
         scenario_of.push_back(si);
@@ -255,6 +276,8 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   }
 
   lap(res.stage_wall_s[0]);
+  if (opt.progress) opt.progress->phase("plan: " + str(static_cast<int>(alive.size())) + " of " +
+                                        str(static_cast<int>(res.all.size())) + " candidates fit; attention layers");
 
   // Stage 3: one attention layer per (TP, CP, scheme) that has survivors.
   std::map<std::string, std::vector<size_t>> by_scheme;  // "tp cp scheme" -> candidates
@@ -411,6 +434,8 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
       step.push_back(i);
     }
   res.compute_probes = static_cast<int>(probes.size());
+  if (opt.progress) opt.progress->phase("plan: whole steps (analytic), up to " + str(opt.budget) + " of " +
+                                        str(static_cast<int>(step.size())));
   auto per_token = [&](size_t i) { return res.all[i].estimate_s / res.all[i].tokens_per_step; };
   std::stable_sort(step.begin(), step.end(), [&](size_t a, size_t b) {
     const double ea = per_token(a), eb = per_token(b);
@@ -477,12 +502,27 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
       ok.push_back(batch[b]);
       best = std::min(best, c.analytic_s / c.tokens_per_step);
     }
+    if (opt.progress)
+      opt.progress->status(str(res.step_runs) + " steps run" +
+                           (best < 1e300 ? fmt(", best %.0f tokens/s so far", 1 / best) : std::string()));
   }
   auto by_tps = [&](size_t a, size_t b) {
     const double ta = res.all[a].tokens_per_s(), tb = res.all[b].tokens_per_s();
     return ta != tb ? ta > tb : res.all[a].label < res.all[b].label;
   };
   std::stable_sort(ok.begin(), ok.end(), by_tps);
+  if (!axes.empty() && !ok.empty()) {
+    if (opt.progress) opt.progress->phase("plan: " + [&] {
+      std::string n;
+      for (const auto& a : res.axes) n += (n.empty() ? "" : ", ") + a;
+      return n;
+    }() + " on the best " + str(static_cast<int>(std::min<size_t>(kAxisLayouts, ok.size()))) + " layouts");
+    search_axes(path, sets, opt, axes, kAxisLayouts, res, ok);
+    // A variant's graph is its layout's (the same ops, priced otherwise).
+    est_bytes.resize(res.all.size(), 0.0);
+    for (size_t i = 0; i < res.all.size(); ++i)
+      if (res.all[i].variant_of < i) est_bytes[i] = est_bytes[res.all[i].variant_of];
+  }
 
   lap(res.stage_wall_s[2]);
 
@@ -490,9 +530,18 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   const std::vector<size_t> verified = verifiable(ok, est_bytes, limit, opt.verify, res.all);  // into ok
   runs.clear();
   for (size_t k : verified) {
-    scenario::Scenario s = loaded[scenario_of[ok[k]]];
-    s.training.recompute = res.all[ok[k]].recompute;
-    s.parallel.zero_stage = res.all[ok[k]].zero_stage;
+    const Candidate& c = res.all[ok[k]];
+    scenario::Scenario s;
+    if (c.variant_of != SIZE_MAX) {  // an axis variant: its own overrides (plan_axes.hpp)
+      auto all = sets;
+      all.insert(all.end(), c.sets.begin(), c.sets.end());
+      all.push_back("simulation.scope=step");
+      s = scenario::load_scenario(path, all);
+    } else {
+      s = loaded[scenario_of[ok[k]]];
+      s.training.recompute = c.recompute;
+      s.parallel.zero_stage = c.zero_stage;
+    }
     s.simulation.engine = scenario::EngineKind::SimGrid;
     runs.push_back(s);
   }
@@ -502,6 +551,7 @@ Result search(const std::string& path, const std::vector<std::string>& sets, con
   // again alone after the others: 61 s for three children of 16, 17 and 44 s.
   std::vector<double> verify_est;
   for (size_t k : verified) verify_est.push_back(est_bytes[ok[k]]);
+  if (opt.progress) opt.progress->phase("plan: SimGrid on the best " + str(static_cast<int>(runs.size())));
   const std::vector<StepOutcome> sg = bounded_steps(runs, opt, verify_est);
   res.simgrid_runs = static_cast<int>(runs.size());
   lap(res.stage_wall_s[3]);

@@ -26,9 +26,11 @@
 /// OOM killer; a layout estimated over kEstimateMargin x the whole is "too_big" without a child.
 /// Throughput (tokens/s) ranks the layouts, since DP and micro-batches change the tokens per
 /// step. Deterministic: fixed enumeration order, ties broken by the label.
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "app/progress.hpp"
 #include "scenario/specs.hpp"
 
 namespace cpsim::app::plan {
@@ -40,6 +42,10 @@ struct Candidate {
   int ulysses_degree = 0, inner_ring = 0;
   scenario::Recompute recompute = scenario::Recompute::Full;
   int zero_stage = 1;
+  /// Values of the axes searched beyond the layout (Result::axes order), e.g. {"on", "fp8-delayed",
+  /// "megatron-te"}; empty when none was searched.
+  std::vector<std::string> axis_values;
+  size_t variant_of = SIZE_MAX;   ///< for an axis variant (plan_axes.hpp): its layout's index in all
   std::vector<std::string> sets;  ///< overrides that reproduce it with `cpsim run`
   std::string label;              ///< "tp1 cp8 pp2 dp1 v1 m8 ring-zigzag rc=full z3"
   /// "ranked", "invalid", "oom", "dominated", "screened", "bounded", "budget", "too_big", "failed"
@@ -71,17 +77,28 @@ struct Options {
   /// > 0: sequences per step held fixed (dp x micro_batch x micro_batches); 0: micro-batches
   /// 4 x pp per DP replica (1 without PP), and throughput decides.
   int global_batch = 0;
-  double memory_budget_bytes = 0;  ///< 0 = the GPU's capacity
+  /// Per-GPU memory a layout may use: > 0 bytes, else memory_budget_fraction of the GPU's
+  /// memory (default 1 - model::kTightHeadroom: a tight fit is not a fit to plan on).
+  double memory_budget_bytes = 0;
+  double memory_budget_fraction = 0.95;
   /// This machine's memory for the simulations: the children running at once share it; one
   /// over its share runs alone, one over all of it is "too_big". 0: app::default_plan_memory()
   /// for the children at once, app::default_max_memory() for one.
   double max_memory_bytes = 0;
+  /// Where the search says which stage it is in and how far (stderr; may be null).
+  Progress* progress = nullptr;
 };
 
 struct Result {
   std::vector<Candidate> all;      ///< every candidate, enumeration order
   std::vector<size_t> ranked;      ///< indices into all: verified (by SimGrid) first, then analytic
   int nodes = 0;                   ///< the platform nodes the search used
+  double memory_budget_bytes = 0;  ///< per GPU, what "oom" was measured against
+  /// The axes searched beyond the layout ("tp_comm_overlap", "precision", "stack"): the
+  /// scenario keys it does not pin, on the best layouts (plan_axes.hpp); and why the others
+  /// were not ("training.stack: set by the scenario").
+  std::vector<std::string> axes;
+  std::vector<std::string> axes_not_searched;
   int structures = 0;              ///< layouts loaded through the loader
   int attention_runs = 0, step_runs = 0, simgrid_runs = 0;
   int compute_probes = 0;  ///< stage 4's layer builds for the compute bound and graph size (probe_layer)
@@ -89,6 +106,9 @@ struct Result {
   /// the analytic steps (4), SimGrid (5). Where a search's time goes, for `--json` and the table.
   double stage_wall_s[4] = {0, 0, 0, 0};
 };
+
+/// The per-GPU memory budget of `opt` on a GPU of `capacity_bytes`.
+double memory_budget(const Options& opt, double capacity_bytes);
 
 /// Throws std::invalid_argument for impossible options (gpus not a multiple that the platform
 /// can hold, ...) and scenario::InputError when the scenario itself does not load.

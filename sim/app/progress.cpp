@@ -11,12 +11,16 @@ namespace {
 // completed op batch would cost more than the replay on small graphs).
 constexpr double kQuietFirstS = 1.0;
 constexpr double kRedrawS = 0.25;
+// In a log a status line every few seconds says the run is alive without flooding it.
+constexpr double kLineEveryS = 5.0;
 }  // namespace
 
-bool progress_wanted(bool quiet) { return !quiet && ::isatty(STDERR_FILENO) == 1; }
+bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
-Progress::Progress(bool enabled)
-    : enabled_(enabled), start_(std::chrono::steady_clock::now()), last_(start_) {}
+bool progress_wanted(bool quiet) { return !quiet && stderr_is_terminal(); }
+
+Progress::Progress(bool enabled, bool lines)
+    : enabled_(enabled), lines_(lines), start_(std::chrono::steady_clock::now()), last_(start_) {}
 
 Progress::~Progress() { finish(); }
 
@@ -24,6 +28,8 @@ void Progress::phase(const std::string& name) {
   phase_ = name;
   draw(name, true);
 }
+
+void Progress::status(const std::string& text) { draw(phase_.empty() ? text : phase_ + ": " + text, false); }
 
 void Progress::replay(double sim_s, size_t done, size_t total) {
   if (!enabled_) return;
@@ -37,6 +43,13 @@ void Progress::draw(const std::string& text, bool force) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   const double since_start = std::chrono::duration<double>(now - start_).count();
+  if (lines_) {
+    if (!force && std::chrono::duration<double>(now - last_).count() < kLineEveryS) return;
+    last_ = now;
+    std::fprintf(stderr, "cpsim: %s  [%.0f s]\n", text.c_str(), since_start);
+    std::fflush(stderr);
+    return;
+  }
   if (since_start < kQuietFirstS) return;
   if (!force && std::chrono::duration<double>(now - last_).count() < kRedrawS) return;
   last_ = now;

@@ -1,4 +1,5 @@
 #include "model/memory.hpp"
+#include "model/memory_verdict.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -96,8 +97,7 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
   auto sorted = est.terms;
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const MemoryTerm& a, const MemoryTerm& c) { return a.bytes > c.bytes; });
-  est.verdict = (est.fits ? "fits: " : "OOM: ") + gb(est.peak_bytes) + " of " +
-                gb(est.capacity_bytes) + " per GPU";
+  est.verdict = memory_verdict(est.peak_bytes, est.capacity_bytes);
   if (!sorted.empty()) est.verdict += "; largest: " + sorted[0].name + " " + gb(sorted[0].bytes);
   if (sorted.size() > 1) est.verdict += ", " + sorted[1].name + " " + gb(sorted[1].bytes);
   return est;

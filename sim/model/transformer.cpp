@@ -1,4 +1,5 @@
 #include "model/transformer.hpp"
+#include "model/memory_verdict.hpp"
 
 #include "model/unfused_attention.hpp"
 
@@ -398,8 +399,7 @@ void finish_memory_estimate(MemoryEstimate& est, double capacity_bytes) {
   auto sorted = est.terms;
   std::sort(sorted.begin(), sorted.end(),
             [](const MemoryTerm& a, const MemoryTerm& b) { return a.bytes > b.bytes; });
-  est.verdict = (est.fits ? "fits: " : "OOM: ") + gb(est.peak_bytes) + " of " +
-                gb(est.capacity_bytes) + " per GPU; largest: " + sorted[0].name + " " +
+  est.verdict = memory_verdict(est.peak_bytes, est.capacity_bytes) + "; largest: " + sorted[0].name + " " +
                 gb(sorted[0].bytes) + ", " + sorted[1].name + " " + gb(sorted[1].bytes);
 }
 

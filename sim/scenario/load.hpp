@@ -44,6 +44,11 @@ std::string data_dir();
 /// Loads a scenario file, applying `overrides` ("key.path=value", YAML value syntax) first.
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 
+/// Whether the scenario file at `path`, with `overrides` applied, writes the key at `key_path`
+/// ("training.precision"), as opposed to leaving it to its default. Throws InputError as
+/// load_scenario does.
+bool key_given(const std::string& path, const std::vector<std::string>& overrides, const std::string& key_path);
+
 /// Parses scenario text (for tests and sweeps); `file` is only used in messages.
 Scenario parse_scenario(const std::string& text, const std::string& file,
                         const std::vector<std::string>& overrides = {});

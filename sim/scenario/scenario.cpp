@@ -549,4 +549,18 @@ Scenario load_scenario(const std::string& path, const std::vector<std::string>& 
   return build_scenario(root, path, true);
 }
 
+bool key_given(const std::string& path, const std::vector<std::string>& overrides, const std::string& key_path) {
+  using namespace detail;
+  Node root = parse_file(path, nullptr, "scenario");
+  for (const auto& o : overrides) apply_override(root, o, "<--set>", scenario_preset_paths());
+  const Node* n = &root;
+  for (size_t i = 0; n;) {
+    const size_t dot = key_path.find('.', i);
+    n = n->is_map() ? n->find(key_path.substr(i, dot == std::string::npos ? std::string::npos : dot - i)) : nullptr;
+    if (dot == std::string::npos) break;
+    i = dot + 1;
+  }
+  return n != nullptr;
+}
+
 }  // namespace cpsim::scenario
