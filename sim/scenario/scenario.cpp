@@ -398,7 +398,7 @@ void cross_check(const Scenario& s, const Node& root, const ParallelNodes& pn, c
 
 Scenario build_scenario(const Node& root, const std::string& file, bool cross_checks) {
   MapReader r(root, {"name", "description", "platform", "model", "training", "parallel", "simulation", "cost",
-                     "perturb", "mode"});
+                     "perturb", "mode", "memory"});
   Scenario s;
   s.file = file;
   s.name = r.get("name") ? as_string(*r.get("name")) : file_stem(file);
@@ -453,6 +453,17 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
       s.cost.attention_kernel = arch == GpuArch::Hopper || arch == GpuArch::Blackwell ? AttnImpl::Cudnn : AttnImpl::Fa2;
     else
       s.cost.attention_kernel = AttnImpl::Fa2;
+  }
+
+  // memory.allocator: PYTORCH_CUDA_ALLOC_CONF as the run sets it.
+  MapReader mem(or_empty(r.get("memory")), {"allocator"});
+  MapReader alloc(or_empty(mem.get("allocator")), {"expandable_segments", "fragmentation"});
+  if (const Node* v = alloc.get("expandable_segments")) s.memory.allocator.expandable_segments = as_bool(*v) ? 1 : 0;
+  if (const Node* v = alloc.get("fragmentation")) {
+    s.memory.allocator.fragmentation = as_number(*v);
+    check_min(*v, s.memory.allocator.fragmentation, 0, true);
+    if (s.memory.allocator.fragmentation >= 0.9)
+      fail_at(*v, "a share of the reserved memory below 0.9 (e.g. 0.15), got " + v->scalar);
   }
 
   std::vector<const Node*> rank_keys;

@@ -44,7 +44,7 @@ TEST(Errors, UnknownKeyDidYouMean) {
 TEST(Errors, UnknownKeyListsAllowed) {
   EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nbananas: 3\n"),
             "s.yaml:4:1: error: bananas: unknown key 'bananas'; allowed: name, description, platform, model, "
-            "training, parallel, simulation, cost, perturb, mode\n"
+            "training, parallel, simulation, cost, perturb, mode, memory\n"
             "  bananas: 3\n"
             "  ^");
 }
@@ -527,6 +527,21 @@ TEST(Errors, RecomputeAndOffloadKeysFollowMegatronsRules) {
             "does not work when activation recomputation is enabled)\n"
             "  training: {seq_len: 128K, offload_layers: 4}\n"
             "                                            ^");
+}
+
+TEST(Errors, AllocatorUnknownKeyNamesTheAllowed) {
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nmemory:\n  allocator: {expandable: true}\n"),
+            "s.yaml:5:15: error: memory.allocator.expandable: unknown key 'expandable' (did you mean "
+            "'expandable_segments'?)\n"
+            "    allocator: {expandable: true}\n"
+            "                ^");
+}
+
+TEST(Errors, AllocatorFragmentationIsAShareBelowOne) {
+  const std::string err =
+      cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nmemory: {allocator: {fragmentation: 1.5}}\n");
+  EXPECT_NE(err.find("s.yaml:4:37: error: memory.allocator.fragmentation: "), std::string::npos) << err;
+  EXPECT_NE(err.find("below 0.9"), std::string::npos) << err;
 }
 
 }  // namespace CPSIM_TEST_TU
