@@ -531,8 +531,8 @@ TEST(Errors, RecomputeAndOffloadKeysFollowMegatronsRules) {
 
 TEST(Errors, AllocatorUnknownKeyNamesTheAllowed) {
   EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nmemory:\n  allocator: {expandable: true}\n"),
-            "s.yaml:5:15: error: memory.allocator.expandable: unknown key 'expandable' (did you mean "
-            "'expandable_segments'?)\n"
+            "s.yaml:5:15: error: memory.allocator.expandable: unknown key 'expandable'; allowed: "
+            "expandable_segments, fragmentation\n"
             "    allocator: {expandable: true}\n"
             "                ^");
 }
