@@ -68,6 +68,7 @@ std::string table(const std::vector<model::RankClassMemory>& classes) {
   auto rjust = [](const std::string& v, size_t width) { return std::string(width > v.size() ? width - v.size() : 0, ' ') + v; };
   std::string os = "  " + pad("", w);
   for (const auto& c : classes) os += "  " + pad(c.name, cw(c) + 12);
+  os.erase(os.find_last_not_of(' ') + 1);
   os += "\n  " + pad("per GPU, GB", w);
   for (const auto& c : classes) os += "  " + rjust("allocated", cw(c)) + "  " + rjust("reserved", 10);
   os += "  source\n";
