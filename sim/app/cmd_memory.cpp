@@ -44,8 +44,7 @@ nlohmann::json estimate_json(const model::MemoryEstimate& m) {
   nlohmann::json terms = nlohmann::json::array();
   for (const auto& t : m.terms)
     terms.push_back({{"name", t.name}, {"bytes", t.bytes}, {"allocated_bytes", t.allocated},
-                     {"reserved_bytes", t.reserved}, {"outside_allocator", t.outside_allocator},
-                     {"source", t.source}});
+                     {"reserved_bytes", t.reserved}, {"source", t.source}});
   return {{"terms", terms}, {"allocated_bytes", m.allocated_bytes}, {"peak_bytes", m.peak_bytes},
           {"capacity_bytes", m.capacity_bytes}, {"fits", m.fits}, {"verdict", m.verdict}};
 }

@@ -419,7 +419,7 @@ void finish_memory_estimate(MemoryEstimate& est, const scenario::Scenario& sc) {
   auto sorted = est.terms;
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const MemoryTerm& a, const MemoryTerm& b) { return a.reserved > b.reserved; });
-  est.verdict = (est.fits ? "fits: " : "OOM: ") + gb(est.peak_bytes) + " of " + gb(est.capacity_bytes) + " per GPU";
+  est.verdict = (est.fits ? "fits: " : "OOM: ") + gb(est.peak_bytes) + " reserved of " + gb(est.capacity_bytes) + " per GPU";
   if (!sorted.empty()) est.verdict += "; largest: " + sorted[0].name + " " + gb(sorted[0].reserved);
   if (sorted.size() > 1) est.verdict += ", " + sorted[1].name + " " + gb(sorted[1].reserved);
 }

@@ -167,7 +167,7 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
                                   fmt(", overlap %.1f %%", 100 * r.attention.overlap_fraction));
   line("attention imbalance", fmt("%.3f (max/mean)", r.attention.imbalance));
   line("CP bytes sent per GPU", fmt("%.3f GB", r.attention.bytes_sent_per_rank / 1e9));
-  line("memory per GPU (reserved)", r.memory.verdict);
+  line("memory per GPU", r.memory.verdict);
   if (r.straggler_rank >= 0)
     line("critical-path straggler", "rank " + std::to_string(r.straggler_rank));
   if (r.straggler) {
