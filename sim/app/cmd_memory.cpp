@@ -53,10 +53,14 @@ nlohmann::json estimate_json(const model::MemoryEstimate& m) {
 /// rank class (what PyTorch's allocator counts as allocated, and reserved), GB, and the policy
 /// or key that produced the term.
 std::string table(const std::vector<model::RankClassMemory>& classes) {
+  // The model's terms first, then what every GPU holds beside them (cuBLAS, CUDA context, NCCL)
+  // and the allocator's free blocks, whichever class lists them first.
   std::vector<std::string> names, sources;
-  for (const auto& c : classes)
-    for (const auto& t : c.memory.terms)
-      if (std::find(names.begin(), names.end(), t.name) == names.end()) {
+  for (int fixed = 0; fixed < 2; ++fixed)
+    for (const auto& c : classes)
+      for (const auto& t : c.memory.terms) {
+        const bool is_fixed = t.outside_allocator || t.name == model::kFragmentationTerm || t.name == model::kCublasTerm;
+        if (is_fixed != (fixed == 1) || std::find(names.begin(), names.end(), t.name) != names.end()) continue;
         names.push_back(t.name);
         sources.push_back(t.source + (t.outside_allocator ? " [outside the allocator]" : ""));
       }

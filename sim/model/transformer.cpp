@@ -371,7 +371,7 @@ double cp_buffer_bytes(const scenario::Scenario& sc) {
 void add_fixed_memory_terms(MemoryEstimate& est, const scenario::Scenario& sc) {
   double ws_tensors = 1;
   const double ws = cublas_workspace_bytes(sc, &ws_tensors);
-  est.terms.push_back({"cuBLAS workspaces", ws, ws / ws_tensors,
+  est.terms.push_back({kCublasTerm, ws, ws / ws_tensors,
                        sc.training.stack == scenario::Stack::MegatronTe ? "TransformerEngine workspace" : "PyTorch CUBLAS_WORKSPACE_CONFIG default"});
   est.terms.push_back({"CUDA context", cuda_context_bytes(sc), 0, "lazy module loading (CUDA >= 11.7)", true});
   std::vector<NcclGroupBuffers> groups;

@@ -111,6 +111,8 @@ void finish_memory_estimate(MemoryEstimate& est, const scenario::Scenario& sc);
 void add_fixed_memory_terms(MemoryEstimate& est, const scenario::Scenario& sc);
 /// The allocator's fragmentation row finish_memory_estimate adds (reserved only).
 inline constexpr const char* kFragmentationTerm = "allocator: free blocks in cached segments";
+/// The cuBLAS workspaces row add_fixed_memory_terms adds.
+inline constexpr const char* kCublasTerm = "cuBLAS workspaces";
 
 // ---- Forward-only prefill and the chunked loss (memory_modes.cpp) ----
 
