@@ -33,6 +33,9 @@ GROUPS = [
     ("context-parallel", "CP buffers", "#ff7f0e"),
     ("kv cache", "KV cache", "#8c564b"),
     ("CUDA context", "workspace (CUDA, NCCL, allocator)", "#c7c7c7"),
+    ("NCCL buffers", "workspace (CUDA, NCCL, allocator)", "#c7c7c7"),
+    ("cuBLAS", "workspace (CUDA, NCCL, allocator)", "#c7c7c7"),
+    ("allocator", "workspace (CUDA, NCCL, allocator)", "#c7c7c7"),
 ]
 
 
@@ -98,7 +101,8 @@ def bars(configs):
         colors = {}
         for t in c["terms"]:
             g, col = group_of(t["name"])
-            parts[g] = parts.get(g, 0.0) + t["bytes"] / 1e9
+            # The bar is the reserved peak (the caching allocator's view); older files have bytes only.
+            parts[g] = parts.get(g, 0.0) + t.get("reserved_bytes", t["bytes"]) / 1e9
             colors[g] = col
         rows.append({"label": label, "class": c["name"], "parts": parts, "colors": colors,
                      "total": c["peak_bytes"] / 1e9, "capacity": c["capacity_bytes"] / 1e9,

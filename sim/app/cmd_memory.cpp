@@ -13,6 +13,7 @@
 #include "app/commands.hpp"
 #include "app/memory_advice.hpp"
 #include "app/simulate.hpp"
+#include "model/allocator.hpp"
 #include "model/memory.hpp"
 #include "model/memory_verdict.hpp"
 #include "report/output.hpp"
@@ -43,43 +44,68 @@ const char* recompute_name(scenario::Recompute r) { return scenario::name_of(r, 
 
 nlohmann::json estimate_json(const model::MemoryEstimate& m) {
   nlohmann::json terms = nlohmann::json::array();
-  for (const auto& t : m.terms) terms.push_back({{"name", t.name}, {"bytes", t.bytes}});
-  return {{"terms", terms}, {"peak_bytes", m.peak_bytes}, {"capacity_bytes", m.capacity_bytes},
-          {"fits", m.fits}, {"verdict", m.verdict}};
+  for (const auto& t : m.terms)
+    terms.push_back({{"name", t.name}, {"bytes", t.bytes}, {"allocated_bytes", t.allocated},
+                     {"reserved_bytes", t.reserved}, {"source", t.source}});
+  return {{"terms", terms}, {"allocated_bytes", m.allocated_bytes}, {"peak_bytes", m.peak_bytes},
+          {"capacity_bytes", m.capacity_bytes}, {"fits", m.fits}, {"verdict", m.verdict}};
 }
 
-/// The table: one row per term (in the order of the first class that has it), one column per
-/// rank class, GB.
+/// The table: one row per term (in the order of the first class that has it), two columns per
+/// rank class (what PyTorch's allocator counts as allocated, and reserved), GB, and the policy
+/// or key that produced the term.
 std::string table(const std::vector<model::RankClassMemory>& classes) {
-  std::vector<std::string> names;
-  for (const auto& c : classes)
-    for (const auto& t : c.memory.terms)
-      if (std::find(names.begin(), names.end(), t.name) == names.end()) names.push_back(t.name);
+  // The model's terms first, then what every GPU holds beside them (cuBLAS, CUDA context, NCCL)
+  // and the allocator's free blocks, whichever class lists them first.
+  std::vector<std::string> names, sources;
+  for (int fixed = 0; fixed < 2; ++fixed)
+    for (const auto& c : classes)
+      for (const auto& t : c.memory.terms) {
+        const bool is_fixed = t.outside_allocator || t.name == model::kFragmentationTerm || t.name == model::kCublasTerm;
+        if (is_fixed != (fixed == 1) || std::find(names.begin(), names.end(), t.name) != names.end()) continue;
+        names.push_back(t.name);
+        sources.push_back(t.source + (t.outside_allocator ? " [outside the allocator]" : ""));
+      }
   size_t w = 12;
   for (const auto& n : names) w = std::max(w, n.size() + 2);
-  std::string os = "  " + pad("per GPU, GB", w);
-  for (const auto& c : classes) os += "  " + pad(c.name, std::max<size_t>(10, c.name.size()));
-  os += "\n";
-  auto row = [&](const std::string& name, auto value) {
+  // Per class an allocated and a reserved column of 10, under the class's name.
+  auto cw = [](const model::RankClassMemory& c) { return std::max<size_t>(10, c.name.size() > 12 ? c.name.size() - 12 : 0); };
+  auto rjust = [](const std::string& v, size_t width) { return std::string(width > v.size() ? width - v.size() : 0, ' ') + v; };
+  std::string os = "  " + pad("", w);
+  for (const auto& c : classes) os += "  " + pad(c.name, cw(c) + 12);
+  os.erase(os.find_last_not_of(' ') + 1);
+  os += "\n  " + pad("per GPU, GB", w);
+  for (const auto& c : classes) os += "  " + rjust("allocated", cw(c)) + "  " + rjust("reserved", 10);
+  os += "  source\n";
+  auto row = [&](const std::string& name, auto value, const std::string& tail) {
     os += "  " + pad(name, w);
     for (const auto& c : classes) {
-      const std::string v = value(c);
-      const size_t cw = std::max<size_t>(10, c.name.size());
-      os += "  " + std::string(cw > v.size() ? cw - v.size() : 0, ' ') + v;
+      const auto [a, r] = value(c);
+      os += "  " + rjust(a, cw(c)) + "  " + rjust(r, 10);
     }
-    os += "\n";
+    os += (tail.empty() ? "" : "  " + tail) + "\n";
   };
-  for (const auto& n : names)
-    row(n, [&](const model::RankClassMemory& c) {
+  using Pair = std::pair<std::string, std::string>;
+  for (size_t i = 0; i < names.size(); ++i)
+    row(names[i], [&](const model::RankClassMemory& c) -> Pair {
       for (const auto& t : c.memory.terms)
-        if (t.name == n) return fmt("%.2f", t.bytes / 1e9);
-      return std::string("-");
-    });
-  row("total", [](const model::RankClassMemory& c) { return fmt("%.2f", c.memory.peak_bytes / 1e9); });
-  row("capacity", [](const model::RankClassMemory& c) { return fmt("%.2f", c.memory.capacity_bytes / 1e9); });
-  row("fits", [](const model::RankClassMemory& c) {
-    return std::string(model::memory_fit_word(model::memory_fit(c.memory.peak_bytes, c.memory.capacity_bytes)));
-  });
+        if (t.name == names[i])
+          return {t.name == model::kFragmentationTerm ? std::string("-") : fmt("%.2f", t.allocated / 1e9),
+                  fmt("%.2f", t.reserved / 1e9)};
+      return {"-", "-"};
+    }, sources[i]);
+  row("total", [](const model::RankClassMemory& c) -> Pair {
+    return {fmt("%.2f", c.memory.allocated_bytes / 1e9), fmt("%.2f", c.memory.peak_bytes / 1e9)};
+  }, "");
+  row("capacity", [](const model::RankClassMemory& c) -> Pair {
+    return {"", fmt("%.2f", c.memory.capacity_bytes / 1e9)};
+  }, "");
+  row("fits", [](const model::RankClassMemory& c) -> Pair {
+    return {"", model::memory_fit_word(model::memory_fit(c.memory.peak_bytes, c.memory.capacity_bytes))};
+  }, "");
+  os += "  allocated: torch.cuda.max_memory_allocated's view (blocks rounded to 512 B); reserved: max_memory_reserved's\n"
+        "  (whole allocator segments and fragmentation) plus the CUDA context and NCCL buffers; the reserved total is\n"
+        "  the peak that must fit in HBM, the one `run` and `plan` check.\n";
   return os;
 }
 
@@ -212,6 +238,20 @@ void register_memory(CLI::App& app, int& rc) {
       }
       j["classes"] = cl;
       j["peak"] = estimate_json(peak);
+      // The fixed terms by mechanism, for checks against component measurements (validation/memory).
+      std::vector<model::NcclGroupBuffers> groups;
+      const double nccl = model::nccl_buffer_bytes(sc, &groups);
+      nlohmann::json by_group = nlohmann::json::object();
+      for (const auto& g : groups) by_group[g.group] = g.bytes;
+      double ws_tensors = 1;
+      const model::AllocatorSettings al = model::allocator_settings(sc);
+      j["components"] = {{"cuda_context_bytes", model::cuda_context_bytes(sc)},
+                         {"nccl_buffer_bytes", nccl},
+                         {"nccl_buffer_bytes_by_group", by_group},
+                         {"cublas_workspace_bytes", model::cublas_workspace_bytes(sc, &ws_tensors)},
+                         {"expandable_segments", al.expandable_segments},
+                         {"fragmentation", al.fragmentation},
+                         {"allocator_source", al.source}};
       if (base_step > 0) j["step_time_s"] = base_step;
       nlohmann::json ch = nlohmann::json::array();
       for (const auto& c : changes)

@@ -2,7 +2,6 @@
 #include "model/memory_verdict.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "model/data_parallel.hpp"
 #include "model/unfused_attention.hpp"
@@ -10,12 +9,6 @@
 namespace cpsim::model {
 
 namespace {
-
-std::string gb(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", bytes / 1e9);
-  return buf;
-}
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
@@ -40,6 +33,16 @@ double activation_share(const scenario::Scenario& sc, int k) {
   return ref > 0 ? mine / ref : 1.0;
 }
 
+/// A term of the base estimate renamed and resized for one stage, to be priced again by the
+/// allocator (finish_memory_estimate) with the same tensor size and source.
+MemoryTerm resized(const MemoryTerm& t, std::string name, double bytes) {
+  MemoryTerm r = t;
+  r.name = std::move(name);
+  r.bytes = bytes;
+  r.allocated = r.reserved = 0;
+  return r;
+}
+
 MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& base, int k) {
   const auto& p = sc.parallel;
   MemoryEstimate est;
@@ -56,18 +59,18 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
       const double n = std::max(1, full + linear);
       const std::string suffix = t.name.size() > 11 ? t.name.substr(11) : "";
       if (full > 0)
-        est.terms.push_back({"activations: full-attention layers (" + std::to_string(full) + ")" + suffix,
-                             act * full / n});
+        est.terms.push_back(resized(t, "activations: full-attention layers (" + std::to_string(full) + ")" + suffix,
+                                    act * full / n));
       if (linear > 0)
-        est.terms.push_back({"activations: linear-attention layers (" + std::to_string(linear) + ")" + suffix,
-                             act * linear / n});
-      if (full + linear == 0) est.terms.push_back({t.name, act});
+        est.terms.push_back(resized(t, "activations: linear-attention layers (" + std::to_string(linear) + ")" + suffix,
+                                    act * linear / n));
+      if (full + linear == 0) est.terms.push_back(resized(t, t.name, act));
       continue;
     }
     // The unfused path's scores: stage k's full-attention layers and micro-batches in flight.
     if (t.name == kUnfusedScoresTerm) {
       const double b = unfused_scores_stage_bytes(sc, full, std::min(p.pp - k, sc.training.micro_batches));
-      if (b > 0) est.terms.push_back({t.name, b});
+      if (b > 0) est.terms.push_back(resized(t, t.name, b));
       continue;
     }
     // Only the last stage computes the LM head and the loss.
@@ -77,29 +80,21 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
     // last (Megatron and torchtitan's pipeline split alike), so each holds half of it.
     if (starts_with(t.name, "gathered root") && p.pp > 1) {
       if (k != 0 && k != p.pp - 1) continue;
-      est.terms.push_back({k == 0 ? "gathered root (embedding; bf16)" : "gathered root (LM head; bf16)",
-                           t.bytes / 2});
+      est.terms.push_back(resized(t, k == 0 ? "gathered root (embedding; bf16)" : "gathered root (LM head; bf16)",
+                                  t.bytes / 2));
       continue;
     }
     // FSDP under PP keeps every block of its stage gathered (estimate_memory counts the first
     // stage's ceil(layers / pp)): a stage with fewer layers keeps fewer.
     if (starts_with(t.name, "gathered weights") && p.pp > 1 && !fsdp_reshards(p, b, sc.model.layers)) {
       const int per = (sc.model.layers + p.pp - 1) / p.pp;
-      est.terms.push_back({"gathered weights (bf16, " + std::to_string(e - b) + " blocks kept)",
-                           t.bytes * (e - b) / std::max(1, per)});
+      est.terms.push_back(resized(t, "gathered weights (bf16, " + std::to_string(e - b) + " blocks kept)",
+                                  t.bytes * (e - b) / std::max(1, per)));
       continue;
     }
     est.terms.push_back(t);
   }
-  for (const auto& t : est.terms) est.peak_bytes += t.bytes;
-  est.capacity_bytes = base.capacity_bytes;
-  est.fits = est.peak_bytes <= est.capacity_bytes;
-  auto sorted = est.terms;
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const MemoryTerm& a, const MemoryTerm& c) { return a.bytes > c.bytes; });
-  est.verdict = memory_verdict(est.peak_bytes, est.capacity_bytes);
-  if (!sorted.empty()) est.verdict += "; largest: " + sorted[0].name + " " + gb(sorted[0].bytes);
-  if (sorted.size() > 1) est.verdict += ", " + sorted[1].name + " " + gb(sorted[1].bytes);
+  finish_memory_estimate(est, sc);
   return est;
 }
 

@@ -15,12 +15,12 @@ std::string memory_verdict(double peak_bytes, double capacity_bytes) {
   char buf[160];
   const MemoryFit f = memory_fit(peak_bytes, capacity_bytes);
   if (f == MemoryFit::Tight)
-    std::snprintf(buf, sizeof buf, "tight: %.1f GB of %.1f GB per GPU (%.1f %% headroom, under %.0f %%)",
+    std::snprintf(buf, sizeof buf, "tight: %.1f GB reserved of %.1f GB per GPU (%.1f %% headroom, under %.0f %%)",
                   peak_bytes / 1e9, capacity_bytes / 1e9,
                   capacity_bytes > 0 ? 100 * (capacity_bytes - peak_bytes) / capacity_bytes : 0.0,
                   100 * kTightHeadroom);
   else
-    std::snprintf(buf, sizeof buf, "%s: %.1f GB of %.1f GB per GPU", f == MemoryFit::Over ? "OOM" : "fits",
+    std::snprintf(buf, sizeof buf, "%s: %.1f GB reserved of %.1f GB per GPU", f == MemoryFit::Over ? "OOM" : "fits",
                   peak_bytes / 1e9, capacity_bytes / 1e9);
   return buf;
 }

@@ -18,8 +18,9 @@ enum class MemoryFit { Fits, Tight, Over };
 /// Over when peak > capacity, Tight when the headroom is under kTightHeadroom x capacity.
 MemoryFit memory_fit(double peak_bytes, double capacity_bytes);
 
-/// "fits: 61.2 GB of 80.0 GB per GPU", "tight: 84.4 GB of 85.9 GB per GPU (1.7 % headroom,
-/// under 5 %)" or "OOM: 93.1 GB of 80.0 GB per GPU": the head of every memory verdict.
+/// "fits: 61.2 GB reserved of 80.0 GB per GPU", "tight: 84.4 GB reserved of 85.9 GB per GPU
+/// (1.7 % headroom, under 5 %)" or "OOM: 93.1 GB reserved of 80.0 GB per GPU": the head of every
+/// memory verdict (the peak is the caching allocator's reserved peak, model/allocator.hpp).
 std::string memory_verdict(double peak_bytes, double capacity_bytes);
 
 /// One word for tables: "yes", "tight" or "NO".

@@ -4,11 +4,14 @@
 #include "model/unfused_attention.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "model/activation_checkpoint.hpp"
+#include "model/allocator.hpp"
 #include "model/data_parallel.hpp"
 #include "model/moe.hpp"
+#include "scenario/enum_names.hpp"
 
 namespace cpsim::model {
 
@@ -246,13 +249,17 @@ void fsdp_gathered(const scenario::Scenario& sc, MemoryEstimate& est) {
     }
   }
   const double in_use = kept_blocks >= per_stage ? 0 : 2 * block;
+  // FSDP2 all-gathers a block into one flat buffer (FSDPParamGroup's all-gather output) and
+  // reduce-scatters from one: a block is one allocation of each kind.
   est.terms.push_back({"gathered weights (bf16, " + std::to_string(kept_blocks) +
                            (kept_blocks == 1 ? " block kept" : " blocks kept") +
                            (in_use > 0 ? " + 2 in use)" : ")"),
-                       kBf16Bytes * (kept + in_use)});
-  est.terms.push_back({"gathered root (embedding, LM head; bf16)", kBf16Bytes * embedding_params(m) / p.tp});
+                       kBf16Bytes * (kept + in_use), kBf16Bytes * block, "FSDP2 reshard_after_forward"});
+  est.terms.push_back({"gathered root (embedding, LM head; bf16)", kBf16Bytes * embedding_params(m) / p.tp,
+                       kBf16Bytes * embedding_params(m) / p.tp / 2, "FSDP2 root module"});
   est.terms.push_back({"unsharded block gradients (bf16 + fp32 reduce)",
-                       block * (kBf16Bytes + grad_reduce_bytes(p))});
+                       block * (kBf16Bytes + grad_reduce_bytes(p)), block * kBf16Bytes,
+                       "FSDP2 reduce_dtype"});
 }
 
 }  // namespace
@@ -296,10 +303,20 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   states(static_cast<double>(p.dp) * p.cp, params_rank, &w, &g, &o);
   states(expert_dp(p), expert_rank, &w, &g, &o);
   const bool fsdp = p.zero_stage >= 3;
-  est.terms.push_back({fsdp ? "weights (fp32 shards)" : "weights (bf16)", w});
+  // Allocations: a parameter tensor per weight matrix and norm (Megatron-TE's layer: fused
+  // linear_qkv, linear_proj, linear_fc1, linear_fc2 and 2 norm weights; torchtitan's: wq, wk, wv,
+  // wo, w1, w2, w3 and 2 norms), plus embedding and LM head. FSDP2 shards per parameter, Adam
+  // keeps m and v per parameter (and Megatron's optimizer an fp32 master shard); Megatron's
+  // DDP keeps all gradients in one contiguous buffer (param_and_grad_buffer.py), and its
+  // distributed optimizer the bf16 weights too.
+  const int layers_here = (m.layers + p.pp - 1) / p.pp;
+  const double tensors = layers_here * (tr.stack == scenario::Stack::MegatronTe ? 6.0 : 9.0) + 2;
+  const char* states_src = fsdp ? "zero_stage 3 (FSDP2)" : (p.zero_stage >= 1 ? "zero_stage 1-2 (distributed optimizer)" : "zero_stage 0 (DDP)");
+  est.terms.push_back({fsdp ? "weights (fp32 shards)" : "weights (bf16)", w,
+                       fsdp || p.zero_stage == 0 ? w / tensors : 0, states_src});
   est.terms.push_back({fsdp ? "gradients (fp32 shards)"
                             : (gb == 4 ? "gradients (fp32 main grads)" : "gradients (bf16)"),
-                       g});
+                       g, fsdp ? g / tensors : 0, states_src});
   // Optimizer CPU offload (model/offload.hpp): the offloaded fraction's states are on the host.
   const double off = fsdp ? 0.0 : tr.optimizer_offload_fraction;
   std::string opt_name = fsdp ? "optimizer states (Adam m, v)" : "optimizer states (fp32 master + Adam)";
@@ -309,28 +326,31 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
     opt_name.pop_back();
     opt_name += pct;
   }
-  est.terms.push_back({opt_name, o * (1 - off)});
+  est.terms.push_back({opt_name, o * (1 - off), o / ((fsdp ? 2 : 3) * tensors), states_src});
   if (fsdp) fsdp_gathered(sc, est);
   if (tr.fp8) {
     // TransformerEngine keeps an FP8 copy of every GEMM weight, row- and column-wise on Hopper
     // (the wgrad / dgrad GEMMs need the transpose): 2 B per parameter beside the BF16 weight
     // (gathered per layer under ZeRO-3, so sharded like the weights).
     const double copies = 2 * (params_rank + expert_rank) / (p.zero_stage >= 3 ? static_cast<double>(p.dp) * p.cp : 1.0);
-    est.terms.push_back({"fp8 weight copies (row + column-wise)", copies});
+    est.terms.push_back({"fp8 weight copies (row + column-wise)", copies, copies / (2 * tensors), "training.precision: fp8"});
   }
 
   const int64_t s_local = tr.seq_len / p.cp;
   const int layers_stage = (m.layers + p.pp - 1) / p.pp;
   const int in_flight = std::min(p.pp, tr.micro_batches);  // 1F1B: stage 0 holds pp micro-batches
   const double act = stage_activation_bytes(sc, layers_stage, in_flight);
-  est.terms.push_back({"activations", act});
+  // Saved tensors are mostly s x b x h activations in bf16 (split by TP under sequence parallelism).
+  const double act_tensor = static_cast<double>(s_local) * tr.micro_batch * m.hidden * kBf16Bytes /
+                            (p.sequence_parallel ? p.tp : 1);
+  est.terms.push_back({"activations", act, act_tensor, std::string("training.recompute: ") + std::string(scenario::name_of(tr.recompute, scenario::kRecomputeNames))});
   // The unfused attention path's s x s scores, a term of their own (stage 0's full-attention
   // layers; memory.cpp recounts them per stage).
   int full_layers = 0;
   for (int i = 0; i < std::min(layers_stage, m.layers); ++i)
     if (layer_kind(m, i) == scenario::LayerKind::FullAttention) ++full_layers;
   if (const double scores = unfused_scores_stage_bytes(sc, full_layers, in_flight); scores > 0)
-    est.terms.push_back({kUnfusedScoresTerm, scores});
+    est.terms.push_back({kUnfusedScoresTerm, scores, 0, "cost.attention_kernel: unfused"});
 
   // Logits on the last stage: bf16 logits plus the fp32 copy the loss upcasts to; the chunked
   // loss holds one chunk of them at a time.
@@ -338,12 +358,14 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
                                  ? std::min<double>(loss_chunk_tokens(sc), static_cast<double>(s_local) * tr.micro_batch)
                                  : static_cast<double>(s_local) * tr.micro_batch;
   const double logits = loss_tokens * m.vocab / p.tp * (kBf16Bytes + kFp32Bytes);
+  // The bf16 logits and their fp32 upcast (twice the size): three bf16-sized allocations.
   est.terms.push_back({tr.loss == scenario::Loss::Chunked ? "logits (one chunk, chunked loss)"
                                                           : "logits (bf16 + fp32 loss)",
-                       logits});
-  est.terms.push_back({"context-parallel buffers", cp_buffer_bytes(sc) * tr.micro_batch});
-  est.terms.push_back({"CUDA context, NCCL buffers, allocator slack", 3e9});
-  finish_memory_estimate(est, sc.platform.gpu.memory_bytes);
+                       logits, logits / 3, tr.loss == scenario::Loss::Chunked ? "training.loss: chunked" : "training.loss"});
+  est.terms.push_back({"context-parallel buffers", cp_buffer_bytes(sc) * tr.micro_batch,
+                       cp_buffer_bytes(sc) * tr.micro_batch / 4, "parallel.attention.scheme"});
+  add_fixed_memory_terms(est, sc);
+  finish_memory_estimate(est, sc);
   return est;
 }
 
@@ -391,16 +413,60 @@ double cp_buffer_bytes(const scenario::Scenario& sc) {
   return cp_buf;
 }
 
-void finish_memory_estimate(MemoryEstimate& est, double capacity_bytes) {
-  est.peak_bytes = 0;
-  for (const auto& t : est.terms) est.peak_bytes += t.bytes;
-  est.capacity_bytes = capacity_bytes;
+void add_fixed_memory_terms(MemoryEstimate& est, const scenario::Scenario& sc) {
+  double ws_tensors = 1;
+  const double ws = cublas_workspace_bytes(sc, &ws_tensors);
+  est.terms.push_back({kCublasTerm, ws, ws / ws_tensors,
+                       sc.training.stack == scenario::Stack::MegatronTe ? "TransformerEngine workspace" : "PyTorch CUBLAS_WORKSPACE_CONFIG default"});
+  est.terms.push_back({"CUDA context", cuda_context_bytes(sc), 0, "lazy module loading (CUDA >= 11.7)", true});
+  std::vector<NcclGroupBuffers> groups;
+  const double nccl = nccl_buffer_bytes(sc, &groups);
+  std::string comms;
+  for (const auto& g : groups) comms += (comms.empty() ? "" : ", ") + g.group;
+  if (nccl > 0)
+    est.terms.push_back({"NCCL buffers (" + comms + ")", nccl, 0, "NCCL_BUFFSIZE defaults, one set per communicator", true});
+}
+
+void finish_memory_estimate(MemoryEstimate& est, const scenario::Scenario& sc) {
+  const AllocatorSettings al = allocator_settings(sc);
+  std::erase_if(est.terms, [](const MemoryTerm& t) { return t.name == kFragmentationTerm; });
+  double inside = 0;
+  for (auto& t : est.terms) {
+    if (t.outside_allocator) {
+      t.allocated = t.reserved = t.bytes;
+      continue;
+    }
+    if (t.allocated == 0 && t.bytes > 0) {
+      // Whole tensors of tensor_bytes and the remainder as one more.
+      const double size = t.tensor_bytes > 0 ? std::min(t.tensor_bytes, t.bytes) : t.bytes;
+      const double whole = std::floor(t.bytes / size + 1e-9);
+      const AllocatorFootprint a = allocator_footprint(size, whole, al.expandable_segments);
+      const AllocatorFootprint b = allocator_footprint(t.bytes - whole * size, 1, al.expandable_segments);
+      t.allocated = a.allocated + b.allocated;
+      t.reserved = a.reserved + b.reserved;
+    }
+    inside += t.reserved;
+  }
+  // Free blocks the peak finds stranded in cached segments: a share `fragmentation` of the
+  // reserved memory (model/allocator.cpp gives the default and its source).
+  if (inside > 0) {
+    MemoryTerm frag{kFragmentationTerm, 0, 0, al.source};
+    frag.reserved = inside * al.fragmentation / (1 - al.fragmentation);
+    est.terms.push_back(frag);
+  }
+  est.peak_bytes = est.allocated_bytes = 0;
+  for (const auto& t : est.terms) {
+    est.peak_bytes += t.reserved;
+    est.allocated_bytes += t.allocated;
+  }
+  est.capacity_bytes = sc.platform.gpu.memory_bytes;
   est.fits = est.peak_bytes <= est.capacity_bytes;
   auto sorted = est.terms;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const MemoryTerm& a, const MemoryTerm& b) { return a.bytes > b.bytes; });
-  est.verdict = memory_verdict(est.peak_bytes, est.capacity_bytes) + "; largest: " + sorted[0].name + " " +
-                gb(sorted[0].bytes) + ", " + sorted[1].name + " " + gb(sorted[1].bytes);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const MemoryTerm& a, const MemoryTerm& b) { return a.reserved > b.reserved; });
+  est.verdict = memory_verdict(est.peak_bytes, est.capacity_bytes);
+  if (!sorted.empty()) est.verdict += "; largest: " + sorted[0].name + " " + gb(sorted[0].reserved);
+  if (sorted.size() > 1) est.verdict += ", " + sorted[1].name + " " + gb(sorted[1].reserved);
 }
 
 }  // namespace cpsim::model

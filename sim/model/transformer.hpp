@@ -78,14 +78,23 @@ double tp_bytes_per_gpu(const scenario::ModelSpec& m, int64_t tokens, int t);
 double model_flops_per_step(const scenario::ModelSpec& m, int64_t seq_len, double sequences,
                             double pairs_per_seq);
 
-/// Per-rank memory, with the terms named so an OOM verdict can list the largest.
+/// Per-rank memory, with the terms named so an OOM verdict can list the largest. A term is
+/// what its tensors hold; finish_memory_estimate adds what PyTorch's caching allocator makes of
+/// them (model/allocator.hpp): `allocated` as torch.cuda.memory_allocated counts it, `reserved`
+/// as memory_reserved does. Terms outside the allocator (CUDA context, NCCL) count in both.
 struct MemoryTerm {
   std::string name;
   double bytes = 0;
+  double tensor_bytes = 0;         ///< one of its allocations; 0 = a single allocation of `bytes`
+  std::string source{};            ///< the policy, key or default that produced it
+  bool outside_allocator = false;  ///< not in memory_reserved (CUDA context, NCCL buffers)
+  double allocated = 0;            ///< filled by finish_memory_estimate
+  double reserved = 0;             ///< filled by finish_memory_estimate
 };
 struct MemoryEstimate {
   std::vector<MemoryTerm> terms;
-  double peak_bytes = 0;
+  double allocated_bytes = 0;  ///< sum of the allocated column (max_memory_allocated + outside)
+  double peak_bytes = 0;       ///< sum of the reserved column: what must fit in HBM
   double capacity_bytes = 0;
   bool fits = true;
   std::string verdict;  ///< "fits: 61.2 of 80.0 GB" or "OOM: 93.1 of 80.0 GB; largest: ..."
@@ -94,8 +103,18 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc);
 /// Context-parallel buffers of the live layer for one sequence (K,V receive buffers and
 /// accumulators, the gathered K,V, or the Ulysses head-split tensors), bytes.
 double cp_buffer_bytes(const scenario::Scenario& sc);
-/// Sums the terms, fills capacity, fits and the verdict naming the two largest terms.
-void finish_memory_estimate(MemoryEstimate& est, double capacity_bytes);
+/// Adds the fixed terms (CUDA context, NCCL buffers, cuBLAS workspaces), prices every term
+/// through the caching allocator and adds its fragmentation (model/allocator.hpp), sums the
+/// reserved peak, fills capacity, fits and the verdict naming the two largest terms. Terms
+/// already priced (an estimate finished once and split by rank class) are summed again only.
+void finish_memory_estimate(MemoryEstimate& est, const scenario::Scenario& sc);
+/// The terms every GPU holds beside the model's tensors: the cuBLAS workspaces, the CUDA
+/// context and NCCL's buffers for the layout's communicators (model/allocator.hpp).
+void add_fixed_memory_terms(MemoryEstimate& est, const scenario::Scenario& sc);
+/// The allocator's fragmentation row finish_memory_estimate adds (reserved only).
+inline constexpr const char* kFragmentationTerm = "allocator: free blocks in cached segments";
+/// The cuBLAS workspaces row add_fixed_memory_terms adds.
+inline constexpr const char* kCublasTerm = "cuBLAS workspaces";
 
 // ---- Forward-only prefill and the chunked loss (memory_modes.cpp) ----
 

@@ -127,8 +127,12 @@ json result_json(const Result& r, const scenario::Scenario& sc) {
                     {"compute_s", r.attention.compute_s},
                     {"bytes_sent_per_rank", r.attention.bytes_sent_per_rank}};
   json terms = json::array();
-  for (const auto& t : r.memory.terms) terms.push_back({{"name", t.name}, {"bytes", t.bytes}});
+  for (const auto& t : r.memory.terms)
+    terms.push_back({{"name", t.name}, {"bytes", t.bytes}, {"allocated_bytes", t.allocated},
+                     {"reserved_bytes", t.reserved}, {"source", t.source}});
+  // The peak is the caching allocator's reserved peak plus the memory outside it (model/allocator.hpp).
   j["memory"] = {{"peak_bytes_per_rank", r.memory.peak_bytes},
+                 {"allocated_bytes_per_rank", r.memory.allocated_bytes},
                  {"capacity_bytes", r.memory.capacity_bytes}, {"fits", r.memory.fits},
                  {"verdict", r.memory.verdict}, {"terms", terms}};
   json comm = json::object();

@@ -447,7 +447,7 @@ void cross_check(const Scenario& s, const Node& root, const ParallelNodes& pn, c
 
 Scenario build_scenario(const Node& root, const std::string& file, bool cross_checks) {
   MapReader r(root, {"name", "description", "platform", "model", "training", "parallel", "simulation", "cost",
-                     "perturb", "mode"});
+                     "perturb", "mode", "memory"});
   Scenario s;
   s.file = file;
   s.name = r.get("name") ? as_string(*r.get("name")) : file_stem(file);
@@ -524,6 +524,16 @@ Scenario build_scenario(const Node& root, const std::string& file, bool cross_ch
       fail_at(*v, std::string(impl_name(k)) + " takes head dims up to 256 (FlashAttention's flash_api.cpp); model " +
                       s.model.name + " has head_dim " + std::to_string(s.model.head_dim) +
                       ": use unfused (what TransformerEngine falls back to) or cudnn");
+  // memory.allocator: PYTORCH_CUDA_ALLOC_CONF as the run sets it.
+  MapReader mem(or_empty(r.get("memory")), {"allocator"});
+  MapReader alloc(or_empty(mem.get("allocator")), {"expandable_segments", "fragmentation"});
+  if (const Node* v = alloc.get("expandable_segments")) s.memory.allocator.expandable_segments = as_bool(*v) ? 1 : 0;
+  if (const Node* v = alloc.get("fragmentation")) {
+    s.memory.allocator.fragmentation = as_number(*v);
+    check_min(*v, s.memory.allocator.fragmentation, 0, true);
+    if (s.memory.allocator.fragmentation >= 0.9)
+      fail_at(*v, "a share of the reserved memory below 0.9 (e.g. 0.15), got " + v->scalar);
+  }
 
   std::vector<const Node*> rank_keys;
   s.perturb = read_perturb(or_empty(r.get("perturb")), s.platform, rank_keys);

@@ -412,6 +412,16 @@ struct CostSpec {
 };
 
 /// A fully resolved scenario.
+/// PyTorch's caching allocator as the run configures it (`memory.allocator`, the
+/// PYTORCH_CUDA_ALLOC_CONF a user sets); -1 = the stack's default (model/allocator.cpp).
+struct AllocatorSpec {
+  int expandable_segments = -1;  ///< -1 default, 0 off, 1 on
+  double fragmentation = -1;     ///< share of the reserved peak in free blocks; -1 default
+};
+struct MemorySpec {
+  AllocatorSpec allocator;
+};
+
 struct Scenario {
   std::string name;
   std::string file;
@@ -422,6 +432,7 @@ struct Scenario {
   SimulationSpec simulation;
   CostSpec cost;
   PerturbSpec perturb;
+  MemorySpec memory;
   Mode mode = Mode::Train;
 };
 

@@ -16,10 +16,10 @@ TEST(MemoryVerdict, AFitWithUnderFivePercentHeadroomIsTight) {
   EXPECT_EQ(memory_fit(0.949 * hbm, hbm), MemoryFit::Fits);
   EXPECT_EQ(memory_fit(67.7e9, hbm), MemoryFit::Fits);
   EXPECT_EQ(memory_fit(86.0e9, hbm), MemoryFit::Over);
-  EXPECT_EQ(memory_verdict(85.9e9, hbm), "tight: 85.9 GB of 85.9 GB per GPU (0.0 % headroom, under 5 %)");
-  EXPECT_EQ(memory_verdict(84.4e9, hbm), "tight: 84.4 GB of 85.9 GB per GPU (1.7 % headroom, under 5 %)");
-  EXPECT_EQ(memory_verdict(67.7e9, hbm), "fits: 67.7 GB of 85.9 GB per GPU");
-  EXPECT_EQ(memory_verdict(106.7e9, hbm), "OOM: 106.7 GB of 85.9 GB per GPU");
+  EXPECT_EQ(memory_verdict(85.9e9, hbm), "tight: 85.9 GB reserved of 85.9 GB per GPU (0.0 % headroom, under 5 %)");
+  EXPECT_EQ(memory_verdict(84.4e9, hbm), "tight: 84.4 GB reserved of 85.9 GB per GPU (1.7 % headroom, under 5 %)");
+  EXPECT_EQ(memory_verdict(67.7e9, hbm), "fits: 67.7 GB reserved of 85.9 GB per GPU");
+  EXPECT_EQ(memory_verdict(106.7e9, hbm), "OOM: 106.7 GB reserved of 85.9 GB per GPU");
   EXPECT_STREQ(memory_fit_word(MemoryFit::Tight), "tight");
   EXPECT_STREQ(memory_fit_word(MemoryFit::Fits), "yes");
   EXPECT_STREQ(memory_fit_word(MemoryFit::Over), "NO");

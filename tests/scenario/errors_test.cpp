@@ -44,7 +44,7 @@ TEST(Errors, UnknownKeyDidYouMean) {
 TEST(Errors, UnknownKeyListsAllowed) {
   EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nbananas: 3\n"),
             "s.yaml:4:1: error: bananas: unknown key 'bananas'; allowed: name, description, platform, model, "
-            "training, parallel, simulation, cost, perturb, mode\n"
+            "training, parallel, simulation, cost, perturb, mode, memory\n"
             "  bananas: 3\n"
             "  ^");
 }
@@ -558,6 +558,21 @@ TEST(Errors, OptimizerCpuOffloadAsMegatronReadsIt) {
   EXPECT_TRUE(has(big, "expected a fraction from 0 to 1")) << big;
   const std::string fsdp = cpsim::test::scenario_error(llama + "training: {seq_len: 8K, optimizer_cpu_offload: true}\nparallel: {dp: 8, zero_stage: 3}\n");
   EXPECT_TRUE(has(fsdp, "training.optimizer_cpu_offload: applies to Megatron's optimizers")) << fsdp;
+}
+
+TEST(Errors, AllocatorUnknownKeyNamesTheAllowed) {
+  EXPECT_EQ(cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nmemory:\n  allocator: {expandable: true}\n"),
+            "s.yaml:5:15: error: memory.allocator.expandable: unknown key 'expandable'; allowed: "
+            "expandable_segments, fragmentation\n"
+            "    allocator: {expandable: true}\n"
+            "                ^");
+}
+
+TEST(Errors, AllocatorFragmentationIsAShareBelowOne) {
+  const std::string err =
+      cpsim::test::scenario_error(kHead + "training: {seq_len: 128K}\nmemory: {allocator: {fragmentation: 1.5}}\n");
+  EXPECT_NE(err.find("s.yaml:4:37: error: memory.allocator.fragmentation: "), std::string::npos) << err;
+  EXPECT_NE(err.find("below 0.9"), std::string::npos) << err;
 }
 
 }  // namespace CPSIM_TEST_TU
