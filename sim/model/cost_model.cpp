@@ -5,6 +5,7 @@
 
 #include "model/stack_kernels.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -42,6 +43,7 @@ Cost backward_at_forward_rate(Cost bwd, const Cost& fwd) {
   bwd.time_s = floor;
   bwd.extrapolated = fwd.extrapolated;
   bwd.source = fwd.source == CostSource::Roofline ? CostSource::Roofline : CostSource::Derived;
+  bwd.origin = fwd.origin;  // the forward's table or model set the rate
   return bwd;
 }
 
@@ -109,10 +111,8 @@ std::unique_ptr<CostModel> CostModel::make(const scenario::CostSpec& spec,
   return std::make_unique<ProfileModel>(scenario::read_profile_csv(path), gpu, impl, gdn, gemms);
 }
 
-Cost CostModel::memory_kernels(const std::vector<MemKernel>& ks) const {
-  double bytes = 0;
-  for (const auto& k : ks) bytes += k.bytes;
-  return memory_bound(bytes);
+Cost CostModel::memory_bound(double bytes, MemClass cls, const char* kernel) const {
+  return memory_kernels({{kernel, cls, std::max(0.0, bytes), 1}});
 }
 
 }  // namespace cpsim::model

@@ -135,14 +135,6 @@ Cost RooflineModel::gemm(const GemmCall& c) const {
   return gemm_tile_cost(shape, f, gpu_);
 }
 
-Cost RooflineModel::memory_bound(double bytes) const {
-  Cost r;
-  r.source = CostSource::Roofline;
-  r.origin = "HBM bandwidth";
-  r.time_s = std::max(0.0, bytes) / gpu_.hbm_Bps + kLaunchFloor_s;
-  return r;
-}
-
 Cost RooflineModel::linear_attention(int64_t tokens, int heads, int key_dim, int value_dim,
                                    int chunk, bool backward) const {
   GdnCall c;

@@ -23,7 +23,6 @@ class RooflineModel final : public CostModel {
   Cost priced(const AttentionCall& c) const;
   using CostModel::gemm;
   Cost gemm(const GemmCall& c) const override;
-  Cost memory_bound(double bytes) const override;
   Cost memory_kernels(const std::vector<MemKernel>& ks) const override;
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override;

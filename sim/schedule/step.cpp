@@ -1,6 +1,8 @@
 #include "schedule/step.hpp"
 
 #include <algorithm>
+
+#include "model/stack_kernels.hpp"
 #include <stdexcept>
 
 #include "log/log.hpp"
@@ -300,7 +302,9 @@ Ops reduce_gradient_buckets(const StepCtx& x, const ChunkLayout& cl, int s,
 Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops& reduced,
                     double shard, const ReplicaPlan& rp) {
   const int cp = x.sc.parallel.cp;
-  const model::Cost c = x.pricer.cost().memory_bound(shard * 30.0);
+  // Fused Adam (multi-tensor apply) streams 30 B per parameter once (fp32 master, m, v read and
+  // written, bf16 grad read, bf16 weight written): a streaming copy-class kernel.
+  const model::Cost c = x.pricer.cost().memory_bound(shard * 30.0, model::MemClass::Copy, "fused_adam");
   Ops opt(members.size());
   for (size_t i = 0; i < members.size(); ++i) {
     if (!rp.built[i / cp]) continue;  // mirrored below
@@ -379,8 +383,7 @@ struct ReplicaTemplate {
   OpId first = 0, last = 0;
   size_t edge_first = 0, edge_last = 0;
   int layers_built = 0;
-  Pricer::Sources sources_before;
-  long extrapolated_before = 0;
+  Pricer::Snapshot priced_before;
 };
 
 /// Route from -> to crosses links of the same class, bandwidth and latency as from + off -> to + off.
@@ -512,7 +515,7 @@ BuildInfo build_step(const StepCtx& x) {
     }
     const bool first = tmpl.d < 0;
     if (first) {
-      tmpl = {d, static_cast<OpId>(x.g.size()), 0, x.g.num_edges(), 0, 0, x.pricer.sources(), x.pricer.extrapolated()};
+      tmpl = {d, static_cast<OpId>(x.g.size()), 0, x.g.num_edges(), 0, 0, x.pricer.snapshot()};
     }
     ReplicaPipeline pipe(x, cl, d, gathers, a2a, grads[d]);
     const int layers = pipe.run();
@@ -527,7 +530,7 @@ BuildInfo build_step(const StepCtx& x) {
       why_not = why_not_copy(x, tmpl, gathers, a2a, rp.built);
     }
   }
-  if (copies > 0) x.pricer.count_again(tmpl.sources_before, tmpl.extrapolated_before, copies);
+  if (copies > 0) x.pricer.count_again(tmpl.priced_before, copies);
   info.replicas_copied = copies;
   if (std::count(rp.built.begin(), rp.built.end(), 1) > 1 && copies == 0) info.why_not_copied = why_not;
   if (p.dp > 1) info.symmetry = describe_symmetry(rp, p.dp);
