@@ -106,7 +106,13 @@ std::unique_ptr<CostModel> CostModel::make(const scenario::CostSpec& spec,
   std::string path = spec.profile;
   if (path == "auto") {
     path = scenario::find_bundled_profile(gpu, scenario::impl_name(impl));
-    if (path.empty()) return std::make_unique<RooflineModel>(gpu, impl, gdn, gemms);
+    if (path.empty()) {
+      // No measured or published attention figures for this GPU and kernel: the tile model
+      // prices every call, and the summary and -v say there was no row.
+      auto m = std::make_unique<RooflineModel>(gpu, impl, gdn, gemms);
+      m->mark_unprofiled();
+      return m;
+    }
   }
   return std::make_unique<ProfileModel>(scenario::read_profile_csv(path), gpu, impl, gdn, gemms);
 }

@@ -325,6 +325,22 @@ TEST(Profile, BundledH100CudnnPricesMlaFromRows) {
   EXPECT_NE(std::string(out.origin).find("no measured or published row"), std::string::npos);
 }
 
+// A GPU no bundled attention profile covers (B200: no published FA/cuDNN figure is bundled) is
+// priced by the tile model, and its costs say there was no profile; with a profile they do not.
+TEST(Profile, UnprofiledGpuSaysSo) {
+  const scenario::GpuSpec b200{"B200", 2250e12, 1745e12, 7.04e12, 180.0 * (1 << 30), 148, scenario::GpuArch::Blackwell};
+  const auto m = CostModel::make("auto", b200);
+  for (bool bwd : {false, true}) {
+    const model::Cost c = m->attention(call(8192, 8192, 32, 128, 1, bwd));
+    EXPECT_EQ(c.source, CostSource::Roofline);
+    ASSERT_NE(c.origin, nullptr);
+    EXPECT_NE(std::string(c.origin).find("no measured or published profile"), std::string::npos) << c.origin;
+  }
+  const model::Cost h = CostModel::make("auto", h100())->attention(call(8192, 8192, 32, 128, 1));
+  ASSERT_NE(h.origin, nullptr);
+  EXPECT_EQ(std::string(h.origin).find("no measured or published"), std::string::npos) << h.origin;
+}
+
 TEST(Profile, HeadsChangeTheRateOnlyAtAWaveAndBackwardIsNotFaster) {
   // FA3 causal 16K d128 on H100: the published row is 616 TFLOP/s at 16 heads. More heads are
   // more waves of the same CTAs: the rate stays within one wave of it at every head count (it
