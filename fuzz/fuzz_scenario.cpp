@@ -7,6 +7,7 @@
 
 #include "harness.hpp"
 #include "model/cost_model.hpp"
+#include "model/stack_kernels.hpp"
 #include "model/transformer.hpp"
 
 namespace {
@@ -40,7 +41,7 @@ void exercise_model(const scenario::Scenario& sc) {
   const double tokens = static_cast<double>(local) * sc.training.micro_batch;
   fuzz::check(finite_cost(cost->gemm(tokens, m.hidden, m.ffn_hidden / double(p.tp))), "scenario",
               "GEMM cost is not finite");
-  fuzz::check(finite_cost(cost->memory_bound(tokens * m.hidden * 2)), "scenario",
+  fuzz::check(finite_cost(cost->memory_bound(tokens * m.hidden * 2, model::MemClass::Copy)), "scenario",
               "memory-bound cost is not finite");
   const model::MemoryEstimate mem = model::estimate_memory(sc);
   fuzz::check(std::isfinite(mem.peak_bytes), "scenario", "peak memory is not finite");

@@ -5,6 +5,7 @@
 
 #include "model/stack_kernels.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -43,6 +44,7 @@ Cost backward_at_forward_rate(Cost bwd, const Cost& fwd) {
   bwd.time_s = floor;
   bwd.extrapolated = fwd.extrapolated;
   bwd.source = fwd.source == CostSource::Roofline ? CostSource::Roofline : CostSource::Derived;
+  bwd.origin = fwd.origin;  // the forward's table or model set the rate
   return bwd;
 }
 
@@ -120,15 +122,19 @@ std::unique_ptr<CostModel> CostModel::make(const scenario::CostSpec& spec,
   std::string path = spec.profile;
   if (path == "auto") {
     path = scenario::find_bundled_profile(gpu, scenario::impl_name(impl));
-    if (path.empty()) return std::make_unique<RooflineModel>(gpu, impl, gdn, gemms);
+    if (path.empty()) {
+      // No measured or published attention figures for this GPU and kernel: the tile model
+      // prices every call, and the summary and -v say there was no row.
+      auto m = std::make_unique<RooflineModel>(gpu, impl, gdn, gemms);
+      m->mark_unprofiled();
+      return m;
+    }
   }
   return std::make_unique<ProfileModel>(scenario::read_profile_csv(path), gpu, impl, gdn, gemms);
 }
 
-Cost CostModel::memory_kernels(const std::vector<MemKernel>& ks) const {
-  double bytes = 0;
-  for (const auto& k : ks) bytes += k.bytes;
-  return memory_bound(bytes);
+Cost CostModel::memory_bound(double bytes, MemClass cls, const char* kernel) const {
+  return memory_kernels({{kernel, cls, std::max(0.0, bytes), 1}});
 }
 
 }  // namespace cpsim::model

@@ -95,6 +95,9 @@ struct GdnCall {
 Cost backward_at_forward_rate(Cost bwd, const Cost& fwd);
 
 struct MemKernel;
+/// How a memory-bound kernel moves its bytes (stack_kernels.hpp): each class has one measured
+/// achieved bandwidth.
+enum class MemClass : uint8_t;
 
 class CostModel {
  public:
@@ -120,12 +123,13 @@ class CostModel {
     c.fp8 = true;
     return gemm(c);
   }
-  /// A memory-bound op that reads + writes `bytes` in total (norms, merges, elementwise).
-  virtual Cost memory_bound(double bytes) const = 0;
+  /// One memory-bound kernel that reads + writes `bytes` in total, of kernel class `cls`
+  /// (a copy, an elementwise pass, a fused single-pass kernel): memory_kernels of that kernel.
+  /// There is no class-less price: every memory-bound kernel runs at its class's measured rate.
+  Cost memory_bound(double bytes, MemClass cls, const char* kernel = "memory-bound kernel") const;
   /// The memory-bound kernels a stack runs as one op (stack_kernels.hpp: a layer region, the
-  /// loss, a ring step's merge). Models that know their GPU price each kernel at its class's
-  /// achieved bandwidth; by default the kernels' bytes are one memory_bound op.
-  virtual Cost memory_kernels(const std::vector<MemKernel>& ks) const;
+  /// loss, a ring step's merge), each at its class's achieved bandwidth on the model's GPU.
+  virtual Cost memory_kernels(const std::vector<MemKernel>& ks) const = 0;
   /// Chunked linear-attention (Gated DeltaNet) forward or backward over `tokens` tokens with
   /// `heads` heads of key_dim x value_dim state, chunk size `chunk`.
   virtual Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim,

@@ -1,7 +1,7 @@
 #pragma once
 /// FP8 as TransformerEngine runs it around each GEMM: the quantisation kernels (cast, transpose,
 /// amax) of the GEMM's inputs and output gradient, priced from their bytes as memory-bound
-/// kernels (CostModel::memory_bound), per recipe (scenario::Fp8Recipe). What stays BF16 is the
+/// kernels at their class rates (stack_kernels.hpp), per recipe (scenario::Fp8Recipe). What stays BF16 is the
 /// caller's choice (the LM head, attention unless FP8 attention is asked for).
 #include <vector>
 

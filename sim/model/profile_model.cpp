@@ -87,7 +87,7 @@ double ProfileModel::interpolate(const Curve& curve, double x) {
 ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
                            scenario::AttnImpl impl, std::shared_ptr<const GdnProfile> gdn,
                            std::shared_ptr<const GemmTable> gemm_table)
-    : path_(table.path), fallback_(gpu, impl, std::move(gdn), std::move(gemm_table)),
+    : path_(table.path), file_(path_.substr(path_.find_last_of('/') + 1)), fallback_(gpu, impl, std::move(gdn), std::move(gemm_table)),
       sms_(gpu.sm_count > 0 ? gpu.sm_count : 132) {
   struct Point {
     double flops, time_s;
@@ -186,7 +186,7 @@ Cost ProfileModel::priced(const AttentionCall& c) const {
   if (!(flops > 0)) return fallback_.attention(c);
   if (c.batch == 1) {
     const auto it = exact_.find(exact_key(c));
-    if (it != exact_.end()) return Cost{it->second.first, flops, it->second.second, false};
+    if (it != exact_.end()) return Cost{it->second.first, flops, it->second.second, false, file_.c_str()};
   }
   const Curve* curve = find_curve(c.backward, c.head_dim, mask_class(c.mask));
   if (curve == nullptr && c.mask == scenario::Mask::Document) {
@@ -197,7 +197,7 @@ Cost ProfileModel::priced(const AttentionCall& c) const {
   CostSource source;
   if (curve != nullptr && x >= curve->log_flops.front() - kLogTolerance) {
     const double t = wave_time(*curve, x, source);
-    return Cost{t * n_waves, flops, source, false};
+    return Cost{t * n_waves, flops, source, false, file_.c_str()};
   }
   // No curve for this mask class: the dense curve at the FLOPs of the dense call that runs as
   // many tile-equivalents (tile_cost.hpp): partial tiles computed whole, masked-kernel rate.
@@ -212,12 +212,13 @@ Cost ProfileModel::priced(const AttentionCall& c) const {
       const double xe = std::log(cta_flops(c, attention_flops(full) * ratio));
       if (xe >= dense->log_flops.front() - kLogTolerance) {
         const double t = wave_time(*dense, xe, source);
-        return Cost{t * n_waves, flops, source, false};
+        return Cost{t * n_waves, flops, source, false, file_.c_str()};
       }
     }
   }
   Cost r = fallback_.attention(c);
   r.extrapolated = true;
+  r.origin = "tile model: no measured or published row for the shape, -v lists them";
   if (log::enabled(log::Level::Info)) {
     char rule[200] = "the profile has no curve for this direction, head dim and mask";
     if (curve != nullptr)

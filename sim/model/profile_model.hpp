@@ -24,7 +24,6 @@ class ProfileModel final : public CostModel {
   Cost attention(const AttentionCall& c) const override;
   using CostModel::gemm;
   Cost gemm(const GemmCall& c) const override { return fallback_.gemm(c); }
-  Cost memory_bound(double bytes) const override { return fallback_.memory_bound(bytes); }
   Cost memory_kernels(const std::vector<MemKernel>& ks) const override { return fallback_.memory_kernels(ks); }
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override {
@@ -65,6 +64,7 @@ class ProfileModel final : public CostModel {
   static constexpr double kLogTolerance = 1e-5;
 
   std::string path_;
+  std::string file_;  ///< path_'s file name: the origin of the prices the table sets
   RooflineModel fallback_;
   std::map<CurveKey, Curve> curves_;
   std::map<ExactKey, std::pair<double, CostSource>> exact_;

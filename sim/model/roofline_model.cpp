@@ -91,10 +91,27 @@ RooflineModel::RooflineModel(const scenario::GpuSpec& gpu, scenario::AttnImpl im
 }
 
 Cost RooflineModel::attention(const AttentionCall& c) const {
-  if (!c.backward) return priced(c);
-  AttentionCall f = c;
-  f.backward = false;
-  return backward_at_forward_rate(priced(c), priced(f));
+  Cost r;
+  if (!c.backward) {
+    r = priced(c);
+  } else {
+    AttentionCall f = c;
+    f.backward = false;
+    r = backward_at_forward_rate(priced(c), priced(f));
+  }
+  if (unprofiled_) {
+    r.origin = "tile model: no measured or published profile for this GPU and kernel, -v lists the shapes";
+    if (log::enabled(log::Level::Info)) {
+      char buf[400];
+      std::snprintf(buf, sizeof buf,
+                    "cost: attention %s q %lld kv %lld, %d/%d heads d%d on %s (%s): no measured or published "
+                    "profile for this GPU and kernel, priced by the tile model",
+                    c.backward ? "bwd" : "fwd", static_cast<long long>(c.q_len), static_cast<long long>(c.kv_len),
+                    c.heads_q, c.heads_kv, c.head_dim, gpu_.name.c_str(), scenario::impl_name(impl_));
+      log::once(log::Level::Info, buf, buf);
+    }
+  }
+  return r;
 }
 
 Cost RooflineModel::priced(const AttentionCall& c) const {
@@ -135,14 +152,6 @@ Cost RooflineModel::gemm(const GemmCall& c) const {
   return gemm_tile_cost(shape, f, gpu_);
 }
 
-Cost RooflineModel::memory_bound(double bytes) const {
-  Cost r;
-  r.source = CostSource::Roofline;
-  r.origin = "HBM bandwidth";
-  r.time_s = std::max(0.0, bytes) / gpu_.hbm_Bps + kLaunchFloor_s;
-  return r;
-}
-
 Cost RooflineModel::linear_attention(int64_t tokens, int heads, int key_dim, int value_dim,
                                    int chunk, bool backward) const {
   GdnCall c;
@@ -163,6 +172,14 @@ Cost RooflineModel::gdn(const GdnCall& c) const {
   Cost roof = gdn_roofline(c, gpu_, sms_);
   // Kernel by kernel, each FLA chunk kernel at rates fitted to FLA's published H200 figures.
   roof.origin = "FLA chunk kernels, published H200 fit";
+  if (c.part == GdnPart::CpPreprocess && log::enabled(log::Level::Info)) {
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "cost: gated-deltanet CP pre-process %s, %d/%d heads d%dx%d: no benchmark times this kernel, "
+                  "priced kernel by kernel (FLA chunk kernels at rates fitted to FLA's published H200 figures)",
+                  c.backward ? "bwd" : "fwd", c.heads_k, c.heads_v, c.key_dim, c.value_dim);
+    log::once(log::Level::Info, buf, buf);
+  }
   if (!gdn_ || c.part == GdnPart::CpPreprocess || !(roof.time_s > 0)) return roof;
   GdnCall whole = c;
   whole.part = GdnPart::Whole;

@@ -3,6 +3,11 @@
 // section 1 (Megatron-Core + TE), 2 (torchtitan eager), 3 (torch.compile, Inductor fusion).
 #include "model/stack_kernels.hpp"
 
+#include <cstdio>
+#include <string>
+
+#include "log/log.hpp"
+
 namespace cpsim::model {
 namespace {
 
@@ -186,7 +191,21 @@ Cost mem_kernels_cost(const std::vector<MemKernel>& ks, const scenario::GpuSpec&
   Cost c;
   c.source = CostSource::Measured;
   c.origin = "h200-membound-measured.csv rates";
-  for (const MemKernel& k : ks) c.time_s += k.bytes / achieved_bandwidth(k.cls, gpu) + k.launches * kLaunch_s;
+  for (const MemKernel& k : ks) {
+    c.time_s += k.bytes / achieved_bandwidth(k.cls, gpu) + k.launches * kLaunch_s;
+    // -v: which measured kernel class stands for each kernel (the table times a class's
+    // representative op, not every kernel of it), once per kernel and class.
+    if (log::enabled(log::Level::Info)) {
+      const std::string key = std::string("memkernel ") + k.name + " " + mem_class_name(k.cls) + " " + gpu.name;
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "cost: memory-bound %s on %s: priced at the measured %s rate (%.2f TB/s here: "
+                    "H200's measured fraction of HBM bandwidth) plus %d launch floor(s)",
+                    k.name, gpu.name.c_str(), mem_class_name(k.cls), achieved_bandwidth(k.cls, gpu) / 1e12,
+                    k.launches);
+      log::once(log::Level::Info, key, buf);
+    }
+  }
   return c;
 }
 

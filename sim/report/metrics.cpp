@@ -86,6 +86,7 @@ Result analyze_with(const schedule::Plan& plan, const schedule::Trace& tr, const
   r.replicas_copied = info.replicas_copied;
   r.why_not_copied = info.why_not_copied;
   r.pricing = plan.pricing;
+  r.pricing_time_s = plan.pricing_time_s;
   r.extrapolated_ops = plan.extrapolated_ops;
   r.memory = memory;
   r.model_flops = info.model_flops;

@@ -162,6 +162,8 @@ struct Result {
   /// Total and exposed communication and bytes per parallelism kind (tp, cp, pp, dp, ep).
   std::map<std::string, CommKind> communication;
   std::map<std::string, std::map<std::string, long>> pricing;  ///< op kind -> source -> ops
+  /// op kind -> source -> nominal seconds of the ops it priced
+  std::map<std::string, std::map<std::string, double>> pricing_time_s;
   long extrapolated_ops = 0;
   std::vector<std::pair<std::string, double>> bytes_per_link_class;
   size_t ops = 0;

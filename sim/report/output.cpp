@@ -79,6 +79,26 @@ constexpr size_t kTopWaitsJson = 5, kTopWaitsSummary = 3;
 
 }  // namespace
 
+std::string pricing_shares(const std::map<std::string, std::map<std::string, double>>& time_s) {
+  std::string out;
+  for (const auto& [kind, by_source] : time_s) {
+    double total = 0;
+    for (const auto& [s, t] : by_source) total += t;
+    std::vector<std::pair<double, std::string>> shares;
+    for (const auto& [s, t] : by_source) shares.emplace_back(total > 0 ? t / total : 0.0, s);
+    // Largest share first; ties by name so the text is the same on every run.
+    std::sort(shares.begin(), shares.end(),
+              [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    out += (out.empty() ? "" : "; ") + kind + ":";
+    for (size_t i = 0; i < shares.size(); ++i) {
+      const double pct = 100 * shares[i].first;
+      out += (i ? ", " : " ") + shares[i].second +
+             (pct > 0 && pct < 0.5 ? std::string(" <1 %") : fmt(" %.0f %%", pct));
+    }
+  }
+  return out;
+}
+
 json result_json(const Result& r, const scenario::Scenario& sc) {
   json j;
   j["name"] = r.name;
@@ -177,6 +197,8 @@ json result_json(const Result& r, const scenario::Scenario& sc) {
                           {"busy_s", l.busy_s}, {"utilisation", l.utilisation}});
   j["links"] = link_loads;
   j["pricing"] = r.pricing;
+  j["pricing_time_s"] = r.pricing_time_s;
+  j["kernel_costs_from"] = pricing_shares(r.pricing_time_s);
   j["extrapolated_ops"] = r.extrapolated_ops;
   json links = json::object();
   for (const auto& [k, v] : r.bytes_per_link_class) links[k] = v;
@@ -271,11 +293,9 @@ std::string summary_table(const Result& r, const scenario::Scenario& sc) {
          fmt("mean %.4f s", sm.mean_s) + fmt(", p50 %.4f", sm.p50_s) + fmt(", p95 %.4f", sm.p95_s) +
              fmt(", p99 %.4f", sm.p99_s) + fmt(", min %.4f", sm.min_s) + fmt(", max %.4f", sm.max_s));
   }
-  std::string src;
-  for (const auto& [kind, m] : r.pricing) {
-    for (const auto& [s, n] : m) src += kind + "=" + s + " ";
-  }
-  line("kernel costs from", src + (r.extrapolated_ops ? fmt("(%.0f extrapolated)", static_cast<double>(r.extrapolated_ops)) : ""));
+  std::string src = pricing_shares(r.pricing_time_s);
+  if (r.extrapolated_ops) src += fmt(" (%.0f ops extrapolated)", static_cast<double>(r.extrapolated_ops));
+  line("kernel costs from", src);
   line("simulated", std::to_string(r.ops) + fmt(" ops in %.3f s wall", r.sim_wall_s));
   if (!r.symmetry.empty()) line("replica symmetry", r.symmetry);
   return os.str();

@@ -2,6 +2,7 @@
 /// Result formats: JSON (the contract in docs/design.md), the terminal summary, Chrome trace events
 /// for Perfetto, and an atomic file writer (temp file + rename) for all of them.
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <optional>
@@ -16,6 +17,11 @@ namespace cpsim::report {
 nlohmann::json scenario_json(const scenario::Scenario& sc);
 
 nlohmann::json result_json(const Result& r, const scenario::Scenario& sc);
+
+/// The summary's "kernel costs from" text: per op kind, each source that priced it with its
+/// share of the kind's nominal kernel time, largest first, e.g. "attention: published
+/// (h100-cudnn-published.csv) 92 %, derived (...) 8 %; gemm: ...". Kinds are separated by "; ".
+std::string pricing_shares(const std::map<std::string, std::map<std::string, double>>& time_s);
 
 /// The table a newcomer reads.
 std::string summary_table(const Result& r, const scenario::Scenario& sc);

@@ -208,6 +208,16 @@ class Reader {
     r.heads_q = static_cast<int>(whole("heads_q", 1e6));
     r.heads_kv = static_cast<int>(whole("heads_kv", 1e6));
     r.head_dim = static_cast<int>(whole("head_dim", 65536));
+    // MLA rows (Q.K over head_dim, P.V over head_dim_v, as DeepSeek-V3's 192/128) are keyed by
+    // the mean of the two, the head dim a scenario's MLA attention runs at (moe_keys.cpp): the
+    // same FLOPs, 2 x s^2 x (d_qk + d_v) per head.
+    if (col_.count("head_dim_v") && !cell("head_dim_v").empty()) {
+      const int dv = static_cast<int>(whole("head_dim_v", 65536));
+      if ((r.head_dim + dv) % 2 != 0)
+        fail(line_no, at("head_dim_v"), "column 'head_dim_v': head_dim + head_dim_v = " +
+                                            std::to_string(r.head_dim + dv) + " is odd (expected an even sum)");
+      r.head_dim = (r.head_dim + dv) / 2;
+    }
     r.time_s = time_s(line, line_no);
     r.reference = cell("commit");
     return r;

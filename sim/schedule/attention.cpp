@@ -12,21 +12,32 @@ namespace cpsim::schedule {
 
 double Pricer::time(const model::Cost& c, const std::string& kind) {
   // The source class and, where the model names it, what set the price within it.
-  if (c.origin) sources_[kind][std::string(model::cost_source_name(c.source)) + " (" + c.origin + ")"]++;
-  else sources_[kind][model::cost_source_name(c.source)]++;
+  const std::string source = c.origin ? std::string(model::cost_source_name(c.source)) + " (" + c.origin + ")"
+                                       : std::string(model::cost_source_name(c.source));
+  sources_[kind][source]++;
+  times_[kind][source] += c.time_s;
   if (c.extrapolated) extrapolated_++;
   return c.time_s;
 }
 
-void Pricer::count_again(const Sources& since, long extrapolated_since, int times) {
-  for (auto& [kind, by_source] : sources_)
+namespace {
+template <class V>
+void repeat_since(std::map<std::string, std::map<std::string, V>>& now,
+                  const std::map<std::string, std::map<std::string, V>>& since, int times) {
+  for (auto& [kind, by_source] : now)
     for (auto& [source, n] : by_source) {
-      long before = 0;
+      V before = 0;
       if (auto k = since.find(kind); k != since.end())
         if (auto s = k->second.find(source); s != k->second.end()) before = s->second;
       n += (n - before) * times;
     }
-  extrapolated_ += (extrapolated_ - extrapolated_since) * times;
+}
+}  // namespace
+
+void Pricer::count_again(const Snapshot& since, int times) {
+  repeat_since(sources_, since.sources, times);
+  repeat_since(times_, since.times, times);
+  extrapolated_ += (extrapolated_ - since.extrapolated) * times;
 }
 
 namespace {
@@ -134,8 +145,8 @@ OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w,
   return k;
 }
 
-OpId add_memory_op(AttentionCtx& ctx, int rank, double bytes, OpLabel label) {
-  const model::Cost c = ctx.pricer.cost().memory_bound(bytes);
+OpId add_memory_op(AttentionCtx& ctx, int rank, double bytes, model::MemClass cls, OpLabel label) {
+  const model::Cost c = ctx.pricer.cost().memory_bound(bytes, cls, ctx.g.str(label.name).c_str());
   label.category = ctx.g.intern("memory");
   return ctx.g.add_priced(rank, stream::kCompute, ctx.pricer.time(c, "memory"), label);
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/cost_model.hpp"
+#include "model/stack_kernels.hpp"
 #include "model/topology.hpp"
 #include "scenario/specs.hpp"
 #include "schedule/partition.hpp"
@@ -25,15 +26,26 @@ class Pricer {
   double time(const model::Cost& c, const std::string& kind);
   /// kind -> source name -> op count, plus kinds that were extrapolated.
   using Sources = std::map<std::string, std::map<std::string, long>>;
+  /// kind -> source name -> nominal seconds it priced (summed over the ops counted in Sources).
+  using Times = std::map<std::string, std::map<std::string, double>>;
   const Sources& sources() const { return sources_; }
+  const Times& times() const { return times_; }
   long extrapolated() const { return extrapolated_; }
-  /// Counts what was priced since (`since`, `extrapolated_since`) `times` more times: the ops
-  /// of a copied replica, priced once.
-  void count_again(const Sources& since, long extrapolated_since, int times);
+  /// What had been priced at some point: count_again's reference.
+  struct Snapshot {
+    Sources sources;
+    Times times;
+    long extrapolated = 0;
+  };
+  Snapshot snapshot() const { return {sources_, times_, extrapolated_}; }
+  /// Counts what was priced since `since` `times` more times: the ops of a copied replica,
+  /// priced once.
+  void count_again(const Snapshot& since, int times);
 
  private:
   const model::CostModel& cost_;
   Sources sources_;
+  Times times_;
   long extrapolated_ = 0;
 };
 
@@ -123,7 +135,8 @@ std::string scheme_name(const scenario::AttentionSpec& a);
 /// Adds a priced attention kernel on `rank`; returns the op (or kNoOp when w.pairs == 0).
 OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w, const AttnGeometry& geo,
                           bool backward, OpLabel label);
-/// Adds a priced memory-bound op (merge, accumulate, conv) of `bytes` on `rank`.
-OpId add_memory_op(AttentionCtx& ctx, int rank, double bytes, OpLabel label);
+/// Adds a priced memory-bound op (merge, accumulate, conv) of `bytes` and kernel class `cls`
+/// on `rank`.
+OpId add_memory_op(AttentionCtx& ctx, int rank, double bytes, model::MemClass cls, OpLabel label);
 
 }  // namespace cpsim::schedule

@@ -105,7 +105,7 @@ class TwoLevelRing {
       for (int p = 0; p < n_; ++p) {
         OpLabel l = make_label(g_, ctx_, "dkv_final", scheme_, phase_, n_);
         l.chunk_kv = p;
-        const OpId fin = add_memory_op(ctx_, ctx_.group[p], 3.0 * dkv_bytes_, l);
+        const OpId fin = add_memory_op(ctx_, ctx_.group[p], 3.0 * dkv_bytes_, model::MemClass::Add, l);
         g_.add_edge(home[p], fin);
         tail_[p] = fin;
       }
@@ -180,7 +180,7 @@ class TwoLevelRing {
       OpId ready = kernel_at[p] != kNoOp ? kernel_at[p] : (k == 0 ? have[p] : kNoOp);
       if (k > 0) {
         const OpId acc =
-            add_memory_op(ctx_, rank, 3.0 * dkv_bytes_,
+            add_memory_op(ctx_, rank, 3.0 * dkv_bytes_, model::MemClass::Add,
                           make_label(g_, ctx_, "dkv_accumulate", scheme_, phase_, step));
         g_.add_edge(dkv_recv_[p], acc);
         g_.add_edge(ready, acc);
@@ -219,7 +219,7 @@ class TwoLevelRing {
     for (int p = 0; p < n_; ++p) {
       // Into the outer send buffer: a copy of the inner sum, or its sum with the partial that
       // came over the outer ring.
-      acc[p] = add_memory_op(ctx_, ctx_.group[p], (t > 1 ? 3.0 : 2.0) * dkv_bytes_,
+      acc[p] = add_memory_op(ctx_, ctx_.group[p], (t > 1 ? 3.0 : 2.0) * dkv_bytes_, model::MemClass::Add,
                              make_label(g_, ctx_, "dkv_outer_accumulate", scheme_, phase_, step));
       g_.add_edge(dkv_recv_[p], acc[p]);
       g_.add_edge(dkv_outer_recv_[p], acc[p]);
@@ -271,12 +271,13 @@ class TwoLevelRing {
   double merge_tokens_ = 0;
 
   /// A ring step's online-softmax merge: TE merges in its own fused kernel (the merge bytes at
-  /// HBM bandwidth); PyTorch-native CP with eager LSE-merge kernels (stack_kernels.hpp).
+  /// the fused single-pass kernel rate); PyTorch-native CP with eager LSE-merge kernels
+  /// (stack_kernels.hpp).
   OpId merge_op(int rank, int step) {
     OpLabel l = make_label(g_, ctx_, "softmax_merge", scheme_, phase_, step);
     const auto ks = model::cp_merge_kernels(ctx_.sc.training.stack, merge_tokens_, ctx_.geo.heads_q,
                                             ctx_.geo.head_dim);
-    if (ks.empty()) return add_memory_op(ctx_, rank, merge_bytes_, l);
+    if (ks.empty()) return add_memory_op(ctx_, rank, merge_bytes_, model::MemClass::FusedFwd, l);
     const model::Cost c = ctx_.pricer.cost().memory_kernels(ks);
     l.category = g_.intern("memory");
     return g_.add_priced(rank, stream::kCompute, ctx_.pricer.time(c, "memory"), l);

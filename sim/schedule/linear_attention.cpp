@@ -111,7 +111,9 @@ std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>
   std::vector<OpId> summary(n);
   for (int i = 0; i < n; ++i) {
     const int rank = ctx.group[i];
+    // FLA's causal_conv1d: one fused Triton kernel each way.
     const OpId conv = add_memory_op(ctx, rank, 2.0 * local * lg.conv_channels * model::kBf16Bytes * batch,
+                                    backward ? model::MemClass::FusedBwd : model::MemClass::FusedFwd,
                                     make_label(g, ctx, "short_conv", scheme, phase));
     g.add_edge(tail[i], conv);
     g.add_edge(entry[i], conv);

@@ -58,7 +58,9 @@ std::vector<OpId> linear_a2a_pass(AttentionCtx& ctx, bool backward, const std::v
   const double channels = 2.0 * hk * m.linear_key_dim + static_cast<double>(hv) * m.linear_value_dim;
   for (int i = 0; i < n; ++i) {
     const int rank = ctx.group[i];
+    // FLA's causal_conv1d: one fused Triton kernel each way.
     const OpId conv = add_memory_op(ctx, rank, 2.0 * seq * channels * model::kBf16Bytes,
+                                    backward ? model::MemClass::FusedBwd : model::MemClass::FusedFwd,
                                     make_label(g, ctx, "short_conv", scheme, phase));
     g.add_edge(before[i], conv);
     // Every rank runs the single-GPU kernels over whole sequences for its heads.

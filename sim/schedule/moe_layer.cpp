@@ -63,6 +63,16 @@ OpLabel make_label(TaskGraph& g, const std::string& name, const MoeCtx& c, const
 /// Tokens one rank routes (its sequence-parallel shard).
 double local_tokens(const MoeCtx& c) { return c.tokens / c.sc.parallel.tp; }
 
+/// An expert's SwiGLU over `tokens` x `ffn` as the stack runs a dense layer's (stack_kernels.hpp):
+/// fused under Megatron-TE and torch.compile, silu then mul in eager PyTorch.
+std::vector<model::MemKernel> activation_kernels(const MoeCtx& c, double tokens, double ffn) {
+  model::LayerWidths w;
+  w.tokens = tokens;
+  w.hidden = c.sc.model.hidden;
+  w.ffn = ffn;
+  return model::layer_kernels(c.sc.training.stack, model::LayerRegion::Activation, c.backward, w);
+}
+
 /// Dispatch (which = 0) or combine (which = 1) all-to-all of every EP group the grid touches.
 Ops all_to_all(MoeCtx& c, int which, const Ops& deps) {
   const auto& p = c.sc.parallel;
@@ -139,7 +149,7 @@ Ops expert_ops(MoeCtx& c, int part, const Ops& deps) {
       if (!(tok > 0)) continue;
       const auto& cm = c.pricer.cost();
       if (part == 1) {
-        const model::Cost k = cm.memory_bound(tok * ffn * (c.backward ? 5 : 3) * model::kBf16Bytes);
+        const model::Cost k = cm.memory_kernels(activation_kernels(c, tok, ffn));
         sum.time_s += k.time_s;
         sum.source = k.source;
         sum.origin = k.origin;
@@ -198,13 +208,13 @@ Ops shared_experts(MoeCtx& c, const Ops& deps) {
   if (!c.backward) {
     x = c.tp_enter(x);
     x = c.gemm("moe_shared_up_gate", c.tokens, 2 * width, h, x);
-    x = c.memory("moe_shared_swiglu", c.tokens * width * 3 * model::kBf16Bytes, x);
+    x = c.memory("moe_shared_swiglu", activation_kernels(c, c.tokens, width), x);
     x = c.gemm("moe_shared_down", c.tokens, h, width, x);
     x = c.tp_exit(x);
   } else {
     x = c.tp_exit(x);
     x = c.gemm("moe_shared_down_bwd", c.tokens, h, width, x);
-    x = c.memory("moe_shared_swiglu_bwd", c.tokens * width * 5 * model::kBf16Bytes, x);
+    x = c.memory("moe_shared_swiglu_bwd", activation_kernels(c, c.tokens, width), x);
     x = c.gemm("moe_shared_up_gate_bwd", c.tokens, 2 * width, h, x);
     x = c.tp_enter(x);
   }
@@ -231,11 +241,12 @@ Ops moe_block(MoeCtx& c, const Ops& entry) {
   // token into expert order and back (read + write k x hidden x 2 B per token).
   const double permute_bytes = 2 * tok * k * h * model::kBf16Bytes;
   const double topk_bytes = 2 * tok * m.moe.experts * model::kFp32Bytes;
+  // Megatron's TopKRouter: softmax and top-k as eager kernels over the fp32 logits.
   Ops x = entry;
   if (!c.backward) {
     x = c.gemm("moe_router", tok, m.moe.experts, h, x);
-    x = c.memory("moe_router_topk", topk_bytes, x);
-    x = c.memory("moe_permute", permute_bytes, x);
+    x = c.memory("moe_router_topk", {{"router_softmax_topk", model::MemClass::EagerSoftmax, topk_bytes, 1}}, x);
+    x = c.memory("moe_permute", {{"permute", model::MemClass::Copy, permute_bytes, 1}}, x);
     x = all_to_all(c, 0, x);
     x = expert_tp_coll(c, CollOp::AllGather, "moe_expert_tp_allgather", tokens_recv, x);
     x = expert_ops(c, 0, x);
@@ -243,11 +254,11 @@ Ops moe_block(MoeCtx& c, const Ops& entry) {
     x = expert_ops(c, 2, x);
     x = expert_tp_coll(c, CollOp::ReduceScatter, "moe_expert_tp_reducescatter", tokens_recv, x);
     x = all_to_all(c, 1, x);
-    x = c.memory("moe_unpermute", permute_bytes, x);
+    x = c.memory("moe_unpermute", {{"unpermute", model::MemClass::Copy, permute_bytes, 1}}, x);
     x = shared_experts(c, x);
   } else {
     x = shared_experts(c, x);
-    x = c.memory("moe_unpermute_bwd", permute_bytes, x);
+    x = c.memory("moe_unpermute_bwd", {{"unpermute_bwd", model::MemClass::Copy, permute_bytes, 1}}, x);
     x = all_to_all(c, 1, x);
     x = expert_tp_coll(c, CollOp::AllGather, "moe_expert_tp_allgather", tokens_recv, x);
     x = expert_ops(c, 2, x);
@@ -255,8 +266,8 @@ Ops moe_block(MoeCtx& c, const Ops& entry) {
     x = expert_ops(c, 0, x);
     x = expert_tp_coll(c, CollOp::ReduceScatter, "moe_expert_tp_reducescatter", tokens_recv, x);
     x = all_to_all(c, 0, x);
-    x = c.memory("moe_permute_bwd", permute_bytes, x);
-    x = c.memory("moe_router_topk_bwd", topk_bytes, x);
+    x = c.memory("moe_permute_bwd", {{"permute_bwd", model::MemClass::Copy, permute_bytes, 1}}, x);
+    x = c.memory("moe_router_topk_bwd", {{"router_softmax_topk_bwd", model::MemClass::EagerSoftmaxBwd, topk_bytes, 1}}, x);
     x = c.gemm("moe_router_bwd", tok, m.moe.experts, h, x);
   }
   return x;

@@ -38,7 +38,8 @@ struct MoeCtx {
   /// The step builder's own ops on every grid rank (so labels, ZeRO-3 waits and recompute
   /// names stay the same as for dense layers).
   std::function<Ops(const char*, double m, double n, double k, const Ops&)> gemm;
-  std::function<Ops(const char*, double bytes, const Ops&)> memory;
+  /// Memory-bound kernels (stack_kernels.hpp) as one op on every grid rank.
+  std::function<Ops(const char*, const std::vector<model::MemKernel>&, const Ops&)> memory;
   /// The sequence-parallel TP collectives before / after a TP-split block in this direction.
   std::function<Ops(const Ops&)> tp_enter, tp_exit;
 };

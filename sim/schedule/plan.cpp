@@ -53,6 +53,7 @@ Plan plan(const scenario::Scenario& sc, const model::Topology& topo, const model
   }
   p.graph.finalize();
   p.pricing = pricer->sources();
+  p.pricing_time_s = pricer->times();
   p.extrapolated_ops = pricer->extrapolated();
   return p;
 }

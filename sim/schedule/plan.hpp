@@ -21,6 +21,8 @@ struct Plan {
   BuildInfo info;
   /// op kind ("attention", "gemm", ...) -> cost source -> ops priced from it
   std::map<std::string, std::map<std::string, long>> pricing;
+  /// op kind -> cost source -> nominal seconds of the ops it priced (the shares the summary shows)
+  std::map<std::string, std::map<std::string, double>> pricing_time_s;
   long extrapolated_ops = 0;
 };
 

@@ -39,7 +39,8 @@ StageBuilder::StageBuilder(const scenario::Scenario& sc, const model::Topology& 
 }
 
 StageBuilder::Ops StageBuilder::embedding(int mb, const Ops& entry) {
-  return memory_all("embedding", tokens_ * m_.hidden * model::kBf16Bytes * 2, mb, -1,
+  // The lookup gathers each token's row: a copy-class kernel.
+  return memory_all("embedding", tokens_ * m_.hidden * model::kBf16Bytes * 2, model::MemClass::Copy, mb, -1,
                     Phase::Forward, entry);
 }
 StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry) {
@@ -223,8 +224,9 @@ StageBuilder::Ops StageBuilder::tp_gemm(bool backward, TpSide side, const char* 
   return backward ? tp_enter(true, mb, layer, ph, x) : tp_exit(false, mb, layer, ph, x);
 }
 
-StageBuilder::Ops StageBuilder::memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps) {
-  return memory_cost_all(name, pricer_.cost().memory_bound(bytes), mb, layer, ph, deps);
+StageBuilder::Ops StageBuilder::memory_all(const char* name, double bytes, model::MemClass cls, int mb, int layer,
+                                           Phase ph, const Ops& deps) {
+  return memory_cost_all(name, pricer_.cost().memory_bound(bytes, cls, name), mb, layer, ph, deps);
 }
 
 StageBuilder::Ops StageBuilder::memory_cost_all(const char* name, const model::Cost& c, int mb, int layer, Phase ph,
@@ -462,8 +464,8 @@ StageBuilder::Ops StageBuilder::moe(int layer, int mb, bool backward, const Ops&
   auto gemm = [&](const char* name, double m, double n, double k, const Ops& d) {
     return gemm_all(name, m, n, k, mb, layer, ph, d);
   };
-  auto memory = [&](const char* name, double bytes, const Ops& d) {
-    return memory_all(name, bytes, mb, layer, ph, d);
+  auto memory = [&](const char* name, const std::vector<model::MemKernel>& ks, const Ops& d) {
+    return memory_cost_all(name, pricer_.cost().memory_kernels(ks), mb, layer, ph, d);
   };
   auto enter = [&](const Ops& d) { return tp_enter(backward, mb, layer, ph, d); };
   auto exit = [&](const Ops& d) { return tp_exit(backward, mb, layer, ph, d); };

@@ -87,7 +87,8 @@ class StageBuilder {
   enum TpSide { kGatherIn, kScatterOut };
   Ops tp_gemm(bool backward, TpSide side, const char* name, double m, double n, double k, int mb,
               int layer, const Ops& deps);
-  Ops memory_all(const char* name, double bytes, int mb, int layer, Phase ph, const Ops& deps);
+  Ops memory_all(const char* name, double bytes, model::MemClass cls, int mb, int layer, Phase ph,
+                 const Ops& deps);
   Ops memory_cost_all(const char* name, const model::Cost& c, int mb, int layer, Phase ph, const Ops& deps);
   Ops stack_region(const char* name, model::LayerRegion region, bool backward, int layer, int mb, const Ops& deps);
   Ops tp_coll(CollOp op, const char* name, int mb, int layer, Phase ph, const Ops& deps);

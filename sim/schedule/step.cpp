@@ -1,6 +1,8 @@
 #include "schedule/step.hpp"
 
 #include <algorithm>
+
+#include "model/stack_kernels.hpp"
 #include <stdexcept>
 
 #include "log/log.hpp"
@@ -304,7 +306,9 @@ Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops
                     double shard, const ReplicaPlan& rp) {
   const int cp = x.sc.parallel.cp;
   const double host = x.sc.parallel.zero_stage >= 3 ? 0.0 : x.sc.training.optimizer_offload_fraction;
-  const model::Cost c = x.pricer.cost().memory_bound(shard * (1 - host) * 30.0);
+  // Fused Adam (multi-tensor apply) streams 30 B per parameter once (fp32 master, m, v read and
+  // written, bf16 grad read, bf16 weight written): a streaming copy-class kernel.
+  const model::Cost c = x.pricer.cost().memory_bound(shard * (1 - host) * 30.0, model::MemClass::Copy, "fused_adam");
   const model::OptimizerOffloadTime ht = model::optimizer_offload_time(x.sc, shard * host);
   Ops opt(members.size());
   auto label = [&](const char* name, const char* cat) {
@@ -400,8 +404,7 @@ struct ReplicaTemplate {
   OpId first = 0, last = 0;
   size_t edge_first = 0, edge_last = 0;
   int layers_built = 0;
-  Pricer::Sources sources_before;
-  long extrapolated_before = 0;
+  Pricer::Snapshot priced_before;
 };
 
 /// Route from -> to crosses links of the same class, bandwidth and latency as from + off -> to + off.
@@ -533,7 +536,7 @@ BuildInfo build_step(const StepCtx& x) {
     }
     const bool first = tmpl.d < 0;
     if (first) {
-      tmpl = {d, static_cast<OpId>(x.g.size()), 0, x.g.num_edges(), 0, 0, x.pricer.sources(), x.pricer.extrapolated()};
+      tmpl = {d, static_cast<OpId>(x.g.size()), 0, x.g.num_edges(), 0, 0, x.pricer.snapshot()};
     }
     ReplicaPipeline pipe(x, cl, d, gathers, a2a, grads[d]);
     const int layers = pipe.run();
@@ -548,7 +551,7 @@ BuildInfo build_step(const StepCtx& x) {
       why_not = why_not_copy(x, tmpl, gathers, a2a, rp.built);
     }
   }
-  if (copies > 0) x.pricer.count_again(tmpl.sources_before, tmpl.extrapolated_before, copies);
+  if (copies > 0) x.pricer.count_again(tmpl.priced_before, copies);
   info.replicas_copied = copies;
   if (std::count(rp.built.begin(), rp.built.end(), 1) > 1 && copies == 0) info.why_not_copied = why_not;
   if (p.dp > 1) info.symmetry = describe_symmetry(rp, p.dp);

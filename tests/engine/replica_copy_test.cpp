@@ -26,6 +26,7 @@ struct Built {
   schedule::TaskGraph g;
   schedule::BuildInfo info;
   schedule::Pricer::Sources pricing;
+  schedule::Pricer::Times pricing_time_s;
   double step_s = 0;
 };
 
@@ -38,6 +39,7 @@ Built build(scenario::Scenario sc, bool copy) {
   b.info = schedule::build_scenario(sc, topo, pricer, b.g);
   b.g.finalize();
   b.pricing = pricer.sources();
+  b.pricing_time_s = pricer.times();
   b.step_s = engine::replay_analytic(b.g, topo).makespan_s;
   return b;
 }
@@ -84,6 +86,11 @@ void expect_same_graph(const Built& a, const Built& b) {
     }
   }
   EXPECT_EQ(a.pricing, b.pricing);
+  // A copied replica's ops count their priced time too (the summary's shares).
+  ASSERT_EQ(a.pricing_time_s.size(), b.pricing_time_s.size());
+  for (const auto& [kind, by_source] : a.pricing_time_s)
+    for (const auto& [source, t] : by_source)
+      EXPECT_NEAR(b.pricing_time_s.at(kind).at(source), t, 1e-9 * t) << kind << " " << source;
   EXPECT_EQ(a.info.full_layers_built, b.info.full_layers_built);
   EXPECT_EQ(a.step_s, b.step_s);
 }

@@ -98,8 +98,10 @@ TEST(ReplicaSymmetry, PerturbedReplicasAreSimulatedInFullAndTheRestMirrored) {
     // Approximate since the channel model (see OneReplicaGivesTheSameStepAsAll): 0.2 % measured
     // until Megatron's DP defaults (un-overlapped fp32 gradient reduce, parameter gathers) made
     // the DP collectives, the only ops the mirrored replicas take part in, a larger share of the
-    // step: 1.5 % measured since.
-    EXPECT_NEAR(some.step_s, all.step_s, 0.02 * all.step_s);
+    // step: 1.5 % measured since; 3.7 % (SimGrid; the mirrored replicas faster) since the ring's
+    // dK/dV accumulations and merges run at their kernel classes' measured rates instead of HBM
+    // bandwidth, which moves when the replicas' DP collectives meet the CP traffic.
+    EXPECT_NEAR(some.step_s, all.step_s, 0.04 * all.step_s) << (engine == scenario::EngineKind::SimGrid ? "simgrid" : "analytic");
     // The slow GPU holds everyone back at the DP collectives.
     EXPECT_GT(some.step_s, run(small_dp_job(scenario::Symmetry::Auto), engine).step_s * 1.005);
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/cost_model.hpp"
+#include "model/stack_kernels.hpp"
 #include "model/tile_cost.hpp"
 #include "scenario/load.hpp"
 
@@ -262,9 +263,9 @@ TEST(InvariantCosts, GemmMemoryAndLinearAttentionMonotone) {
           last8 = c8;
         }
       }
-    Cost lastm = m.memory_bound(1e3);
+    Cost lastm = m.memory_bound(1e3, model::MemClass::Copy);
     for (double b = 1.25e3; b <= 1e11; b *= 1.25) {
-      const Cost c = m.memory_bound(b);
+      const Cost c = m.memory_bound(b, model::MemClass::Copy);
       check(p.name + " memory " + std::to_string(b), lastm, c, 0);
       lastm = c;
     }

@@ -1,6 +1,7 @@
 // Kernel cost models: the roofline against the published figures it is fitted to, and the
 // profile table: exact at measured shapes, monotone between them, fallback reported outside.
 #include "model/cost_model.hpp"
+#include "model/stack_kernels.hpp"
 
 #include <gtest/gtest.h>
 
@@ -166,11 +167,20 @@ TEST(Roofline, GemmReachesBestMeasuredGemmOnlyWhenLarge) {
               1e-9);
 }
 
-TEST(Roofline, MemoryBoundIsBytesOverBandwidthPlusLaunch) {
+// A memory-bound kernel runs at its class's measured achieved bandwidth, never at a class-less
+// HBM roofline: the summary names a measured rate for every memory op.
+TEST(Roofline, MemoryBoundIsBytesAtItsClassRatePlusLaunch) {
   const auto m = CostModel::roofline(h100());
-  EXPECT_DOUBLE_EQ(m->memory_bound(2.95e9).time_s, 1e-3 + 5e-6);
-  EXPECT_DOUBLE_EQ(m->memory_bound(0).time_s, 5e-6);
-  EXPECT_EQ(m->memory_bound(1e9).flops, 0.0);
+  for (const model::MemClass cls : {model::MemClass::Copy, model::MemClass::Add, model::MemClass::FusedFwd}) {
+    const double bw = model::achieved_bandwidth(cls, h100());
+    EXPECT_DOUBLE_EQ(m->memory_bound(bw * 1e-3, cls).time_s, 1e-3 + 5e-6);
+    EXPECT_EQ(m->memory_bound(1e9, cls).source, CostSource::Measured);
+    EXPECT_STREQ(m->memory_bound(1e9, cls).origin, "h200-membound-measured.csv rates");
+  }
+  EXPECT_DOUBLE_EQ(m->memory_bound(0, model::MemClass::Copy).time_s, 5e-6);
+  EXPECT_EQ(m->memory_bound(1e9, model::MemClass::Copy).flops, 0.0);
+  // The fused single-pass kernels reach 3.26 of H200's 4.08 TB/s: slower than a copy.
+  EXPECT_GT(m->memory_bound(1e9, model::MemClass::FusedFwd).time_s, m->memory_bound(1e9, model::MemClass::Copy).time_s);
 }
 
 TEST(Roofline, LinearAttentionKernelByKernel) {
@@ -269,6 +279,68 @@ TEST(Profile, InterpolatesBetweenNeighboursInLogLog) {
   EXPECT_NEAR(m->attention(call(1024, 1024, 33, 128)).time_s, 200e-6, 1e-12);
 }
 
+// MLA rows (Q.K over 192, P.V over 128) are keyed by the mean head dim, the one a scenario's MLA
+// attention runs at (the same FLOPs): a d160 call meets them, exactly and not extrapolated.
+TEST(Profile, MlaRowsPriceTheMeanHeadDim) {
+  TempDir dir;
+  const std::string path = dir.write(
+      "p.csv", "gpu,kernel,direction,q_len,kv_len,mask,unmasked_fraction,heads_q,heads_kv,head_dim,dtype,"
+               "time_us,tflops,source,commit,head_dim_v\n"
+               "G,k,fwd,4096,4096,full,1,16,16,192,bf16,300,0,measured,x,128\n"
+               "G,k,fwd,8192,8192,full,1,16,16,192,bf16,1200,0,measured,x,128\n");
+  const auto m = CostModel::from_profile(path, h100());
+  const model::Cost c = m->attention(call(4096, 4096, 16, 160));
+  EXPECT_NEAR(c.time_s, 300e-6, 1e-12);
+  EXPECT_FALSE(c.extrapolated);
+  // An odd d_qk + d_v has no mean head dim: refused with its column.
+  const std::string odd = dir.write(
+      "odd.csv", "gpu,kernel,direction,q_len,kv_len,mask,unmasked_fraction,heads_q,heads_kv,head_dim,dtype,"
+                 "time_us,tflops,source,commit,head_dim_v\n"
+                 "G,k,fwd,4096,4096,full,1,16,16,192,bf16,300,0,measured,x,127\n");
+  try {
+    CostModel::from_profile(odd, h100());
+    ADD_FAILURE() << "an odd head_dim + head_dim_v was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim_v"), std::string::npos) << e.what();
+  }
+}
+
+// DeepSeek-V3's MLA attention on H100 has rows (the cuDNN MLA rows measured on H200, derived),
+// not the tile model, at every shape its bundled scenario runs (causal 4K-16K tiles and past).
+TEST(Profile, BundledH100CudnnPricesMlaFromRows) {
+  const auto m = CostModel::from_profile(std::string(CPSIM_SOURCE_DIR) + "/kernels/profiles/h100-cudnn-published.csv", h100());
+  for (bool bwd : {false, true})
+    for (int64_t s : {4096, 8192, 16384, 32768}) {
+      const model::Cost c = m->attention(call(s, s, 16, 160, 1, bwd));
+      EXPECT_FALSE(c.extrapolated) << s << (bwd ? " bwd" : " fwd");
+      EXPECT_EQ(c.source, CostSource::Derived) << s;
+      ASSERT_NE(c.origin, nullptr);
+      EXPECT_STREQ(c.origin, "h100-cudnn-published.csv");
+    }
+  // Outside every row (d96): the tile model, and the cost says there was no row.
+  const model::Cost out = m->attention(call(4096, 4096, 16, 96));
+  EXPECT_TRUE(out.extrapolated);
+  EXPECT_EQ(out.source, CostSource::Roofline);
+  ASSERT_NE(out.origin, nullptr);
+  EXPECT_NE(std::string(out.origin).find("no measured or published row"), std::string::npos);
+}
+
+// A GPU no bundled attention profile covers (B200: no published FA/cuDNN figure is bundled) is
+// priced by the tile model, and its costs say there was no profile; with a profile they do not.
+TEST(Profile, UnprofiledGpuSaysSo) {
+  const scenario::GpuSpec b200{"B200", 2250e12, 1745e12, 7.04e12, 180.0 * (1 << 30), 148, scenario::GpuArch::Blackwell};
+  const auto m = CostModel::make("auto", b200);
+  for (bool bwd : {false, true}) {
+    const model::Cost c = m->attention(call(8192, 8192, 32, 128, 1, bwd));
+    EXPECT_EQ(c.source, CostSource::Roofline);
+    ASSERT_NE(c.origin, nullptr);
+    EXPECT_NE(std::string(c.origin).find("no measured or published profile"), std::string::npos) << c.origin;
+  }
+  const model::Cost h = CostModel::make("auto", h100())->attention(call(8192, 8192, 32, 128, 1));
+  ASSERT_NE(h.origin, nullptr);
+  EXPECT_EQ(std::string(h.origin).find("no measured or published"), std::string::npos) << h.origin;
+}
+
 TEST(Profile, HeadsChangeTheRateOnlyAtAWaveAndBackwardIsNotFaster) {
   // FA3 causal 16K d128 on H100: the published row is 616 TFLOP/s at 16 heads. More heads are
   // more waves of the same CTAs: the rate stays within one wave of it at every head count (it
@@ -322,7 +394,7 @@ TEST(Profile, OutsideTheMeasuredRangeFallsBackAndSaysSo) {
   EXPECT_NEAR(rate / row_rate, 1.0, 1.0 / 24);
   // GEMMs and memory-bound ops are not in the profile: the roofline prices them, not flagged.
   EXPECT_FALSE(m->gemm(4096, 4096, 4096).extrapolated);
-  EXPECT_EQ(m->memory_bound(1e9).source, CostSource::Roofline);
+  EXPECT_EQ(m->memory_bound(1e9, model::MemClass::Copy).source, CostSource::Measured);
 }
 
 TEST(Profile, DocumentMasksUseTheCausalCurveWhenUnmeasured) {

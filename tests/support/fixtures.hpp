@@ -61,7 +61,7 @@ class PerPairCost : public model::CostModel {
   }
   using model::CostModel::gemm;
   model::Cost gemm(const model::GemmCall&) const override { return {}; }
-  model::Cost memory_bound(double) const override { return {}; }
+  model::Cost memory_kernels(const std::vector<model::MemKernel>&) const override { return {}; }
   model::Cost linear_attention(int64_t, int, int, int, int, bool) const override { return {}; }
   std::string describe() const override { return "per-pair test cost"; }
 
