@@ -83,7 +83,6 @@ class UnfusedAttentionModel final : public CostModel {
   Cost attention(const AttentionCall& c) const override;
   using CostModel::gemm;
   Cost gemm(const GemmCall& c) const override { return inner_->gemm(c); }
-  Cost memory_bound(double bytes) const override { return inner_->memory_bound(bytes); }
   Cost memory_kernels(const std::vector<MemKernel>& ks) const override { return inner_->memory_kernels(ks); }
   Cost linear_attention(int64_t tokens, int heads, int key_dim, int value_dim, int chunk,
                         bool backward) const override {

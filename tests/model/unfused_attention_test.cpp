@@ -156,7 +156,7 @@ TEST(UnfusedAttention, CostModelDelegatesAndRefusesAnAttentionProfile) {
   const auto m = unfused(Stack::MegatronTe, "auto");
   const auto plain = model::CostModel::make("auto", h200());
   EXPECT_DOUBLE_EQ(m->gemm(8192, 4096, 4096).time_s, plain->gemm(8192, 4096, 4096).time_s);
-  EXPECT_DOUBLE_EQ(m->memory_bound(1e9).time_s, plain->memory_bound(1e9).time_s);
+  EXPECT_DOUBLE_EQ(m->memory_bound(1e9, model::MemClass::Copy).time_s, plain->memory_bound(1e9, model::MemClass::Copy).time_s);
   EXPECT_NE(m->describe().find("unfused"), std::string::npos);
   EXPECT_THROW(unfused(Stack::MegatronTe, "kernels/profiles/h200-fa2-measured.csv"), std::invalid_argument);
   // Slower than FlashAttention-2 at 8K.
