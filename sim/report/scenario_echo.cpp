@@ -110,6 +110,19 @@ json training(const scenario::TrainingSpec& t) {
   if (t.fp8) j["fp8_attention"] = t.fp8_attention;
   if (t.fp8) j["fp8_recipe"] = name_of(t.fp8_recipe, scenario::kFp8RecipeNames);
   j["stack"] = name_of(t.stack, scenario::kStackNames);
+  // The keys below only when set: each is refused without the recompute mode it refines.
+  if (t.recompute == scenario::Recompute::Full &&
+      (t.recompute_method != scenario::TrainingSpec::RecomputeMethod::Uniform || t.recompute_layers != 1)) {
+    j["recompute_method"] = t.recompute_method == scenario::TrainingSpec::RecomputeMethod::Block ? "block" : "uniform";
+    j["recompute_layers"] = t.recompute_layers;
+  }
+  if (t.selective_ac == scenario::TrainingSpec::SelectiveAc::Op) j["selective_ac_option"] = "op";
+  if (t.selective_ac == scenario::TrainingSpec::SelectiveAc::Layer) j["selective_ac_option"] = t.selective_ac_every;
+  if (t.offload_layers > 0) j["offload_layers"] = t.offload_layers;
+  if (t.optimizer_offload_fraction > 0) {
+    j["optimizer_cpu_offload"] = true;
+    j["optimizer_offload_fraction"] = t.optimizer_offload_fraction;
+  }
   if (!t.doc_distribution.empty())
     j["documents"] = {{"distribution", t.doc_distribution}, {"mean", t.doc_mean_tokens}, {"seed", t.doc_seed}};
   else if (!t.documents.empty())
@@ -173,6 +186,14 @@ json perturb(const scenario::PerturbSpec& pe) {
   return j;
 }
 
+/// memory.allocator: only what the scenario set (the rest is the stack's default).
+json memory(const scenario::MemorySpec& m) {
+  json a = json::object();
+  if (m.allocator.expandable_segments >= 0) a["expandable_segments"] = m.allocator.expandable_segments == 1;
+  if (m.allocator.fragmentation >= 0) a["fragmentation"] = m.allocator.fragmentation;
+  return {{"allocator", a}};
+}
+
 }  // namespace
 
 json scenario_json(const scenario::Scenario& sc) {
@@ -190,7 +211,8 @@ json scenario_json(const scenario::Scenario& sc) {
                           {"symmetry", name_of(sim.symmetry, scenario::kSymmetryNames)}}},
           {"cost", {{"profile", sc.cost.profile},
                     {"attention_kernel", scenario::impl_name(sc.cost.attention_kernel)}}},
-          {"perturb", perturb(sc.perturb)}};
+          {"perturb", perturb(sc.perturb)},
+          {"memory", memory(sc.memory)}};
 }
 
 }  // namespace cpsim::report

@@ -70,6 +70,34 @@ TEST_P(EchoTest, ReloadsToTheSameRun) {
   EXPECT_TRUE(a["scenario"]["cost"].contains("attention_kernel"));
 }
 
+// The memory keys that refine a mode (partial recomputation, offloads, the allocator) echo only
+// when set, and the echo reloads to the same step and memory.
+class EchoKeysTest : public cpsim::test::TempDir {};
+
+TEST_F(EchoKeysTest, RecomputeOffloadAndAllocatorKeysSurviveTheEcho) {
+  const std::string base = kCpsim + " run " CPSIM_SOURCE_DIR "/scenarios/llama3-8b-128k-4nodes.yaml --engine analytic" +
+                           " --set simulation.scope=layer -q --json ";
+  for (const std::string sets :
+       {" --set training.recompute_method=block --set training.recompute_layers=2"
+        " --set training.optimizer_cpu_offload=true --set training.optimizer_offload_fraction=0.5"
+        " --set memory.allocator.fragmentation=0.1",
+        " --set training.recompute=none --set training.offload_layers=1",
+        " --set training.recompute=selective --set training.selective_ac_option=2"
+        " --set memory.allocator.expandable_segments=true"}) {
+    const fs::path first = dir_ / "first.json", echo = dir_ / "echo.yaml", second = dir_ / "second.json";
+    Output o = run(base + first.string() + sets);
+    ASSERT_EQ(o.rc, 0) << sets << "\n" << o.text;
+    const auto a = nlohmann::json::parse(slurp(first));
+    write(echo, a["scenario"].dump(2));
+    o = run(kCpsim + " run " + echo.string() + " -q --json " + second.string());
+    ASSERT_EQ(o.rc, 0) << o.text << "\n--- echo:\n" << a["scenario"].dump(2);
+    const auto b = nlohmann::json::parse(slurp(second));
+    EXPECT_EQ(a["step_time_s"].get<double>(), b["step_time_s"].get<double>()) << sets;
+    EXPECT_EQ(a["memory"], b["memory"]) << sets;
+    EXPECT_EQ(a["scenario"], b["scenario"]) << sets;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Bundled, EchoTest, ::testing::ValuesIn(bundled()),
                          [](const auto& info) {
                            std::string n = info.param;

@@ -71,7 +71,9 @@ TEST_F(MemoryPlanTest, MemoryRejectsBadInput) {
 }
 
 TEST_F(MemoryPlanTest, PlanIsDeterministicAndRanksOnlyLayoutsThatFit) {
+  // (Expandable segments: the allocator's fragmentation does not decide which layouts fit.)
   const std::string cmd = kCpsim + " plan scenarios/anchor-128k-ring-zigzag.yaml --set training.seq_len=12K --gpus 8" +
+                          " --set memory.allocator.expandable_segments=true" +
                           " --budget 6 --verify 1 -j 2 --memory-budget 100% --json ";
   const Output a = in_source(cmd + p("a.json"));
   ASSERT_EQ(a.rc, 0) << a.text;

@@ -59,7 +59,7 @@ TEST(UnfusedAttentionRun, SlowerThanFa2At8kAndNamesWhatPricedIt) {
   EXPECT_GT(a_unf, 2 * a_fa2);
   EXPECT_GT(unfused.j["step_time_s"].get<double>(), fa2.j["step_time_s"].get<double>());
   // The summary's "kernel costs from" line names the path's pricing, never bare roofline.
-  EXPECT_NE(unfused.text.find("attention=derived (unfused: BF16 batched GEMMs by the GEMM cost"), std::string::npos)
+  EXPECT_NE(unfused.text.find("attention: derived (unfused: BF16 batched GEMMs by the GEMM cost"), std::string::npos)
       << unfused.text;
   EXPECT_EQ(unfused.text.find("attention=roofline"), std::string::npos) << unfused.text;
   // torch-eager runs PyTorch's math SDPA: FP32 GEMMs, slower still.
@@ -101,7 +101,7 @@ TEST(UnfusedAttentionRun, KernelsPriceListsTheParts) {
 TEST(UnfusedAttentionRun, MegatronPast4kKeysRunsTheFp32SoftmaxAndSaysSo) {
   const Out o = run("run", "run16k", "--set training.seq_len=16K -v");
   EXPECT_NE(o.text.find("FusedScaleMaskSoftmax kernel refuses the shape"), std::string::npos) << o.text;
-  EXPECT_NE(o.text.find("attention=derived (unfused: BF16 batched GEMMs by the GEMM cost + FP32 torch softmax"),
+  EXPECT_NE(o.text.find("attention: derived (unfused: BF16 batched GEMMs by the GEMM cost + FP32 torch softmax"),
             std::string::npos)
       << o.text;
 }

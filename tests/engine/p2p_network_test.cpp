@@ -38,13 +38,14 @@ double makespan(const Topology& topo, const std::vector<Send>& sends) {
 
 TEST(P2pNetwork, ASmallMessagePaysTheNetTransportsStepLatency) {
   const Topology topo(cpsim::test::dgx_h100(2));
-  // 64 KiB over 2 channels runs Simple: p2p launch 2.5 us + tuning.cc's network Simple step
-  // 14 us + the wire's 2.7 us (NIC, leaf, NIC) + 64 KiB at 47 GB/s (1.4 us).
+  // 64 KiB runs Simple on one channel (enqueue.cc: a channel per 64 KiB): p2p launch 2.5 us +
+  // tuning.cc's network Simple step 14 us + the wire's 2.7 us (NIC, leaf, NIC) + 64 KiB at one
+  // channel's 14 GB/s (paths.cc P2P_PER_CHANNEL_NET_BW, 4.7 us).
   const double t = makespan(topo, {{0, 8, 65536}});
-  EXPECT_NEAR(t, 2.5e-6 + 14e-6 + 2.69e-6 + 65536 / 47e9, 0.3e-6);
+  EXPECT_NEAR(t, 2.5e-6 + 14e-6 + 2.69e-6 + 65536 / 14e9, 0.3e-6);
   // 16 KiB runs LL, whose network step is 2.7 us.
   const double ll = makespan(topo, {{0, 8, 16384}});
-  EXPECT_NEAR(ll, 2.5e-6 + 2.7e-6 + 2.69e-6 + 16384 / 47e9, 0.3e-6);
+  EXPECT_NEAR(ll, 2.5e-6 + 2.7e-6 + 2.69e-6 + 16384 / 14e9, 0.3e-6);
   // Inside the node the platform's NVLink p2p figures, as before.
   EXPECT_LT(makespan(topo, {{0, 1, 65536}}), 4e-6);
 }

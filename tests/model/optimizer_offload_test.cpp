@@ -46,7 +46,10 @@ TEST(OptimizerOffload, MovesTheOffloadedShareOfTheStatesToTheHost) {
   sc.training.optimizer_offload_fraction = 1.0;
   const auto all = model::estimate_memory(sc);
   EXPECT_EQ(opt_term(all), 0);
-  EXPECT_NEAR(on_gpu.peak_bytes - all.peak_bytes, states, 1e3);
+  // The allocator's view: the states' blocks leave the allocated peak (each rounded up to its
+  // block: 512 B, or a segment tail of up to 1 MiB kept whole).
+  EXPECT_NEAR(on_gpu.allocated_bytes - all.allocated_bytes, states, states * 1e-4);
+  EXPECT_GT(on_gpu.peak_bytes - all.peak_bytes, states);  // and their segments' share of fragmentation
   sc.training.optimizer_offload_fraction = 0.25;
   EXPECT_NEAR(opt_term(model::estimate_memory(sc)), 0.75 * states, 1e3);
   bool named = false;
