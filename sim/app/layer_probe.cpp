@@ -163,12 +163,11 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
 LayerProbe scaled_to_mesh(LayerProbe lp, const scenario::Scenario& sc, double group_ops) {
   const auto& p = sc.parallel;
   lp.shared_step_ops = lp.probe_group_ops > 0 ? lp.dp_step_ops * group_ops / lp.probe_group_ops : lp.dp_step_ops;
-  // ZeRO-3 gathers each layer's weights per micro-batch, TP index and pass (forward, the
-  // recomputed forward, backward): one DP-group all-gather each (stage_builder.cpp).
-  // (the recomputed forward only in the layers that rerun one)
-  const double passes = 2 + model::recompute_pass_fraction(sc);
+  // ZeRO-3 gathers each layer's weights per micro-batch, TP index and pass (forward, backward;
+  // a recomputed forward runs on the backward's gather): one DP-group all-gather each
+  // (stage_builder.cpp).
   lp.shared_ops = p.zero_stage >= 3 && p.dp * p.cp > 1 && sc.mode != scenario::Mode::Prefill
-                      ? passes * p.tp * group_ops
+                      ? 2.0 * p.tp * group_ops
                       : 0;
   return lp;
 }

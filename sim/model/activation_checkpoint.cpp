@@ -40,8 +40,11 @@ double recomputed_fraction(const scenario::Scenario& sc) {
   return static_cast<double>(n) / sc.model.layers;
 }
 
-double recompute_pass_fraction(const scenario::Scenario& sc) {
-  return layer_op_sac(sc, 0) ? 1.0 : recomputed_fraction(sc);
+bool core_attention_recomputed(const scenario::Scenario& sc, int layer) {
+  const auto& tr = sc.training;
+  return sc.mode == scenario::Mode::Train && tr.recompute == scenario::Recompute::Selective &&
+         tr.selective_ac == scenario::TrainingSpec::SelectiveAc::CoreAttention &&
+         layer_kind(sc.model, layer) == scenario::LayerKind::FullAttention;
 }
 
 }  // namespace cpsim::model

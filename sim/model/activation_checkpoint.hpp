@@ -20,7 +20,11 @@ double op_sac_layer_bytes(const scenario::Scenario& sc);
 /// (layer_recomputed), per model chunk as the stages hold them.
 double recomputed_fraction(const scenario::Scenario& sc);
 
-/// Fraction of layers whose backward reruns any forward pass: whole, or the op policy's part.
-double recompute_pass_fraction(const scenario::Scenario& sc);
+/// Whether `layer`'s backward reruns its core attention's forward: Megatron's selective
+/// recomputation (--recompute-granularity selective; megatron/core/transformer/attention.py
+/// _checkpointed_attention_forward wraps core_attention(query, key, value, ...) in
+/// tensor_parallel.checkpoint), in softmax-attention layers. Only the attention kernel (TE's
+/// DotProductAttention, with its CP exchange) runs again; the QKV and output projections do not.
+bool core_attention_recomputed(const scenario::Scenario& sc, int layer);
 
 }  // namespace cpsim::model

@@ -362,6 +362,11 @@ void StageBuilder::gather_params(int layer, int mb, int pass) {
   // Prefill keeps whole (TP-split) weights on every rank, as inference engines do.
   if (p.zero_stage < 3 || p.dp * p.cp == 1 || sc_.mode == scenario::Mode::Prefill) return;
   const double gathered = zero3_gather_bytes(sc_, layer);
+  // A recomputed forward runs on the backward's gather: FSDP2 unshards a block in its
+  // pre-backward hook (torch/distributed/fsdp/_fully_shard/_fsdp_state.py _pre_backward), the
+  // checkpoint's rerun happens inside that backward, where _pre_forward returns at once
+  // (training state PRE_BACKWARD), and the block reshards only after its backward.
+  if (pass == 1) pass = 2;
   // A block that does not reshard after its forward (model::fsdp_reshards) keeps the weights
   // its first forward gathered for every later pass and micro-batch: PyTorch's pipelining
   // stages also keep FSDP from resharding after each micro-batch's backward
@@ -545,6 +550,17 @@ StageBuilder::Ops StageBuilder::op_sac_recompute(int layer, int mb, const Ops& e
   return stack_region("residual_mlp", model::LayerRegion::ResidualMlp, false, layer, mb, x);
 }
 
+// Megatron's selective recomputation: when the backward reaches the checkpointed core
+// attention (after the output projection's backward), tensor_parallel.checkpoint reruns its
+// forward from the saved Q, K, V: the same attention forward the layer ran (every CP ring step's
+// kernel and exchange), priced as the forward is; then the attention backward.
+StageBuilder::Ops StageBuilder::core_attention_recompute(int layer, int mb, const Ops& entry) {
+  recompute_ = true;
+  const Ops x = sequence_mixing(layer, mb, false, entry);
+  recompute_ = false;
+  return x;
+}
+
 StageBuilder::Ops StageBuilder::backward_pass(int layer, int mb, const Ops& entry) {
   const double h = m_.hidden;
   const Widths w = widths(layer);
@@ -559,6 +575,7 @@ StageBuilder::Ops StageBuilder::backward_pass(int layer, int mb, const Ops& entr
   x = stack_region("norm_mlp_bwd", model::LayerRegion::NormMlp, true, layer, mb, x);
   x = stack_region("residual_attn_bwd", model::LayerRegion::ResidualAttn, true, layer, mb, x);
   x = tp_gemm(true, kGatherIn, "out_proj_bwd", tokens_, h, w.mix, mb, layer, x);
+  if (model::core_attention_recomputed(sc_, layer)) x = core_attention_recompute(layer, mb, x);
   x = sequence_mixing(layer, mb, true, x);
   x = stack_region("rope_bwd", model::LayerRegion::Rope, true, layer, mb, x);
   x = tp_gemm(true, kScatterOut, "qkv_proj_bwd", tokens_, w.in, h, mb, layer, x);

@@ -106,6 +106,8 @@ class StageBuilder {
   Ops forward_pass(int layer, int mb, const Ops& entry);
   /// torchtitan's op policy: the part of the forward its backward reruns.
   Ops op_sac_recompute(int layer, int mb, const Ops& entry);
+  /// Megatron's selective recomputation: the core attention's forward again, in the backward.
+  Ops core_attention_recompute(int layer, int mb, const Ops& entry);
   Ops backward_pass(int layer, int mb, const Ops& entry);
 
   const scenario::Scenario& sc_;

@@ -54,7 +54,7 @@ TEST(TorchtitanOpSac, SavesTheOddMatmulsSdpaAndReduceScatters) {
   // Every block reruns part of its forward; none reruns it whole.
   EXPECT_TRUE(model::layer_op_sac(sc, 0));
   EXPECT_FALSE(model::layer_recomputed(sc, 0));
-  EXPECT_DOUBLE_EQ(model::recompute_pass_fraction(sc), 1.0);
+  EXPECT_FALSE(model::core_attention_recomputed(sc, 0));
   EXPECT_DOUBLE_EQ(model::recomputed_fraction(sc), 0.0);
 }
 
