@@ -51,10 +51,12 @@ std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, co
       std::copy(res.begin(), res.end(), done.begin() + static_cast<std::ptrdiff_t>(r * n));
     }
     if (groups == 1) continue;
-    // Each member's reduced shard (bytes / n, in the reduce dtype) summed across the replicas,
-    // on the same DP streams after its reduce-scatter, as foreach_reduce issues it.
+    // Each member's reduced shard (bytes / n, in the reduce dtype) summed across the replicas
+    // after its reduce-scatter, as foreach_reduce issues it, on the replicate group's streams.
     CollectiveRequest ar = req;
     ar.op = CollOp::AllReduce;
+    ar.send_stream = stream::kDpReplicateSend;
+    ar.recv_stream = stream::kDpReplicateRecv;
     ar.bytes = bytes / static_cast<double>(n);
     ar.label.name = g.intern(b.replicate_name);
     std::vector<OpId> reduced = done;

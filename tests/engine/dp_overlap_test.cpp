@@ -175,6 +175,13 @@ TEST(Fsdp, HsdpGathersInTheShardGroupAndAllReducesAcrossReplicas) {
   }
   EXPECT_GT(all, 0);
   EXPECT_NEAR(all, rs, 1e-9 * rs);
+  // The replicate group is its own communicator: its all-reduces queue on their own streams.
+  for (schedule::OpId id = 0; id < hsdp.g.size(); ++id) {
+    const auto& op = hsdp.g.op(id);
+    if (op.kind == schedule::OpKind::Transfer && hsdp.g.str(op.label.name) == "hsdp_allreduce_grads") {
+      EXPECT_TRUE(op.stream == schedule::stream::kDpReplicateSend || op.stream == schedule::stream::kDpReplicateRecv);
+    }
+  }
 }
 
 TEST(ActivationOffload, CopiesEachOffloadedLayerOutAndBackOnTheCopyStream) {
