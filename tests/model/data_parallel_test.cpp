@@ -126,6 +126,10 @@ TEST(DpMemory, HsdpShardsOverTheShardGroupOnly) {
   const auto hsdp = model::estimate_memory(sc);
   EXPECT_NEAR(states(hsdp), 16 * n / 8, 1);
   EXPECT_NEAR(term(hsdp, "gathered weights"), term(fsdp, "gathered weights"), 1);
+  // The replicate group is a communicator of its own, with its NCCL buffers.
+  bool replicate_comm = false;
+  for (const auto& t : hsdp.terms) replicate_comm |= t.name.find("DP replicate") != std::string::npos;
+  EXPECT_TRUE(replicate_comm);
   sc.parallel.dp_replicate = 16;  // pure replication: every rank holds the whole states
   EXPECT_NEAR(states(model::estimate_memory(sc)), 16 * n, 1);
   // CP ranks shard with their shard group: dp 16 = 2 x 8, cp 2 -> over 16.
