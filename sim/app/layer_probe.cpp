@@ -122,6 +122,7 @@ LayerProbe probe_layer(const scenario::Scenario& sc) {
   one.parallel.pp = 1;
   one.parallel.virtual_stages = 1;
   one.parallel.dp = 1;
+  one.parallel.dp_replicate = 1;
   one.training.micro_batches = 1;
   one.parallel.zero_stage = std::min(sc.parallel.zero_stage, 2);
   one.simulation.scope = scenario::Scope::Layer;

@@ -209,6 +209,8 @@ MeshFit smallest_fitting_mesh(const std::string& path, const std::vector<std::st
               s.parallel.cp = cp;
               s.parallel.pp = pp;
               s.parallel.dp = w / tp / pp / cp;
+              // HSDP's replicas where they still divide the new dp, else plain FSDP.
+              if (s.parallel.dp % s.parallel.dp_replicate != 0) s.parallel.dp_replicate = 1;
               s.parallel.zero_stage = z;
               s.parallel.virtual_stages = 1;
               s.training.recompute = rcs[r];

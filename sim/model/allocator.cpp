@@ -151,8 +151,13 @@ double nccl_buffer_bytes(const scenario::Scenario& sc, std::vector<NcclGroupBuff
   }
   // Gradients reduce over DP x CP (Megatron's data-parallel group with context parallelism,
   // torchtitan's dp_shard_cp mesh).
-  if (p.dp * p.cp > 1)
-    comms.push_back({"DP", p.dp * p.cp, local(p.cp, stride("cp")) * local(p.dp, stride("dp")), 0});
+  // HSDP (torchtitan's dp_replicate x dp_shard_cp mesh): the shard group's communicator and
+  // the replicate group's, whose members lie a shard group apart.
+  const int shard = p.zero_stage >= 3 ? p.dp_shard() : p.dp;
+  if (shard * p.cp > 1)
+    comms.push_back({"DP", shard * p.cp, local(p.cp, stride("cp")) * local(shard, stride("dp")), 0});
+  if (shard < p.dp)
+    comms.push_back({"DP replicate", p.dp / shard, local(p.dp / shard, stride("dp") * shard), 0});
   if (p.pp > 1) comms.push_back({"PP", p.pp, local(p.pp, stride("pp")), std::min(2, p.pp - 1)});
   // Megatron's expert groups: EP ranks expert_tp apart within TP x CP x DP.
   if (p.ep > 1) comms.push_back({"EP", p.ep, local(p.ep, p.expert_tp), p.ep - 1});

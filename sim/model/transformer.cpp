@@ -300,7 +300,8 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
     *o += oo * params;
   };
   double w = 0, g = 0, o = 0;
-  states(static_cast<double>(p.dp) * p.cp, params_rank, &w, &g, &o);
+  // HSDP (parallel.dp_replicate) shards over its shard group only: dp / dp_replicate x cp.
+  states(static_cast<double>(p.zero_stage >= 3 ? p.dp_shard() : p.dp) * p.cp, params_rank, &w, &g, &o);
   states(expert_dp(p), expert_rank, &w, &g, &o);
   const bool fsdp = p.zero_stage >= 3;
   // Allocations: a parameter tensor per weight matrix and norm (Megatron-TE's layer: fused
@@ -311,7 +312,7 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   // distributed optimizer the bf16 weights too.
   const int layers_here = (m.layers + p.pp - 1) / p.pp;
   const double tensors = layers_here * (tr.stack == scenario::Stack::MegatronTe ? 6.0 : 9.0) + 2;
-  const char* states_src = fsdp ? "zero_stage 3 (FSDP2)" : (p.zero_stage >= 1 ? "zero_stage 1-2 (distributed optimizer)" : "zero_stage 0 (DDP)");
+  const char* states_src = fsdp ? (p.dp_replicate > 1 ? "zero_stage 3 (HSDP: sharded over dp / dp_replicate)" : "zero_stage 3 (FSDP2)") : (p.zero_stage >= 1 ? "zero_stage 1-2 (distributed optimizer)" : "zero_stage 0 (DDP)");
   est.terms.push_back({fsdp ? "weights (fp32 shards)" : "weights (bf16)", w,
                        fsdp || p.zero_stage == 0 ? w / tensors : 0, states_src});
   est.terms.push_back({fsdp ? "gradients (fp32 shards)"
@@ -332,7 +333,7 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
     // TransformerEngine keeps an FP8 copy of every GEMM weight, row- and column-wise on Hopper
     // (the wgrad / dgrad GEMMs need the transpose): 2 B per parameter beside the BF16 weight
     // (gathered per layer under ZeRO-3, so sharded like the weights).
-    const double copies = 2 * (params_rank + expert_rank) / (p.zero_stage >= 3 ? static_cast<double>(p.dp) * p.cp : 1.0);
+    const double copies = 2 * (params_rank + expert_rank) / (p.zero_stage >= 3 ? static_cast<double>(p.dp_shard()) * p.cp : 1.0);
     est.terms.push_back({"fp8 weight copies (row + column-wise)", copies, copies / (2 * tensors), "training.precision: fp8"});
   }
 

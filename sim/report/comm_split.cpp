@@ -15,7 +15,7 @@ int comm_kind_index(uint16_t s) {
   namespace st = schedule::stream;
   if (st::is_cp(s)) return 0;
   if (s == st::kTpSend || s == st::kTpRecv) return 1;
-  if (s == st::kDpSend || s == st::kDpRecv) return 2;
+  if (s == st::kDpSend || s == st::kDpRecv || s == st::kDpReplicateSend || s == st::kDpReplicateRecv) return 2;
   if (s >= st::kPpSend && s <= st::kPpGradRecv) return 3;
   if (s == st::kEpSend || s == st::kEpRecv) return 4;  // expert-parallel dispatch / combine
   return 5;

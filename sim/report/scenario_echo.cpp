@@ -140,6 +140,7 @@ json parallel(const scenario::ParallelSpec& pa) {
           {"order", pa.order},
           {"virtual_stages", pa.virtual_stages},
           {"zero_stage", pa.zero_stage},
+          {"dp_replicate", pa.dp_replicate},
           {"dp_bucket", pa.dp_bucket_bytes > 0 ? nlohmann::json(pa.dp_bucket_bytes) : nlohmann::json("auto")},
           {"overlap_grad_reduce", pa.overlap_grad_reduce},
           {"overlap_param_gather", pa.overlap_param_gather},

@@ -28,6 +28,7 @@ void read_dp_parallel(const MapReader& r, ParallelSpec& p) {
   if (const Node* v = r.get("reshard_after_forward"))
     p.reshard_after_forward =
         static_cast<ParallelSpec::Reshard>(as_choice(*v, {"default", "always", "never"}));
+  if (const Node* v = r.get("dp_replicate")) p.dp_replicate = static_cast<int>(as_int(*v, 1, 1'000'000));
 }
 
 void check_dp(const ParallelSpec& p, const Node& par) {
@@ -50,6 +51,19 @@ void check_dp(const ParallelSpec& p, const Node& par) {
   if (const Node* v = dp_key(par, "reshard_after_forward");
       v && p.zero_stage != 3 && p.reshard_after_forward != ParallelSpec::Reshard::Default)
     fail_at(*v, "applies to FSDP (zero_stage 3), got zero_stage " + std::to_string(p.zero_stage));
+  // HSDP is FSDP2 over a (replicate, shard) mesh: torchtitan's ParallelDims requires
+  // dp_replicate x dp_shard = the data-parallel degree.
+  if (const Node* v = dp_key(par, "dp_replicate"); v && p.dp_replicate > 1) {
+    if (p.zero_stage != 3)
+      fail_at(*v, "applies to FSDP (zero_stage 3: HSDP replicates FSDP's shard groups), got zero_stage " +
+                      std::to_string(p.zero_stage));
+    if (p.dp % p.dp_replicate != 0)
+      fail_at(*v, "expected a divisor of parallel.dp (" + std::to_string(p.dp) + ": dp_replicate x shard degree), got " +
+                      std::to_string(p.dp_replicate));
+    if (p.ep > 1)
+      fail_at(*v, "expected 1 with expert parallelism (ep " + std::to_string(p.ep) +
+                      "): HSDP of expert weights is not modelled");
+  }
 }
 
 }  // namespace cpsim::scenario::detail

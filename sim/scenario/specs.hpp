@@ -247,6 +247,14 @@ struct ParallelSpec {
   /// the last block's, and under pipeline parallelism frees none (torchtitan parallelize.py).
   enum class Reshard { Default, Always, Never };
   Reshard reshard_after_forward = Reshard::Default;
+  /// HSDP (FSDP2's fully_shard over a 2-D (replicate, shard) mesh; torchtitan's
+  /// data_parallel_replicate_degree): dp splits into dp_replicate replicas (outer) of
+  /// dp / dp_replicate ranks (inner) that shard the parameters, gradients and optimizer states
+  /// (x cp); gathers stay in the shard group and the reduce-scattered gradient shard is
+  /// all-reduced across the replicas (_fsdp_collectives.py foreach_reduce, all_reduce_group).
+  int dp_replicate = 1;
+  /// The FSDP shard degree over dp: dp / dp_replicate.
+  int dp_shard() const { return dp / dp_replicate; }
   AttentionSpec attention;
   LinearScheme linear = LinearScheme::StateAllGather;
   /// Expert parallelism (Megatron): EP groups are carved out of the DP x CP ranks (x TP when

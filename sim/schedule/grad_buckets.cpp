@@ -1,5 +1,7 @@
 #include "schedule/grad_buckets.hpp"
 
+#include <algorithm>
+
 #include "schedule/collectives.hpp"
 
 namespace cpsim::schedule {
@@ -24,6 +26,8 @@ std::vector<std::vector<int>> form_buckets(const GradBuckets& b) {
 
 std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, const GradBuckets& b) {
   std::vector<OpId> done(b.members.size(), kNoOp);
+  const size_t groups = b.reduce_scatter ? static_cast<size_t>(std::max(1, b.replicate)) : 1;
+  const size_t n = b.members.size() / groups;  // one shard group's members
   for (const auto& bucket : form_buckets(b)) {
     const int l = bucket.back();  // the last layer the backward reaches
     double bytes = 0;
@@ -38,9 +42,35 @@ std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, co
     req.label.scheme = g.intern("dp");
     req.label.layer = l;
     req.label.phase = Phase::Backward;
-    req.ranks = b.members;
-    for (size_t i = 0; i < b.members.size(); ++i) req.deps.push_back(b.ready(i, l));
-    done = add_collective(g, topo, req).done;
+    for (size_t r = 0; r < groups; ++r) {
+      req.ranks.assign(b.members.begin() + static_cast<std::ptrdiff_t>(r * n),
+                       b.members.begin() + static_cast<std::ptrdiff_t>((r + 1) * n));
+      req.deps.clear();
+      for (size_t i = r * n; i < (r + 1) * n; ++i) req.deps.push_back(b.ready(i, l));
+      const auto res = add_collective(g, topo, req).done;
+      std::copy(res.begin(), res.end(), done.begin() + static_cast<std::ptrdiff_t>(r * n));
+    }
+    if (groups == 1) continue;
+    // Each member's reduced shard (bytes / n, in the reduce dtype) summed across the replicas
+    // after its reduce-scatter, as foreach_reduce issues it, on the replicate group's streams.
+    CollectiveRequest ar = req;
+    ar.op = CollOp::AllReduce;
+    ar.send_stream = stream::kDpReplicateSend;
+    ar.recv_stream = stream::kDpReplicateRecv;
+    ar.bytes = bytes / static_cast<double>(n);
+    ar.label.name = g.intern(b.replicate_name);
+    std::vector<OpId> reduced = done;
+    for (size_t k = 0; k < n; ++k) {
+      ar.ranks.clear();
+      ar.deps.clear();
+      for (size_t r = 0; r < groups; ++r) {
+        ar.ranks.push_back(b.members[r * n + k]);
+        ar.deps.push_back(done[r * n + k]);
+      }
+      const auto res = add_collective(g, topo, ar).done;
+      for (size_t r = 0; r < groups; ++r) reduced[r * n + k] = res[r];
+    }
+    done = reduced;
   }
   return done;
 }

@@ -23,6 +23,12 @@ struct GradBuckets {
   std::function<bool(int layer)> closes;
   bool reduce_scatter = false;             ///< ZeRO >= 1: reduce-scatter, else all-reduce
   const char* name = "";                   ///< the collectives' op name
+  /// HSDP (FSDP2 on a (replicate, shard) mesh): members are `replicate` consecutive shard
+  /// groups; each reduce-scatters within its group, then each shard is all-reduced across the
+  /// groups (members i, i + n, i + 2n, ... for group size n), FSDP2's foreach_reduce with its
+  /// all_reduce_group. Needs reduce_scatter.
+  int replicate = 1;
+  const char* replicate_name = "";         ///< the cross-replica all-reduces' op name
 };
 
 /// The buckets b's layers fill: in reduction order (the backward's), each bucket's layers in

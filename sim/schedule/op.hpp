@@ -39,6 +39,12 @@ inline constexpr uint16_t kEpRecv = 18;
 inline constexpr uint16_t kHost = 19;
 /// Copies between a GPU and its host's memory (activation CPU offloading), beside the compute.
 inline constexpr uint16_t kOffload = 20;
+/// HSDP's all-reduce of each reduced gradient shard across the replicas: its replicate group is
+/// a communicator of its own, and PyTorch's ProcessGroupNCCL runs each communicator's
+/// collectives on its own stream, so it queues apart from the shard group's gathers and
+/// reduce-scatters (scheme "dp").
+inline constexpr uint16_t kDpReplicateSend = 21;
+inline constexpr uint16_t kDpReplicateRecv = 22;
 /// Streams whose transfers are context-parallel attention traffic.
 inline bool is_cp(uint16_t s) {
   return s == kCpSend || s == kCpRecv || (s >= kCpGradSend && s <= kCpOuterGradRecv);

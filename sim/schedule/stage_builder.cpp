@@ -334,7 +334,8 @@ size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& 
   req.send_stream = stream::kDpSend;
   req.recv_stream = stream::kDpRecv;
   req.label.name = g.intern("zero3_allgather_params");
-  for (int d = 0; d < sc.parallel.dp; ++d)
+  // HSDP gathers within the shard group (replica 0's: dp / dp_replicate ranks x cp).
+  for (int d = 0; d < sc.parallel.dp_shard(); ++d)
     for (int c = 0; c < sc.parallel.cp; ++c) req.ranks.push_back(mesh.rank_of({0, c, 0, d}));
   if (sc.simulation.lean_collectives && sc.parallel.dp > 1) {  // as a lean build of replica 0
     std::vector<int32_t> twin(static_cast<size_t>(mesh.size()), -1);
@@ -355,12 +356,14 @@ size_t dp_group_gather_ops(const scenario::Scenario& sc, const model::Topology& 
 }
 
 /// ZeRO-3: all-gather the layer's weights over DP x CP before its GEMMs, prefetched when the
-/// previous layer pass starts (FSDP's one-layer lookahead).
+/// previous layer pass starts (FSDP's one-layer lookahead). HSDP gathers over the shard group
+/// (the dp / dp_replicate consecutive DP indices holding dp_i_, x CP) only.
 void StageBuilder::gather_params(int layer, int mb, int pass) {
   param_ready_.clear();
   const auto& p = sc_.parallel;
   // Prefill keeps whole (TP-split) weights on every rank, as inference engines do.
-  if (p.zero_stage < 3 || p.dp * p.cp == 1 || sc_.mode == scenario::Mode::Prefill) return;
+  if (p.zero_stage < 3 || p.dp_shard() * p.cp == 1 || sc_.mode == scenario::Mode::Prefill) return;
+  const int shard = p.dp_shard(), group = dp_i_ / shard;
   const double gathered = zero3_gather_bytes(sc_, layer);
   // A recomputed forward runs on the backward's gather: FSDP2 unshards a block in its
   // pre-backward hook (torch/distributed/fsdp/_fully_shard/_fsdp_state.py _pre_backward), the
@@ -378,7 +381,8 @@ void StageBuilder::gather_params(int layer, int mb, int pass) {
       for (int c = 0; c < cp_; ++c) param_ready_[index(c, t)] = param_ready_[index(c, 0)];
       continue;
     }
-    auto& done = gathers_[{layer, mb, pass, t}];
+    // One gather per shard group: the key's TP slot counts the group too.
+    auto& done = gathers_[{layer, mb, pass, t + tp_ * group}];
     if (done.empty()) {
       CollectiveRequest req;
       req.op = CollOp::AllGather;
@@ -388,7 +392,7 @@ void StageBuilder::gather_params(int layer, int mb, int pass) {
       req.label = label("zero3_allgather_params", mb, layer,
                         pass == 2 ? Phase::Backward : Phase::Forward, "collective");
       req.label.scheme = g_.intern("dp");
-      for (int d = 0; d < p.dp; ++d)
+      for (int d = group * shard; d < (group + 1) * shard; ++d)
         for (int c = 0; c < cp_; ++c) {
           const int r = mesh_.rank_of({t, c, pp_i_, d});
           req.ranks.push_back(r);

@@ -296,6 +296,9 @@ Ops reduce_gradient_buckets(const StepCtx& x, const ChunkLayout& cl, int s,
   };
   b.reduce_scatter = p.zero_stage >= 1;
   b.name = p.zero_stage >= 1 ? "dp_reducescatter_grads" : "dp_allreduce_grads";
+  // HSDP: members are d-major, so the dp_replicate shard groups are consecutive runs.
+  b.replicate = p.zero_stage >= 3 ? p.dp_replicate : 1;
+  b.replicate_name = "hsdp_allreduce_grads";
   return add_grad_buckets(x.g, x.topo, b);
 }
 
@@ -365,15 +368,24 @@ void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsRea
     for (int d = 0; d < p.dp; ++d)
       for (int c = 0; c < p.cp; ++c) members.push_back(x.mesh.rank_of({t, c, s, d}));
     const Ops done = reduce_gradient_buckets(x, cl, s, members, t, grads, rp);
-    double shard = p.zero_stage >= 1 ? stage_params / dp_group : stage_params;
+    // HSDP steps the shard of its shard group (dp / dp_replicate x cp ranks).
+    const int shard_group = p.zero_stage >= 3 ? p.dp_shard() * p.cp : dp_group;
+    double shard = p.zero_stage >= 1 ? stage_params / shard_group : stage_params;
     shard += p.zero_stage >= 1 ? experts_held / model::expert_dp(p) : experts_held;
     const Ops opt = optimizer_steps(x, members, done, shard, rp);
     // FP8 training gathers the updated weights as their FP8 copies (Megatron
     // --fp8-param-gather): 1 B per parameter.
     // Overlapped, the gather runs ahead of the next step's forward instead (param_buckets).
-    if (dp_group > 1 && p.zero_stage >= 1 && !p.overlap_param_gather)
-      add_param_allgather(x.g, x.topo, members, opt, stage_params * (x.sc.training.fp8 ? 1.0 : model::kBf16Bytes),
-                          "dp_allgather_params");
+    // HSDP gathers within each shard group (consecutive runs of `members`).
+    if (shard_group > 1 && p.zero_stage >= 1 && !p.overlap_param_gather) {
+      const size_t n = static_cast<size_t>(shard_group);
+      for (size_t r = 0; r < members.size() / n; ++r) {
+        const auto at = [&](const auto& v, size_t k) { return v.begin() + static_cast<std::ptrdiff_t>(k); };
+        add_param_allgather(x.g, x.topo, std::vector<int>(at(members, r * n), at(members, (r + 1) * n)),
+                            Ops(at(opt, r * n), at(opt, (r + 1) * n)),
+                            stage_params * (x.sc.training.fp8 ? 1.0 : model::kBf16Bytes), "dp_allgather_params");
+      }
+    }
   }
 }
 

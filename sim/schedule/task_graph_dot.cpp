@@ -23,6 +23,8 @@ const char* stream::name(uint16_t s) {
     case kTpRecv: return "tp-recv";
     case kDpSend: return "dp-send";
     case kDpRecv: return "dp-recv";
+    case kDpReplicateSend: return "dp-replicate-send";
+    case kDpReplicateRecv: return "dp-replicate-recv";
     case kPpSend: return "pp-send";
     case kPpRecv: return "pp-recv";
     case kPpGradSend: return "pp-grad-send";

@@ -98,6 +98,28 @@ TEST_F(EchoKeysTest, RecomputeOffloadAndAllocatorKeysSurviveTheEcho) {
   }
 }
 
+// HSDP's replicate degree reloads from the echo to the same run (and changes the run).
+TEST_F(EchoKeysTest, HsdpReplicateDegreeSurvivesTheEcho) {
+  const std::string base = kCpsim + " run " CPSIM_SOURCE_DIR "/scenarios/llama3-8b-8k-torchtitan.yaml --engine analytic"
+                           " -q --json ";
+  const fs::path fsdp = dir_ / "fsdp.json", first = dir_ / "first.json", echo = dir_ / "echo.yaml",
+                 second = dir_ / "second.json";
+  Output o = run(base + fsdp.string());
+  ASSERT_EQ(o.rc, 0) << o.text;
+  o = run(base + first.string() + " --set parallel.dp_replicate=2");
+  ASSERT_EQ(o.rc, 0) << o.text;
+  const auto a = nlohmann::json::parse(slurp(first));
+  EXPECT_EQ(a["scenario"]["parallel"]["dp_replicate"], 2);
+  EXPECT_NE(a["memory"], nlohmann::json::parse(slurp(fsdp))["memory"]);
+  write(echo, a["scenario"].dump(2));
+  o = run(kCpsim + " run " + echo.string() + " -q --json " + second.string());
+  ASSERT_EQ(o.rc, 0) << o.text;
+  const auto b = nlohmann::json::parse(slurp(second));
+  EXPECT_EQ(a["step_time_s"].get<double>(), b["step_time_s"].get<double>());
+  EXPECT_EQ(a["memory"], b["memory"]);
+  EXPECT_EQ(a["scenario"], b["scenario"]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Bundled, EchoTest, ::testing::ValuesIn(bundled()),
                          [](const auto& info) {
                            std::string n = info.param;

@@ -131,6 +131,59 @@ TEST(Fsdp, UnderPipelineTheWeightsAreGatheredOncePerStep) {
   EXPECT_LT(kept.step_s, resharded.step_s);
 }
 
+/// The DP indices (rank / tp, order tp-cp-pp-dp with cp = pp = 1) the transfers of the
+/// collectives named `name` join: {from, to} pairs.
+std::set<std::pair<int, int>> dp_pairs(const Built& b, const std::string& name, int tp) {
+  std::set<std::pair<int, int>> out;
+  for (schedule::OpId id = 0; id < b.g.size(); ++id) {
+    const auto& op = b.g.op(id);
+    if (op.kind == schedule::OpKind::Transfer && op.peer != op.rank && b.g.str(op.label.name) == name)
+      out.insert({op.rank / tp, op.peer / tp});
+  }
+  return out;
+}
+
+TEST(Fsdp, HsdpGathersInTheShardGroupAndAllReducesAcrossReplicas) {
+  auto sc = megatron_job();  // tp 8, dp 4: one DP index per node
+  sc.parallel.zero_stage = 3;
+  const Built fsdp = build(sc);
+  sc.parallel.dp_replicate = 2;  // shard groups {0, 1} and {2, 3}
+  const Built hsdp = build(sc);
+  // FSDP gathers and reduce-scatters over all 4 DP indices; no cross-replica all-reduce.
+  bool crosses = false;
+  for (const auto& [a, b] : dp_pairs(fsdp, "zero3_allgather_params", 8)) crosses |= a / 2 != b / 2;
+  EXPECT_TRUE(crosses);
+  EXPECT_TRUE(dp_pairs(fsdp, "hsdp_allreduce_grads", 8).empty());
+  // HSDP: gathers, reduce-scatters and the updated weights' gathers within a shard group.
+  for (const char* name : {"zero3_allgather_params", "dp_reducescatter_grads", "dp_allgather_params"}) {
+    const auto pairs = dp_pairs(hsdp, name, 8);
+    EXPECT_FALSE(pairs.empty()) << name;
+    for (const auto& [a, b] : pairs) EXPECT_EQ(a / 2, b / 2) << name << " " << a << "->" << b;
+  }
+  // The shard all-reduce joins the same shard index of the two replicas: 0 <-> 2, 1 <-> 3.
+  const auto ar = dp_pairs(hsdp, "hsdp_allreduce_grads", 8);
+  EXPECT_EQ(ar, (std::set<std::pair<int, int>>{{0, 2}, {2, 0}, {1, 3}, {3, 1}}));
+  // A block's shard all-reduce moves the reduce-scatter's output, B / 2 per rank: over 2
+  // ranks a ring reduce-scatter of B sends B / 2 per rank, a ring all-reduce of B / 2 the
+  // same (2 (n - 1) / n x B / 2); an all-reduce of the whole block would send twice that.
+  double rs = 0, all = 0;
+  for (schedule::OpId id = 0; id < hsdp.g.size(); ++id) {
+    const auto& op = hsdp.g.op(id);
+    if (op.kind != schedule::OpKind::Transfer || op.label.layer != 3) continue;
+    if (hsdp.g.str(op.label.name) == "dp_reducescatter_grads") rs += op.bytes;
+    if (hsdp.g.str(op.label.name) == "hsdp_allreduce_grads") all += op.bytes;
+  }
+  EXPECT_GT(all, 0);
+  EXPECT_NEAR(all, rs, 1e-9 * rs);
+  // The replicate group is its own communicator: its all-reduces queue on their own streams.
+  for (schedule::OpId id = 0; id < hsdp.g.size(); ++id) {
+    const auto& op = hsdp.g.op(id);
+    if (op.kind == schedule::OpKind::Transfer && hsdp.g.str(op.label.name) == "hsdp_allreduce_grads") {
+      EXPECT_TRUE(op.stream == schedule::stream::kDpReplicateSend || op.stream == schedule::stream::kDpReplicateRecv);
+    }
+  }
+}
+
 TEST(ActivationOffload, CopiesEachOffloadedLayerOutAndBackOnTheCopyStream) {
   auto sc = megatron_job();
   sc.training.recompute = scenario::Recompute::None;

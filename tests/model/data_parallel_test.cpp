@@ -112,6 +112,32 @@ TEST(DpMemory, FsdpUnderPipelineKeepsTheStagesWeightsGathered) {
   EXPECT_NEAR(term(five.back().memory, "gathered weights (bf16, 4 blocks kept)"), 2 * 4 * block, 1);
 }
 
+TEST(DpMemory, HsdpShardsOverTheShardGroupOnly) {
+  // HSDP 2 x 8 over dp 16: the 16 B per parameter over the shard degree 8, not 16; the
+  // gathered blocks are whole either way.
+  auto sc = llama8b(16, 1, 3);
+  const double n = model::total_params(sc.model);
+  auto states = [](const model::MemoryEstimate& e) {
+    return term(e, "weights (fp32 shards)") + term(e, "gradients (fp32 shards)") + term(e, "optimizer states");
+  };
+  const auto fsdp = model::estimate_memory(sc);
+  EXPECT_NEAR(states(fsdp), 16 * n / 16, 1);
+  sc.parallel.dp_replicate = 2;
+  const auto hsdp = model::estimate_memory(sc);
+  EXPECT_NEAR(states(hsdp), 16 * n / 8, 1);
+  EXPECT_NEAR(term(hsdp, "gathered weights"), term(fsdp, "gathered weights"), 1);
+  // The replicate group is a communicator of its own, with its NCCL buffers.
+  bool replicate_comm = false;
+  for (const auto& t : hsdp.terms) replicate_comm |= t.name.find("DP replicate") != std::string::npos;
+  EXPECT_TRUE(replicate_comm);
+  sc.parallel.dp_replicate = 16;  // pure replication: every rank holds the whole states
+  EXPECT_NEAR(states(model::estimate_memory(sc)), 16 * n, 1);
+  // CP ranks shard with their shard group: dp 16 = 2 x 8, cp 2 -> over 16.
+  sc.parallel.dp_replicate = 2;
+  sc.parallel.cp = 2;
+  EXPECT_NEAR(states(model::estimate_memory(sc)), 16 * n / 16, 1);
+}
+
 TEST(PartialRecompute, BlockAndUniformAsMegatronCheckpoints) {
   auto sc = llama8b(1, 1, 1);
   sc.training.recompute = scenario::Recompute::Full;

@@ -514,6 +514,17 @@ TEST(Errors, DataParallelKeysNeedWhatMegatronAndFsdpNeed) {
             "(no error)");
   // (the default policy, as a result's echo writes it, is no error at any stage)
   EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, reshard_after_forward: default}\n"), "(no error)");
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, dp_replicate: 2}\n"),
+            "s.yaml:4:33: error: parallel.dp_replicate: applies to FSDP (zero_stage 3: HSDP replicates FSDP's shard groups), got zero_stage 1\n"
+            "  parallel: {dp: 8, dp_replicate: 2}\n"
+            "                                  ^");
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, zero_stage: 3, dp_replicate: 3}\n"),
+            "s.yaml:4:48: error: parallel.dp_replicate: expected a divisor of parallel.dp (8: dp_replicate x shard degree), got 3\n"
+            "  parallel: {dp: 8, zero_stage: 3, dp_replicate: 3}\n"
+            "                                                 ^");
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, zero_stage: 3, dp_replicate: 2}\n"), "(no error)");
+  // (1, as a result's echo writes it, is no error at any stage)
+  EXPECT_EQ(cpsim::test::scenario_error(head + "parallel: {dp: 8, dp_replicate: 1}\n"), "(no error)");
 }
 
 TEST(Errors, RecomputeAndOffloadKeysFollowMegatronsRules) {
