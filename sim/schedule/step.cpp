@@ -318,8 +318,18 @@ Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops
     l.phase = Phase::Optimizer;
     return l;
   };
+  // A member of a replica not built (a bystander) steps on its own GPU after its own part of
+  // the reduction ends, as in the full replay: the members of one ring reduce-scatter finish at
+  // different times (their ring positions, the NIC and NVLink flows they meet), so its twin's
+  // end is not its own. Taking the twin's step instead started the mirrored replica's parameter
+  // all-gather late, which moved every member's gather (one ring over DP x CP): small_dp_job
+  // with a slow GPU in replica 1 and a halved NVLink in replica 3 (SimGrid) came out 3.7 %
+  // faster than the full replay, 0.28 % unperturbed; with its own step both are exact. Its
+  // reduction's transfers already wait for its twin's gradients (reduce_gradient_buckets), so
+  // the step follows the mirrored backward. A lean build's phantoms (analytic, lockstep lanes
+  // that start and end together: lean_lanes.cpp) still take their twin's step.
   for (size_t i = 0; i < members.size(); ++i) {
-    if (!rp.built[i / cp]) continue;  // mirrored below
+    if (!rp.built[i / cp] && x.g.has_phantoms()) continue;  // mirrored below
     opt[i] = x.g.add_priced(members[i], stream::kCompute, x.pricer.time(c, "memory"), label("optimizer_step", "memory"));
     x.g.add_edge(reduced[i], opt[i]);
     if (host <= 0) continue;
@@ -336,9 +346,9 @@ Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops
     }
     opt[i] = prev;  // (the last copy back ends the whole step)
   }
-  // A mirrored replica's member waits as its twin in the representative replica does.
+  // A lean build's phantom member waits as its twin in the representative replica does.
   for (size_t i = 0; i < members.size(); ++i)
-    if (!rp.built[i / cp]) opt[i] = opt[static_cast<size_t>(rp.rep * cp) + i % cp];
+    if (!rp.built[i / cp] && x.g.has_phantoms()) opt[i] = opt[static_cast<size_t>(rp.rep * cp) + i % cp];
   return opt;
 }
 
@@ -555,6 +565,7 @@ BuildInfo build_step(const StepCtx& x) {
   info.replicas_copied = copies;
   if (std::count(rp.built.begin(), rp.built.end(), 1) > 1 && copies == 0) info.why_not_copied = why_not;
   if (p.dp > 1) info.symmetry = describe_symmetry(rp, p.dp);
+  if (rp.symmetric) info.mirrored = bystanders(x.mesh, rp.built);
   log_shortcuts(info, dp_lean, rp, tmpl.d, copies);
   if (sc.mode != scenario::Mode::Prefill)  // prefill: no gradients, no optimizer
     for (int s = 0; s < cl.pp; ++s) reduce_stage(x, cl, s, grads, rp);
