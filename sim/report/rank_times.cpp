@@ -49,16 +49,12 @@ void RankTimes::figures(int k, const RankTimelines& t) {
   m.attention_compute_s = measure(a);
   m.cp_comm_s = measure(p);
   m.cp_exposed_s = measure_minus(p, c);
-  // A mirrored replica's GPU (replica symmetry) computes its own optimizer step only: its
-  // figures stand for none of the full replay's GPUs, so it is left out of the means.
-  const bool mirrored = static_cast<size_t>(k) < info_.mirrored.size() && info_.mirrored[static_cast<size_t>(k)];
-  computes_[static_cast<size_t>(k)] = c.empty() || mirrored ? 0 : 1;
+  computes_[static_cast<size_t>(k)] = c.empty() ? 0 : 1;
 }
 
 void RankTimes::add(int k) {
   const auto& m = r_.ranks[k];
-  // Ranks that only mirror a simulated replica (its DP collectives, its optimizer step) are
-  // left out (figures()).
+  // Ranks that only mirror a simulated replica in DP collectives have no compute.
   if (!computes_[static_cast<size_t>(k)]) return;
   active_++;
   r_.compute_s += m.compute_s;

@@ -328,9 +328,13 @@ Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops
   // reduction's transfers already wait for its twin's gradients (reduce_gradient_buckets), so
   // the step follows the mirrored backward. A lean build's phantoms (analytic, lockstep lanes
   // that start and end together: lean_lanes.cpp) still take their twin's step.
+  // (Priced per built member only, as the kernel-cost counts are the built ops'.)
+  double step_s = -1;
   for (size_t i = 0; i < members.size(); ++i) {
-    if (!rp.built[i / cp] && x.g.has_phantoms()) continue;  // mirrored below
-    opt[i] = x.g.add_priced(members[i], stream::kCompute, x.pricer.time(c, "memory"), label("optimizer_step", "memory"));
+    const bool built = rp.built[i / cp];
+    if (!built && x.g.has_phantoms()) continue;  // mirrored below
+    if (built || step_s < 0) step_s = x.pricer.time(c, "memory");
+    opt[i] = x.g.add_priced(members[i], stream::kCompute, step_s, label("optimizer_step", "memory"));
     x.g.add_edge(reduced[i], opt[i]);
     if (host <= 0) continue;
     // The copies start once the GPU's step is issued: it follows the backward on the compute
@@ -565,7 +569,6 @@ BuildInfo build_step(const StepCtx& x) {
   info.replicas_copied = copies;
   if (std::count(rp.built.begin(), rp.built.end(), 1) > 1 && copies == 0) info.why_not_copied = why_not;
   if (p.dp > 1) info.symmetry = describe_symmetry(rp, p.dp);
-  if (rp.symmetric) info.mirrored = bystanders(x.mesh, rp.built);
   log_shortcuts(info, dp_lean, rp, tmpl.d, copies);
   if (sc.mode != scenario::Mode::Prefill)  // prefill: no gradients, no optimizer
     for (int s = 0; s < cl.pp; ++s) reduce_stage(x, cl, s, grads, rp);

@@ -31,9 +31,6 @@ struct BuildInfo {
   /// when there was more than one to build ("" = copied or nothing to copy).
   int replicas_copied = 0;
   std::string why_not_copied;
-  /// Per GPU: 1 for those of a data-parallel replica not built (replica symmetry), which run
-  /// only their DP collectives and their optimizer step; empty when every replica is built.
-  std::vector<uint8_t> mirrored;
 };
 
 /// Whether the scenario's ring collectives are built as one pipelined transfer per rank
