@@ -89,6 +89,17 @@ bool uses_spines(const TaskGraph& g, const model::Topology& topo, OpId first) {
   return false;
 }
 
+bool uses_nics(const TaskGraph& g, const model::Topology& topo, OpId first, OpId last) {
+  const uint32_t dp = g.interned("dp");
+  for (OpId id = first; id < last && id < g.size(); ++id) {
+    const Op& op = g.op(id);
+    if (op.kind != OpKind::Transfer || op.label.scheme == dp) continue;
+    for (uint32_t l : topo.route(op.rank, op.peer))
+      if (topo.links()[l].cls == model::LinkClass::Nic) return true;
+  }
+  return false;
+}
+
 std::vector<uint8_t> bystanders(const Mesh& mesh, const std::vector<char>& built) {
   std::vector<uint8_t> by(static_cast<size_t>(mesh.size()), 0);
   for (int r = 0; r < mesh.size(); ++r)

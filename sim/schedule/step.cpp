@@ -318,16 +318,11 @@ Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops
     l.phase = Phase::Optimizer;
     return l;
   };
-  // A member of a replica not built (a bystander) steps on its own GPU after its own part of
-  // the reduction ends, as in the full replay: the members of one ring reduce-scatter finish at
-  // different times (their ring positions, the NIC and NVLink flows they meet), so its twin's
-  // end is not its own. Taking the twin's step instead started the mirrored replica's parameter
-  // all-gather late, which moved every member's gather (one ring over DP x CP): small_dp_job
-  // with a slow GPU in replica 1 and a halved NVLink in replica 3 (SimGrid) came out 3.7 %
-  // faster than the full replay, 0.28 % unperturbed; with its own step both are exact. Its
-  // reduction's transfers already wait for its twin's gradients (reduce_gradient_buckets), so
-  // the step follows the mirrored backward. A lean build's phantoms (analytic, lockstep lanes
-  // that start and end together: lean_lanes.cpp) still take their twin's step.
+  // A mirrored replica's member (a bystander) steps when its own part of the reduction ends, as
+  // in the full replay: members of one ring finish at different times (ring position, the flows
+  // they meet). Stepping with its twin started its parameter all-gather late: 3.7 % fast on
+  // SimGrid with a slow GPU and a halved NVLink in small_dp_job, 0.28 % unperturbed; now exact.
+  // A lean build's phantoms (lockstep lanes that start and end together) take their twin's.
   // (Priced per built member only, as the kernel-cost counts are the built ops'.)
   double step_s = -1;
   for (size_t i = 0; i < members.size(); ++i) {
@@ -558,6 +553,12 @@ BuildInfo build_step(const StepCtx& x) {
     check_spines(x.g, x.topo, rp);  // decided once the first replica exists
     if (dp_lean && !rp.symmetric)
       throw LeanRefused("lean build refused: " + rp.why_not);
+    if (first && !dp_lean && rp.symmetric && std::count(rp.built.begin(), rp.built.end(), 0) > 0 &&
+        log::enabled(log::Level::Info) && uses_nics(x.g, x.topo, tmpl.first, static_cast<OpId>(x.g.size())))
+      log::info("shortcut: replica symmetry is approximate here: the replica's own traffic shares NICs with "
+                "its DP collectives, which the mirrored replicas' DP flows do not meet (SimGrid: +0.92 % "
+                "measured for CP 16 over two nodes; the analytic engine is exact; --set "
+                "simulation.symmetry=off replays every replica)");
     if (first) {
       tmpl.last = static_cast<OpId>(x.g.size());
       tmpl.edge_last = x.g.num_edges();

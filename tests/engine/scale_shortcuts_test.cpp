@@ -8,6 +8,7 @@
 #include "app/child_replay.hpp"
 #include "engine/replay.hpp"
 #include "report/metrics.hpp"
+#include "schedule/replicas.hpp"
 #include "schedule/step.hpp"
 #include "support/fixtures.hpp"
 #include "test_platforms.hpp"
@@ -150,6 +151,23 @@ TEST(ReplicaSymmetry, ApproximateWhenDpAndCpTrafficShareNics) {
     sc.parallel.dp = 4;
     return sc;
   });
+}
+
+TEST(ReplicaSymmetry, SaysWhenTheReplicasOwnTrafficSharesNics) {
+  // What `-v` says the shortcut is approximate by: a replica's non-DP transfers over NICs.
+  auto nics = [](const scenario::Scenario& sc) {
+    model::Topology topo(sc.platform);
+    auto cost = model::CostModel::roofline(sc.platform.gpu);
+    schedule::Pricer pricer(*cost);
+    schedule::TaskGraph g;
+    schedule::build_scenario(sc, topo, pricer, g);
+    return schedule::uses_nics(g, topo, 0, static_cast<schedule::OpId>(g.size()));
+  };
+  EXPECT_FALSE(nics(small_dp_job(scenario::Symmetry::Auto)));  // CP inside each node
+  auto sc = eight_node_job(scenario::Symmetry::Auto, 2);
+  sc.parallel.cp = 16;  // CP across two nodes
+  sc.parallel.dp = 4;
+  EXPECT_TRUE(nics(sc));
 }
 
 TEST(ReplicaSymmetry, RefusedWhenPerturbationsTouchEveryReplica) {
