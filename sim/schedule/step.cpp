@@ -318,12 +318,10 @@ Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops
     l.phase = Phase::Optimizer;
     return l;
   };
-  // A mirrored replica's member (a bystander) steps when its own part of the reduction ends, as
-  // in the full replay: members of one ring finish at different times (ring position, the flows
-  // they meet). Stepping with its twin started its parameter all-gather late: 3.7 % fast on
-  // SimGrid with a slow GPU and a halved NVLink in small_dp_job, 0.28 % unperturbed; now exact.
-  // A lean build's phantoms (lockstep lanes that start and end together) take their twin's.
-  // (Priced per built member only, as the kernel-cost counts are the built ops'.)
+  // A mirrored member (a bystander) steps when its own part of the reduction ends: members of
+  // one ring finish at different times, and stepping with its twin came out 3.7 % fast on
+  // SimGrid (small_dp_job, a slow GPU and a halved NVLink). A lean build's phantoms (lockstep
+  // lanes) take their twin's. Priced per built member: the kernel-cost counts are the built ops'.
   double step_s = -1;
   for (size_t i = 0; i < members.size(); ++i) {
     const bool built = rp.built[i / cp];
@@ -553,12 +551,7 @@ BuildInfo build_step(const StepCtx& x) {
     check_spines(x.g, x.topo, rp);  // decided once the first replica exists
     if (dp_lean && !rp.symmetric)
       throw LeanRefused("lean build refused: " + rp.why_not);
-    if (first && !dp_lean && rp.symmetric && std::count(rp.built.begin(), rp.built.end(), 0) > 0 &&
-        log::enabled(log::Level::Info) && uses_nics(x.g, x.topo, tmpl.first, static_cast<OpId>(x.g.size())))
-      log::info("shortcut: replica symmetry is approximate here: the replica's own traffic shares NICs with "
-                "its DP collectives, which the mirrored replicas' DP flows do not meet (SimGrid: +0.92 % "
-                "measured for CP 16 over two nodes; the analytic engine is exact; --set "
-                "simulation.symmetry=off replays every replica)");
+    if (first && !dp_lean) say_if_approximate(x.g, x.topo, rp, tmpl.first);
     if (first) {
       tmpl.last = static_cast<OpId>(x.g.size());
       tmpl.edge_last = x.g.num_edges();
