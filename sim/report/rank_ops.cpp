@@ -19,6 +19,7 @@ RankOps::RankOps(const schedule::TaskGraph& g, size_t max_entries, unsigned thre
   for (unsigned t = 0; t + 1 < slices; ++t) {
     std::vector<size_t>& next = before_[t + 1];
     g.for_each_op_in(cut_[t], cut_[t + 1], [&](schedule::OpId, const schedule::Op& op) {
+      if (mirrored(op)) return;
       next[static_cast<size_t>(op.rank)]++;
       if (op.kind == schedule::OpKind::Transfer) next[static_cast<size_t>(op.peer)]++;
     });
@@ -27,6 +28,7 @@ RankOps::RankOps(const schedule::TaskGraph& g, size_t max_entries, unsigned thre
   off_.assign(nr + 1, 0);
   for (size_t r = 0; r < nr; ++r) off_[r + 1] = before_.back()[r];
   g.for_each_op_in(cut_[slices - 1], cut_[slices], [&](schedule::OpId, const schedule::Op& op) {
+    if (mirrored(op)) return;
     off_[static_cast<size_t>(op.rank) + 1]++;
     if (op.kind == schedule::OpKind::Transfer) off_[static_cast<size_t>(op.peer) + 1]++;
   });
@@ -49,7 +51,7 @@ void RankOps::load(int r0, int r1) {
     g_.for_each_op_in(cut_[t], cut_[t + 1], [&](schedule::OpId id, const schedule::Op& op) {
       const bool transfer = op.kind == schedule::OpKind::Transfer;
       const bool mine = (op.rank >= r0 && op.rank < r1) || (transfer && op.peer >= r0 && op.peer < r1);
-      if (!mine) return;
+      if (!mine || mirrored(op)) return;
       uint8_t f = 0;
       if (transfer) {
         f = kTransfer | static_cast<uint8_t>(comm_kind_index(op.stream) << kKindShift);

@@ -52,6 +52,12 @@ class RankOps {
 
  private:
   void load(int r0, int r1);
+  /// A compute op of a mirrored replica's GPU (TaskGraph::bystander): its own optimizer step,
+  /// which stands for none of the full replay's per-rank figures; left out, so that GPU reads
+  /// as one that does not compute (its DP transfers and launches stay).
+  bool mirrored(const schedule::Op& op) const {
+    return op.kind == schedule::OpKind::Compute && g_.bystander(op.rank);
+  }
   const schedule::TaskGraph& g_;
   size_t max_;
   std::vector<size_t> off_;  ///< every rank's entries, as if all were held

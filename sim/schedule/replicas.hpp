@@ -38,6 +38,16 @@ std::string tp_mirror(const scenario::Scenario& sc, const model::Topology& topo)
 /// a spine (leaf <-> spine) link.
 bool uses_spines(const TaskGraph& g, const model::Topology& topo, OpId first);
 
+/// True if any transfer from op `first` on, other than a DP collective's, crosses a NIC: the
+/// replica's own traffic then shares NICs with its DP collectives, which a mirrored replica's
+/// DP flows do not meet, so replica symmetry is close to the full replay, not exact.
+bool uses_nics(const TaskGraph& g, const model::Topology& topo, OpId first, OpId last);
+
+/// At -v, once the first replica is built from op `first`: says when replica symmetry is used
+/// but approximate (uses_nics), by how much it was measured, and how to replay every replica.
+struct ReplicaPlan;
+void say_if_approximate(const TaskGraph& g, const model::Topology& topo, const ReplicaPlan& r, OpId first);
+
 /// Which data-parallel replicas are built: all, or the representative `rep` (the first
 /// unperturbed replica) and the perturbed ones; the others take part only in the DP
 /// collectives, gated by their twin in `rep`.
