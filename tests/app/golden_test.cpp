@@ -63,7 +63,9 @@ TEST(Golden, AnchorStepAt128kOnOneNode) {
   // and Megatron's un-overlapped DP defaults (+14.2 %).
   // 9.3748377516079877 s until every memory-bound kernel (embedding, fused Adam, ring dK/dV
   // accumulation, merges) ran at its class's measured rate instead of the HBM roofline (+0.44 %).
-  EXPECT_NEAR(step_time("anchor-128k-ring-zigzag.yaml"), 9.4164333493194228, 9.42e-9);
+  // 9.4164333493194228 s until a recomputed ZeRO-3 block was gathered once for its backward, as
+  // FSDP2's pre-backward unshard serves the recompute too (-0.64 %).
+  EXPECT_NEAR(step_time("anchor-128k-ring-zigzag.yaml"), 9.3557675862032816, 9.36e-9);
 }
 
 TEST(Golden, Llama8bOnFourNodes) {
