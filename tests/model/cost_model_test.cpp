@@ -336,7 +336,9 @@ TEST(Profile, UnprofiledGpuSaysSo) {
     ASSERT_NE(c.origin, nullptr);
     EXPECT_NE(std::string(c.origin).find("no measured or published profile"), std::string::npos) << c.origin;
   }
-  const model::Cost h = CostModel::make("auto", h100())->attention(call(8192, 8192, 32, 128, 1));
+  // (The origin names a string the model owns: the model must outlive the cost that reads it.)
+  const auto hm = CostModel::make("auto", h100());
+  const model::Cost h = hm->attention(call(8192, 8192, 32, 128, 1));
   ASSERT_NE(h.origin, nullptr);
   EXPECT_EQ(std::string(h.origin).find("no measured or published"), std::string::npos) << h.origin;
 }
