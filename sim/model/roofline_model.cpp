@@ -172,6 +172,12 @@ Cost RooflineModel::gdn(const GdnCall& c) const {
   Cost roof = gdn_roofline(c, gpu_, sms_);
   // Kernel by kernel, each FLA chunk kernel at rates fitted to FLA's published H200 figures.
   roof.origin = "FLA chunk kernels, published H200 fit";
+  // The CP pre-process is made of those same chunk kernels (no benchmark times it whole): its
+  // price is derived from the published figures kernel by kernel, not a bare roofline.
+  if (c.part == GdnPart::CpPreprocess) {
+    roof.source = CostSource::Derived;
+    roof.origin = "CP pre-process: FLA chunk kernels at rates fitted to FLA's published H200 figures";
+  }
   if (c.part == GdnPart::CpPreprocess && log::enabled(log::Level::Info)) {
     char buf[320];
     std::snprintf(buf, sizeof buf,
