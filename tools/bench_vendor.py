@@ -27,9 +27,10 @@ import argparse
 import csv
 import os
 import statistics
-import subprocess
 import sys
 import time
+
+from bench_timing import git_commit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SHAPES = os.path.join(ROOT, "kernels", "attention", "shapes.csv")
@@ -94,14 +95,6 @@ def sdpa_can(s):
         qo, ko = offsets(s)
         return qo - ko == s["kv_len"] - s["q_len"]
     return False
-
-
-def git_commit():
-    try:
-        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], check=True,
-                              capture_output=True, text=True).stdout.strip() or "unknown"
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def median_us(torch, fn, warmup, repeats):

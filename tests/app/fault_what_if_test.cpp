@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "support/cli.hpp"
+#include "support/cli_dir.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -23,29 +23,11 @@ const std::string kAnchor = CPSIM_SOURCE_DIR "/scenarios/anchor-128k-ring-zigzag
 // Two nodes, the CP ring across them: its traffic crosses the NICs.
 const std::string kTwoNodes = " --set platform=h100-cluster --set parallel.cp=16 --set simulation.scope=attention-layer";
 
-class FaultWhatIf : public testing::Test {
+class FaultWhatIf : public cpsim::test::CliDir {
  protected:
-  void SetUp() override {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(testing::TempDir()) / (std::string("cpsim-fault-what-if-") + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
   json result(const std::string& args, Output* out = nullptr) {
-    const fs::path file = dir_ / ("r" + std::to_string(n_++) + ".json");
-    const std::string cmd = kCpsim + " run " + kAnchor + kTwoNodes + " " + args + " --json " + file.string();
-    const Output o = run(cmd);
-    if (out) *out = o;
-    EXPECT_EQ(o.rc, 0) << cmd << "\n" << o.text;
-    std::ifstream in(file);
-    if (!in) return json();
-    return json::parse(in);
+    return run_json(kCpsim + " run " + kAnchor + kTwoNodes + " " + args, out);
   }
-  fs::path dir_;
-  int n_ = 0;
 };
 
 }  // namespace

@@ -14,7 +14,6 @@ using namespace cpsim::cli;
 
 namespace {
 
-const std::string kSource = CPSIM_SOURCE_DIR;
 // One attention-free layer build is enough for the tuner and the kernel prices: the quick start
 // scenario at layer scope, analytic.
 const std::string kQuick = kCpsim + " run scenarios/quickstart.yaml --set simulation.scope=layer --engine analytic";

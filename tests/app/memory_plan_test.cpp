@@ -7,8 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "support/cli.hpp"
-#include "support/temp_dir.hpp"
+#include "support/cli_dir.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -18,18 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kSource = CPSIM_SOURCE_DIR;
-Output in_source(const std::string& cmd) { return run("cd " + kSource + " && " + cmd); }
-
-class MemoryPlanTest : public cpsim::test::TempDir {
- protected:
-  void SetUp() override {
-    TempDir::SetUp();
-    ASSERT_TRUE(fs::exists(kCpsim)) << kCpsim;
-  }
-  std::string p(const std::string& n) const { return (dir_ / n).string(); }
-  json load(const std::string& n) const { return json::parse(slurp(dir_ / n)); }
-};
+class MemoryPlanTest : public cpsim::test::CliDir {};
 
 }  // namespace
 

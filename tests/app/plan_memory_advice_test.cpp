@@ -10,8 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "support/cli.hpp"
-#include "support/temp_dir.hpp"
+#include "support/cli_dir.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -21,21 +20,11 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kSource = CPSIM_SOURCE_DIR;
-Output in_source(const std::string& cmd) { return run("cd " + kSource + " && " + cmd); }
 const std::string k405bOn8 =
     " memory scenarios/llama3-405b-16k-gpus.yaml --set platform.nodes=1 --set parallel.cp=1 --set parallel.pp=1"
     " --set parallel.dp=1 --no-simulate";
 
-class PlanMemoryAdvice : public cpsim::test::TempDir {
- protected:
-  void SetUp() override {
-    TempDir::SetUp();
-    ASSERT_TRUE(fs::exists(kCpsim)) << kCpsim;
-  }
-  std::string p(const std::string& n) const { return (dir_ / n).string(); }
-  json load(const std::string& n) const { return json::parse(slurp(dir_ / n)); }
-};
+class PlanMemoryAdvice : public cpsim::test::CliDir {};
 
 }  // namespace
 

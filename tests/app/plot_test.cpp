@@ -17,8 +17,7 @@
 
 namespace fs = std::filesystem;
 
-#include "support/cli.hpp"
-#include "support/temp_dir.hpp"
+#include "support/cli_dir.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -26,11 +25,7 @@ using namespace cpsim::cli;
 
 namespace {
 
-const std::string kSource = CPSIM_SOURCE_DIR;
 const std::string kPlot = "/usr/bin/python3 " + kSource + "/tools/cpsim_plot.py";
-
-/// Bundled scenario paths are relative to the source tree.
-Output run_in_source(const std::string& cmd) { return run("cd " + kSource + " && " + cmd); }
 
 std::string head(const fs::path& p, size_t n) {
   std::ifstream in(p, std::ios::binary);
@@ -40,22 +35,19 @@ std::string head(const fs::path& p, size_t n) {
   return s;
 }
 
-bool have_matplotlib() { return run_in_source("/usr/bin/python3 -c 'import matplotlib'").rc == 0; }
+bool have_matplotlib() { return in_source("/usr/bin/python3 -c 'import matplotlib'").rc == 0; }
 
-class PlotTest : public cpsim::test::TempDir {
+class PlotTest : public cpsim::test::CliDir {
  protected:
   void SetUp() override {
-    TempDir::SetUp();
+    CliDir::SetUp();
     if (!have_matplotlib()) GTEST_SKIP() << "/usr/bin/python3 has no matplotlib (apt install python3-matplotlib)";
-    ASSERT_TRUE(fs::exists(kCpsim)) << "build the cpsim binary first: " << kCpsim;
   }
-
-  std::string p(const std::string& name) const { return (dir_ / name).string(); }
 
   /// Runs a plot command writing OUT and checks both images.
   void plot(const std::string& args, const std::string& out) {
     SCOPED_TRACE(args);
-    const Output o = run_in_source(kPlot + " " + args + " -o " + p(out));
+    const Output o = in_source(kPlot + " " + args + " -o " + p(out));
     ASSERT_EQ(o.rc, 0) << o.text;
     const fs::path png = dir_ / (out + ".png"), svg = dir_ / (out + ".svg");
     ASSERT_TRUE(fs::exists(png)) << o.text;
@@ -77,15 +69,15 @@ TEST_F(PlotTest, EveryPlotCommandRunsOnBundledOutputs) {
 #endif
   // One attention layer at 16K tokens of two bundled scenarios: a trace and two results.
   const std::string cut = " --set simulation.scope=attention-layer --set training.seq_len=16K --engine analytic -q";
-  ASSERT_EQ(run_in_source(kCpsim + " run scenarios/anchor-128k-ring-contiguous.yaml" + cut + " --trace " + p("trace.json") +
+  ASSERT_EQ(in_source(kCpsim + " run scenarios/anchor-128k-ring-contiguous.yaml" + cut + " --trace " + p("trace.json") +
                 " --json " + p("contiguous.json")).rc, 0);
-  ASSERT_EQ(run_in_source(kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml" + cut + " --json " + p("zigzag.json")).rc, 0);
-  ASSERT_EQ(run_in_source(kCpsim + " partition --seq 16 --cp 4 --layout contiguous --json " + p("part-c.json")).rc, 0);
-  ASSERT_EQ(run_in_source(kCpsim + " partition --seq 16 --cp 4 --layout zigzag --json " + p("part-z.json")).rc, 0);
+  ASSERT_EQ(in_source(kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml" + cut + " --json " + p("zigzag.json")).rc, 0);
+  ASSERT_EQ(in_source(kCpsim + " partition --seq 16 --cp 4 --layout contiguous --json " + p("part-c.json")).rc, 0);
+  ASSERT_EQ(in_source(kCpsim + " partition --seq 16 --cp 4 --layout zigzag --json " + p("part-z.json")).rc, 0);
   // Two bundled sweeps, analytic to stay fast; usp-degrees holds points that fail on purpose.
   const std::string fast = " -j 2 -q --set simulation.engine=analytic";
-  ASSERT_EQ(run_in_source(kCpsim + " sweep sweeps/schedules-x-seqlen.yaml -o " + p("sched") + fast).rc, 0);
-  ASSERT_EQ(run_in_source(kCpsim + " sweep sweeps/usp-degrees.yaml -o " + p("usp") + fast).rc, 1);
+  ASSERT_EQ(in_source(kCpsim + " sweep sweeps/schedules-x-seqlen.yaml -o " + p("sched") + fast).rc, 0);
+  ASSERT_EQ(in_source(kCpsim + " sweep sweeps/usp-degrees.yaml -o " + p("usp") + fast).rc, 1);
 
   plot("timeline " + p("trace.json"), "timeline");
   plot("timeline " + p("trace.json") + " --ranks 0-3 --layer 3", "timeline-ranks");
@@ -115,12 +107,12 @@ TEST_F(PlotTest, EveryPlotCommandRunsOnBundledOutputs) {
   }
   // A sweep plot refuses to merge points that differ in a swept key it does not show.
   {
-    const Output o = run_in_source(kPlot + " sweep " + p("sched") + " --x training.seq_len --series training.seq_len -o " +
+    const Output o = in_source(kPlot + " sweep " + p("sched") + " --x training.seq_len --series training.seq_len -o " +
                                    p("refused"));
     EXPECT_EQ(o.rc, 2) << o.text;
     EXPECT_NE(o.text.find("not plotted"), std::string::npos) << o.text;
     // A heatmap too: ring-zigzag and ring-contiguous are not one "ring" cell.
-    const Output h = run_in_source(kPlot + " heatmap " + p("sched") + " --x training.seq_len --y parallel.attention.scheme -o " +
+    const Output h = in_source(kPlot + " heatmap " + p("sched") + " --x training.seq_len --y parallel.attention.scheme -o " +
                                    p("refused-hm"));
     EXPECT_EQ(h.rc, 2) << h.text;
     EXPECT_NE(h.text.find("'parallel.attention.layout'"), std::string::npos) << h.text;
@@ -226,9 +218,9 @@ TEST_F(PlotTest, TimelineDefaultsShowTheLayersOwnWork) {
   // A whole step (other layers run between a layer's forward and backward, a layer's gradient
   // sync belongs to no micro-batch) and one attention layer (the host launches the backward's
   // kernels long before the GPU runs them).
-  ASSERT_EQ(run_in_source(kCpsim + " run scenarios/quickstart.yaml --set training.seq_len=16K --engine analytic -q --trace " +
+  ASSERT_EQ(in_source(kCpsim + " run scenarios/quickstart.yaml --set training.seq_len=16K --engine analytic -q --trace " +
                           p("step.json")).rc, 0);
-  ASSERT_EQ(run_in_source(kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml --set simulation.scope=attention-layer "
+  ASSERT_EQ(in_source(kCpsim + " run scenarios/anchor-128k-ring-zigzag.yaml --set simulation.scope=attention-layer "
                           "--set training.seq_len=16K --engine analytic -q --trace " + p("al.json")).rc, 0);
   plot("timeline " + p("step.json") + " --data " + p("step-data.json"), "timeline-step");
   plot("timeline " + p("al.json") + " --data " + p("al-data.json"), "timeline-al");
@@ -267,12 +259,12 @@ TEST_F(PlotTest, HeatmapNeverCallsAPointThatDoesNotFitBest) {
 TEST_F(PlotTest, BadInputsExitTwo) {
   std::ofstream(p("not-a-trace.json")) << "{\"a\": 1}\n";
   fs::create_directories(p("empty-dir"));
-  EXPECT_EQ(run_in_source(kPlot + " nosuchplot x").rc, 2);
-  EXPECT_EQ(run_in_source(kPlot + " timeline " + p("not-a-trace.json") + " -o " + p("bad")).rc, 2);
-  EXPECT_EQ(run_in_source(kPlot + " timeline " + p("missing.json") + " -o " + p("bad")).rc, 2);
-  EXPECT_EQ(run_in_source(kPlot + " compare " + p("not-a-trace.json") + " -o " + p("bad")).rc, 2);
-  EXPECT_EQ(run_in_source(kPlot + " sweep " + p("empty-dir") + " -o " + p("bad")).rc, 2);
-  EXPECT_EQ(run_in_source(kPlot + " bench " + p("empty-dir") + " -o " + p("bad")).rc, 2);
+  EXPECT_EQ(in_source(kPlot + " nosuchplot x").rc, 2);
+  EXPECT_EQ(in_source(kPlot + " timeline " + p("not-a-trace.json") + " -o " + p("bad")).rc, 2);
+  EXPECT_EQ(in_source(kPlot + " timeline " + p("missing.json") + " -o " + p("bad")).rc, 2);
+  EXPECT_EQ(in_source(kPlot + " compare " + p("not-a-trace.json") + " -o " + p("bad")).rc, 2);
+  EXPECT_EQ(in_source(kPlot + " sweep " + p("empty-dir") + " -o " + p("bad")).rc, 2);
+  EXPECT_EQ(in_source(kPlot + " bench " + p("empty-dir") + " -o " + p("bad")).rc, 2);
   EXPECT_FALSE(fs::exists(p("bad.png")));
 }
 

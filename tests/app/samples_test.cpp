@@ -17,7 +17,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-#include "support/cli.hpp"
+#include "support/cli_dir.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -27,32 +27,12 @@ namespace {
 
 const std::string kScenarios = CPSIM_SOURCE_DIR "/scenarios/";
 
-class Perturbed : public testing::Test {
+class Perturbed : public cpsim::test::CliDir {
  protected:
-  void SetUp() override {
-    const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(testing::TempDir()) / (std::string("cpsim-samples-") + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
   /// `cpsim run SCENARIO ARGS --json FILE`; returns the result JSON (null on failure).
   json result(const std::string& scenario, const std::string& args, Output* out = nullptr) {
-    const fs::path file = dir_ / ("r" + std::to_string(n_++) + ".json");
-    const std::string cmd = kCpsim + " run " + kScenarios + scenario + " " + args + " --json " + file.string();
-    const Output o = run(cmd);
-    if (out) *out = o;
-    EXPECT_EQ(o.rc, 0) << cmd << "\n" << o.text;
-    std::ifstream in(file);
-    if (!in) return json();
-    return json::parse(in);
+    return run_json(kCpsim + " run " + kScenarios + scenario + " " + args, out);
   }
-
-  fs::path dir_;
-  int n_ = 0;
 };
 
 const std::string kLayer = "--set simulation.scope=layer";

@@ -11,8 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/sweep/results_csv.hpp"
-#include "support/cli.hpp"
-#include "support/temp_dir.hpp"
+#include "support/cli_dir.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -24,12 +23,8 @@ namespace {
 
 const std::string kAnchor = CPSIM_SOURCE_DIR "/scenarios/anchor-128k-ring-zigzag.yaml";
 
-class ScopeMemoryTest : public cpsim::test::TempDir {
+class ScopeMemoryTest : public cpsim::test::CliDir {
  protected:
-  void SetUp() override {
-    TempDir::SetUp();
-    ASSERT_TRUE(fs::exists(kCpsim)) << "build the cpsim binary first: " << kCpsim;
-  }
   json run_json(const std::string& sets, const std::string& name, std::string* summary = nullptr) {
     const std::string path = (dir_ / name).string();
     const Output o = run(kCpsim + " run " + kAnchor + " --engine analytic " + sets + " --json " + path);

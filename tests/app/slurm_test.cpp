@@ -18,9 +18,8 @@
 namespace fs = std::filesystem;
 
 #include "app/commands.hpp"
-#include "support/cli.hpp"
+#include "support/cli_dir.hpp"
 #include "support/fake_runner.hpp"
-#include "support/temp_dir.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -127,11 +126,10 @@ class FakeSlurm {
   std::map<std::string, std::set<size_t>> queued_;
 };
 
-class SlurmSweepTest : public cpsim::test::TempDir {
+class SlurmSweepTest : public cpsim::test::CliDir {
  protected:
   void SetUp() override {
-    TempDir::SetUp();
-    ASSERT_TRUE(fs::exists(kCpsim)) << "build the cpsim binary first: " << kCpsim;
+    CliDir::SetUp();
     write(dir_ / "tiny.yaml", kTinyScenario);
     // 12 points of 4 costs (GPUs x tokens): cp 2, 4, 8 at 16K and cp 8 at 32K.
     write(dir_ / "sweep.yaml", R"(base: tiny.yaml

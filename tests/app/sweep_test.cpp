@@ -22,9 +22,8 @@
 namespace fs = std::filesystem;
 
 #include "app/sweep/runner.hpp"
-#include "support/cli.hpp"
+#include "support/cli_dir.hpp"
 #include "support/fake_runner.hpp"
-#include "support/temp_dir.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -45,11 +44,10 @@ std::vector<std::string> csv_header(const fs::path& p) {
   return h;
 }
 
-class SweepTest : public cpsim::test::TempDir {
+class SweepTest : public cpsim::test::CliDir {
  protected:
   void SetUp() override {
-    TempDir::SetUp();
-    ASSERT_TRUE(fs::exists(kCpsim)) << "build the cpsim binary first: " << kCpsim;
+    CliDir::SetUp();
     write(dir_ / "tiny.yaml", kTinyScenario);
   }
 

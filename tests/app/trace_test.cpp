@@ -18,8 +18,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-#include "support/cli.hpp"
-#include "support/temp_dir.hpp"
+#include "support/cli_dir.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -34,17 +33,8 @@ int run(const std::string& cmd) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-json load(const fs::path& p) {
-  std::ifstream in(p);
-  return json::parse(in);  // throws on invalid JSON, failing the test
-}
-
-class TraceTest : public cpsim::test::TempDir {
+class TraceTest : public cpsim::test::CliDir {
  protected:
-  void SetUp() override {
-    TempDir::SetUp();
-    ASSERT_TRUE(fs::exists(kCpsim)) << "build the cpsim binary first: " << kCpsim;
-  }
   /// Runs the scenario (one attention layer, 16K tokens) and returns its trace.
   json trace(const std::string& extra) {
     const fs::path out = dir_ / "trace.json";
@@ -53,7 +43,7 @@ class TraceTest : public cpsim::test::TempDir {
                             " --set simulation.scope=attention-layer --set training.seq_len=16K"
                             " --engine analytic -q --trace " + out.string() + " " + extra;
     EXPECT_EQ(run(cmd), 0) << cmd;
-    return load(out);
+    return load("trace.json");  // throws on invalid JSON, failing the test
   }
 };
 

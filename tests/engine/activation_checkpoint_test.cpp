@@ -7,9 +7,8 @@
 #include <set>
 #include <string>
 
-#include "engine/replay.hpp"
-#include "schedule/step.hpp"
-#include "test_platforms.hpp"
+#include "support/built_step.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -28,12 +27,8 @@ struct Built {
 };
 
 Built run(const scenario::Scenario& sc) {
-  model::Topology topo(sc.platform, sc.perturb);
-  auto cost = model::CostModel::roofline(sc.platform.gpu);
-  schedule::Pricer pricer(*cost);
-  schedule::TaskGraph g;
-  schedule::build_scenario(sc, topo, pricer, g);
-  g.finalize();
+  const test::BuiltStep step(sc);
+  const schedule::TaskGraph& g = step.g;
   Built r;
   for (schedule::OpId id = 0; id < g.size(); ++id) {
     const std::string n = g.str(g.op(id).label.name);
@@ -49,21 +44,15 @@ Built run(const scenario::Scenario& sc) {
       if (l.phase == schedule::Phase::Forward) ++r.zero3_fwd_gathers;
     }
   }
-  r.step_s = engine::replay_analytic(g, topo).makespan_s;
+  r.step_s = step.analytic_s();
   return r;
 }
 
 /// A Llama-shaped dense model (GQA, SwiGLU) on one node at TP 8 with sequence parallelism.
 scenario::Scenario dense_tp8() {
-  auto sc = test::small_dp_job(scenario::Symmetry::Auto);
-  sc.model.hidden = 4096;
-  sc.model.heads_q = 32;
-  sc.model.heads_kv = 8;
-  sc.model.ffn_hidden = 14336;
+  auto sc = test::llama8b_tp8_job();
   sc.training.seq_len = 8192;
   sc.training.micro_batches = 1;
-  sc.parallel.tp = 8;
-  sc.parallel.cp = 1;
   sc.parallel.dp = 1;
   sc.platform = test::dgx_h100(1);
   sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};

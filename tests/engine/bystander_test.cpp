@@ -15,7 +15,7 @@
 #include "report/metrics.hpp"
 #include "schedule/collectives.hpp"
 #include "schedule/plan.hpp"
-#include "test_platforms.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 

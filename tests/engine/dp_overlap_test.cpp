@@ -5,9 +5,8 @@
 #include <set>
 #include <string>
 
-#include "engine/replay.hpp"
-#include "schedule/step.hpp"
-#include "test_platforms.hpp"
+#include "support/built_step.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -15,9 +14,10 @@ using namespace cpsim;
 
 namespace {
 
-struct Built {
-  schedule::TaskGraph g;
-  double step_s = 0;
+/// A step built and timed on the analytic engine, read by its collectives' labels.
+struct Built : test::BuiltStep {
+  explicit Built(const scenario::Scenario& sc) : BuiltStep(sc), step_s(analytic_s()) {}
+  double step_s;
   /// Ops of collectives named `name`: their layers, micro-batches and phases.
   std::set<int> layers(const std::string& name) const {
     std::set<int> out;
@@ -39,37 +39,11 @@ struct Built {
   }
 };
 
-Built build(const scenario::Scenario& sc) {
-  model::Topology topo(sc.platform, sc.perturb);
-  auto cost = model::CostModel::roofline(sc.platform.gpu);
-  schedule::Pricer pricer(*cost);
-  Built b;
-  schedule::build_scenario(sc, topo, pricer, b.g);
-  b.g.finalize();
-  b.step_s = engine::replay_analytic(b.g, topo).makespan_s;
-  return b;
-}
-
-/// small_dp_job with TP 8 and DP 4 over 4 nodes: its 4 layers' gradients reduce over DP across
-/// the nodes' NICs, slow enough next to the compute to show in the step.
-scenario::Scenario megatron_job() {
-  auto sc = test::small_dp_job(scenario::Symmetry::Auto);
-  sc.model.hidden = 4096;
-  sc.model.heads_q = 32;
-  sc.model.heads_kv = 8;
-  sc.model.ffn_hidden = 14336;
-  sc.training.seq_len = 4096;
-  sc.parallel.tp = 8;
-  sc.parallel.cp = 1;
-  sc.parallel.dp = 4;
-  return sc;
-}
-
 }  // namespace
 
 TEST(MegatronDp, WithoutOverlapOneBucketAfterTheBackward) {
-  auto sc = megatron_job();
-  const Built off = build(sc);
+  auto sc = test::llama8b_tp8_job();
+  const Built off(sc);
   // One bucket, closed at the stage's first layer, after the whole backward.
   EXPECT_EQ(off.layers("dp_reducescatter_grads"), std::set<int>{0});
   // The gather of the updated weights follows the optimizer step.
@@ -77,18 +51,18 @@ TEST(MegatronDp, WithoutOverlapOneBucketAfterTheBackward) {
 
   sc.parallel.overlap_grad_reduce = true;
   sc.parallel.dp_bucket_bytes = 1;  // a bucket per layer
-  const Built on = build(sc);
+  const Built on(sc);
   EXPECT_EQ(on.layers("dp_reducescatter_grads"), (std::set<int>{0, 1, 2, 3}));
   EXPECT_LT(on.step_s, off.step_s);
 }
 
 TEST(MegatronDp, OverlappedParamGatherRunsBeforeTheFirstForward) {
-  auto sc = megatron_job();
+  auto sc = test::llama8b_tp8_job();
   sc.parallel.overlap_grad_reduce = true;
   sc.parallel.dp_bucket_bytes = 1;
-  const Built grads_only = build(sc);
+  const Built grads_only(sc);
   sc.parallel.overlap_param_gather = true;
-  const Built both = build(sc);
+  const Built both(sc);
   // A gather per bucket, in the forward of the first micro-batch; none after the optimizer.
   EXPECT_EQ(both.phases("dp_allgather_params"), std::set<schedule::Phase>{schedule::Phase::Forward});
   EXPECT_EQ(both.layers("dp_allgather_params"), (std::set<int>{0, 1, 2, 3}));
@@ -98,10 +72,10 @@ TEST(MegatronDp, OverlappedParamGatherRunsBeforeTheFirstForward) {
 }
 
 TEST(MegatronDp, GradientsReduceInFp32ByDefault) {
-  auto sc = megatron_job();
-  const Built fp32 = build(sc);
+  auto sc = test::llama8b_tp8_job();
+  const Built fp32(sc);
   sc.parallel.grad_reduce_fp32 = false;
-  const Built bf16 = build(sc);
+  const Built bf16(sc);
   double b32 = 0, b16 = 0;
   for (schedule::OpId id = 0; id < fp32.g.size(); ++id)
     if (fp32.g.str(fp32.g.op(id).label.name) == "dp_reducescatter_grads") b32 += fp32.g.op(id).bytes;
@@ -112,20 +86,20 @@ TEST(MegatronDp, GradientsReduceInFp32ByDefault) {
 }
 
 TEST(Fsdp, UnderPipelineTheWeightsAreGatheredOncePerStep) {
-  auto sc = megatron_job();
+  auto sc = test::llama8b_tp8_job();
   sc.parallel.tp = 1;
   sc.parallel.pp = 2;
   sc.parallel.dp = 16;
   sc.parallel.zero_stage = 3;
   sc.training.micro_batches = 4;
   sc.training.recompute = scenario::Recompute::Full;
-  const Built kept = build(sc);
+  const Built kept(sc);
   // torchtitan's default under PP: no block reshards, so the first micro-batch's forward
   // gathers each block and every later pass reuses it.
   EXPECT_EQ(kept.micros("zero3_allgather_params"), std::set<int>{0});
   EXPECT_EQ(kept.phases("zero3_allgather_params"), std::set<schedule::Phase>{schedule::Phase::Forward});
   sc.parallel.reshard_after_forward = scenario::ParallelSpec::Reshard::Always;
-  const Built resharded = build(sc);
+  const Built resharded(sc);
   EXPECT_EQ(resharded.micros("zero3_allgather_params"), (std::set<int>{0, 1, 2, 3}));
   EXPECT_TRUE(resharded.phases("zero3_allgather_params").count(schedule::Phase::Backward));
   EXPECT_LT(kept.step_s, resharded.step_s);
@@ -144,11 +118,11 @@ std::set<std::pair<int, int>> dp_pairs(const Built& b, const std::string& name, 
 }
 
 TEST(Fsdp, HsdpGathersInTheShardGroupAndAllReducesAcrossReplicas) {
-  auto sc = megatron_job();  // tp 8, dp 4: one DP index per node
+  auto sc = test::llama8b_tp8_job();  // tp 8, dp 4: one DP index per node
   sc.parallel.zero_stage = 3;
-  const Built fsdp = build(sc);
+  const Built fsdp(sc);
   sc.parallel.dp_replicate = 2;  // shard groups {0, 1} and {2, 3}
-  const Built hsdp = build(sc);
+  const Built hsdp(sc);
   // FSDP gathers and reduce-scatters over all 4 DP indices; no cross-replica all-reduce.
   bool crosses = false;
   for (const auto& [a, b] : dp_pairs(fsdp, "zero3_allgather_params", 8)) crosses |= a / 2 != b / 2;
@@ -185,11 +159,11 @@ TEST(Fsdp, HsdpGathersInTheShardGroupAndAllReducesAcrossReplicas) {
 }
 
 TEST(ActivationOffload, CopiesEachOffloadedLayerOutAndBackOnTheCopyStream) {
-  auto sc = megatron_job();
+  auto sc = test::llama8b_tp8_job();
   sc.training.recompute = scenario::Recompute::None;
-  const Built plain = build(sc);
+  const Built plain(sc);
   sc.training.offload_layers = 2;
-  const Built off = build(sc);
+  const Built off(sc);
   // Layers 0 and 1, every micro-batch, out in the forward and back in the backward.
   EXPECT_EQ(off.layers("offload_activations_d2h"), (std::set<int>{0, 1}));
   EXPECT_EQ(off.layers("offload_activations_h2d"), (std::set<int>{0, 1}));
@@ -204,12 +178,12 @@ TEST(ActivationOffload, CopiesEachOffloadedLayerOutAndBackOnTheCopyStream) {
 }
 
 TEST(PartialRecompute, BlockRecomputesOnlyItsLayers) {
-  auto sc = megatron_job();
+  auto sc = test::llama8b_tp8_job();
   sc.training.recompute = scenario::Recompute::Full;
-  const Built all = build(sc);
+  const Built all(sc);
   sc.training.recompute_method = scenario::TrainingSpec::RecomputeMethod::Block;
   sc.training.recompute_layers = 1;
-  const Built one = build(sc);
+  const Built one(sc);
   std::set<int> recomputed;
   for (schedule::OpId id = 0; id < one.g.size(); ++id) {
     const std::string n = one.g.str(one.g.op(id).label.name);

@@ -8,7 +8,7 @@
 
 #include "engine/replay.hpp"
 #include "schedule/plan.hpp"
-#include "test_platforms.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 

@@ -5,9 +5,8 @@
 // builds every group for it.)
 #include <gtest/gtest.h>
 
-#include "engine/replay.hpp"
-#include "schedule/step.hpp"
-#include "test_platforms.hpp"
+#include "support/built_step.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -46,13 +45,8 @@ struct Outcome {
 };
 
 Outcome run(const scenario::Scenario& sc) {
-  model::Topology topo(sc.platform);
-  auto cost = model::CostModel::roofline(sc.platform.gpu);
-  schedule::Pricer pricer(*cost);
-  schedule::TaskGraph g;
-  schedule::build_scenario(sc, topo, pricer, g);
-  g.finalize();
-  return {engine::replay_analytic(g, topo).makespan_s, g.size()};
+  const test::BuiltStep step(sc);
+  return {step.analytic_s(), step.g.size()};
 }
 
 }  // namespace

@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/replay.hpp"
-#include "schedule/step.hpp"
-#include "test_platforms.hpp"
+#include "support/built_step.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -22,12 +21,8 @@ struct Stepped {
 };
 
 Stepped step(const scenario::Scenario& sc) {
-  model::Topology topo(sc.platform, sc.perturb);
-  auto cost = model::CostModel::roofline(sc.platform.gpu);
-  schedule::Pricer pricer(*cost);
-  schedule::TaskGraph g;
-  schedule::build_scenario(sc, topo, pricer, g);
-  g.finalize();
+  const test::BuiltStep built(sc);
+  const schedule::TaskGraph& g = built.g;
   Stepped s;
   for (schedule::OpId id = 0; id < g.size(); ++id) {
     const std::string n = g.str(g.op(id).label.name);
@@ -38,22 +33,14 @@ Stepped step(const scenario::Scenario& sc) {
     }
     if (n == "optimizer_step_cpu") s.cpu_step_s = std::max(s.cpu_step_s, g.op(id).duration_s);
   }
-  s.step_s = engine::replay_analytic(g, topo).makespan_s;
+  s.step_s = built.analytic_s();
   return s;
 }
 
 }  // namespace
 
 TEST(OptimizerOffloadTime, TheHostStepLengthensTheStepByItsShare) {
-  auto sc = test::small_dp_job(scenario::Symmetry::Auto);
-  sc.model.hidden = 4096;
-  sc.model.heads_q = 32;
-  sc.model.heads_kv = 8;
-  sc.model.ffn_hidden = 14336;
-  sc.training.seq_len = 4096;
-  sc.parallel.tp = 8;
-  sc.parallel.cp = 1;
-  sc.parallel.dp = 4;
+  auto sc = test::llama8b_tp8_job();
   const Stepped gpu = step(sc);
   EXPECT_EQ(gpu.host_ops, 0);
   sc.training.optimizer_offload_fraction = 1.0;

@@ -10,7 +10,7 @@
 #include "app/child_replay.hpp"
 #include "engine/replay.hpp"
 #include "schedule/collectives.hpp"
-#include "test_platforms.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 

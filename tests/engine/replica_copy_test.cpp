@@ -6,7 +6,8 @@
 #include "engine/replay.hpp"
 #include "schedule/attention.hpp"
 #include "schedule/step.hpp"
-#include "test_platforms.hpp"
+#include "support/built_step.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -22,26 +23,18 @@ scenario::Scenario job() {
   return sc;
 }
 
-struct Built {
-  schedule::TaskGraph g;
-  schedule::BuildInfo info;
+/// A step built and timed on the analytic engine, with what priced it.
+struct Built : test::BuiltStep {
+  explicit Built(const scenario::Scenario& sc)
+      : BuiltStep(sc), pricing(pricer.sources()), pricing_time_s(pricer.times()), step_s(analytic_s()) {}
   schedule::Pricer::Sources pricing;
   schedule::Pricer::Times pricing_time_s;
-  double step_s = 0;
+  double step_s;
 };
 
 Built build(scenario::Scenario sc, bool copy) {
   sc.simulation.copy_replicas = copy;
-  model::Topology topo(sc.platform, sc.perturb);
-  auto cost = model::CostModel::roofline(sc.platform.gpu);
-  schedule::Pricer pricer(*cost);
-  Built b;
-  b.info = schedule::build_scenario(sc, topo, pricer, b.g);
-  b.g.finalize();
-  b.pricing = pricer.sources();
-  b.pricing_time_s = pricer.times();
-  b.step_s = engine::replay_analytic(b.g, topo).makespan_s;
-  return b;
+  return Built(sc);
 }
 
 void expect_same_graph(const Built& a, const Built& b) {

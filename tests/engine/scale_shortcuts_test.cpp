@@ -10,8 +10,9 @@
 #include "report/metrics.hpp"
 #include "schedule/replicas.hpp"
 #include "schedule/step.hpp"
+#include "support/built_step.hpp"
 #include "support/fixtures.hpp"
-#include "test_platforms.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -28,14 +29,9 @@ struct Outcome {
 };
 
 Outcome run(const scenario::Scenario& sc, scenario::EngineKind engine) {
-  model::Topology topo(sc.platform);
-  auto cost = model::CostModel::roofline(sc.platform.gpu);
-  schedule::Pricer pricer(*cost);
-  schedule::TaskGraph g;
-  const auto info = schedule::build_scenario(sc, topo, pricer, g);
-  g.finalize();
-  const auto tr = app::replay_in_child(g, topo, engine);
-  return {tr.makespan_s, g.size(), info.symmetry};
+  const test::BuiltStep step(sc);
+  const auto tr = app::replay_in_child(step.g, step.topo, engine);
+  return {tr.makespan_s, step.g.size(), step.info.symmetry};
 }
 
 /// small_dp_job on eight DGX H100 nodes in leaf groups of `nodes_per_leaf`.
@@ -118,13 +114,9 @@ TEST(ReplicaSymmetry, MirroredGpusStepWhenTheirOwnReductionEnds) {
     return sc;
   };
   auto steps = [](const scenario::Scenario& sc) {
-    model::Topology topo(sc.platform);
-    auto cost = model::CostModel::roofline(sc.platform.gpu);
-    schedule::Pricer pricer(*cost);
-    schedule::TaskGraph g;
-    schedule::build_scenario(sc, topo, pricer, g);
-    g.finalize();
-    const auto tr = app::replay_in_child(g, topo, scenario::EngineKind::SimGrid);
+    const test::BuiltStep step(sc);
+    const schedule::TaskGraph& g = step.g;
+    const auto tr = app::replay_in_child(g, step.topo, scenario::EngineKind::SimGrid);
     std::map<int, double> end;  // per GPU: its optimizer step's end
     for (schedule::OpId id = 0; id < g.size(); ++id) {
       const schedule::Op o = g.op(id);
@@ -156,12 +148,8 @@ TEST(ReplicaSymmetry, ApproximateWhenDpAndCpTrafficShareNics) {
 TEST(ReplicaSymmetry, SaysWhenTheReplicasOwnTrafficSharesNics) {
   // What `-v` says the shortcut is approximate by: a replica's non-DP transfers over NICs.
   auto nics = [](const scenario::Scenario& sc) {
-    model::Topology topo(sc.platform);
-    auto cost = model::CostModel::roofline(sc.platform.gpu);
-    schedule::Pricer pricer(*cost);
-    schedule::TaskGraph g;
-    schedule::build_scenario(sc, topo, pricer, g);
-    return schedule::uses_nics(g, topo, 0, static_cast<schedule::OpId>(g.size()));
+    const test::BuiltStep step(sc);
+    return schedule::uses_nics(step.g, step.topo, 0, static_cast<schedule::OpId>(step.g.size()));
   };
   EXPECT_FALSE(nics(small_dp_job(scenario::Symmetry::Auto)));  // CP inside each node
   auto sc = eight_node_job(scenario::Symmetry::Auto, 2);

@@ -5,7 +5,7 @@
 
 #include "app/child_replay.hpp"
 #include "engine/replay.hpp"
-#include "engine/test_platforms.hpp"
+#include "support/platforms.hpp"
 #include "report/metrics.hpp"
 #include "schedule/attention.hpp"
 #include "schedule/step.hpp"

@@ -13,7 +13,7 @@
 #include "schedule/compute_noise.hpp"
 #include "schedule/step.hpp"
 #include "support/fixtures.hpp"
-#include "test_platforms.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 

@@ -9,7 +9,7 @@
 #include "engine/replay.hpp"
 #include "schedule/plan.hpp"
 #include "schedule/replicas.hpp"
-#include "test_platforms.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 

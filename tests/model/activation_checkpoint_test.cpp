@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "model/transformer.hpp"
+#include "support/fixtures.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -14,13 +15,7 @@ namespace {
 
 scenario::Scenario llama70b(int tp) {
   scenario::Scenario sc;
-  sc.model.layers = 80;
-  sc.model.hidden = 8192;
-  sc.model.heads_q = 64;
-  sc.model.heads_kv = 8;
-  sc.model.head_dim = 128;
-  sc.model.ffn_hidden = 28672;
-  sc.model.vocab = 128256;
+  sc.model = fixtures::llama3_70b_model();
   sc.training.seq_len = 8192;
   sc.parallel.tp = tp;
   sc.training.recompute = scenario::Recompute::Selective;

@@ -5,6 +5,7 @@
 #include "model/memory.hpp"
 #include "model/offload.hpp"
 #include "model/transformer.hpp"
+#include "support/fixtures.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -20,13 +21,7 @@ double opt_term(const model::MemoryEstimate& m) {
 
 scenario::Scenario llama70b_tp8_dp2() {
   scenario::Scenario sc;
-  sc.model.layers = 80;
-  sc.model.hidden = 8192;
-  sc.model.heads_q = 64;
-  sc.model.heads_kv = 8;
-  sc.model.head_dim = 128;
-  sc.model.ffn_hidden = 28672;
-  sc.model.vocab = 128256;
+  sc.model = fixtures::llama3_70b_model();
   sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
   sc.training.seq_len = 8192;
   sc.parallel.tp = 8;

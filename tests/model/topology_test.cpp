@@ -1,12 +1,12 @@
 // Topology (sim/model/topology): links, routes, latencies and bottlenecks. The platforms are
-// the engine tests' (tests/engine/test_platforms.hpp), the class's main users.
+// the engine tests' (tests/support/platforms.hpp), the class's main users.
 #include "model/topology.hpp"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "engine/test_platforms.hpp"
+#include "support/platforms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 

@@ -2,7 +2,7 @@
 // computed from a hand-made trace, without an engine.
 #include <gtest/gtest.h>
 
-#include "engine/test_platforms.hpp"
+#include "support/platforms.hpp"
 #include "report/metrics.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "../engine/test_platforms.hpp"
+#include "support/platforms.hpp"
 #include "schedule/collectives.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches

@@ -10,7 +10,7 @@
 
 #include "model/transformer.hpp"
 #include "schedule/step.hpp"
-#include "engine/test_platforms.hpp"
+#include "support/platforms.hpp"
 #include "support/fixtures.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches

@@ -14,6 +14,8 @@
 namespace cpsim::cli {
 
 inline const std::string kCpsim = CPSIM_BINARY_DIR "/cpsim";
+/// The source tree: bundled scenario paths (scenarios/x.yaml) are relative to it.
+inline const std::string kSource = CPSIM_SOURCE_DIR;
 
 /// One attention layer at 16K on one DGX H100, analytic: the base of the tests' small sweeps.
 inline constexpr const char* kTinyScenario = R"(name: tiny
@@ -48,6 +50,9 @@ inline Output run(const std::string& cmd) {
   o.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return o;
 }
+
+/// `cmd` run from the source tree.
+inline Output in_source(const std::string& cmd) { return run("cd " + kSource + " && " + cmd); }
 
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

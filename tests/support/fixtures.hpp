@@ -46,6 +46,21 @@ inline scenario::ModelSpec anchor_model() {
   return m;
 }
 
+/// Llama-3 70B's shape (Meta's config.json): 80 layers, hidden 8192, GQA 64 / 8 heads of 128,
+/// SwiGLU 28672, vocabulary 128256.
+inline scenario::ModelSpec llama3_70b_model() {
+  scenario::ModelSpec m;
+  m.name = "llama3-70b";
+  m.layers = 80;
+  m.hidden = 8192;
+  m.heads_q = 64;
+  m.heads_kv = 8;
+  m.head_dim = 128;
+  m.ffn_hidden = 28672;
+  m.vocab = 128256;
+  return m;
+}
+
 /// Attention costs `seconds_per_pair` x pairs x heads; everything else is free. Makes ring
 /// times directly comparable with the lesson's pair counts.
 class PerPairCost : public model::CostModel {

@@ -1,6 +1,6 @@
 #pragma once
-// Platforms built in code (the tests must not depend on the YAML loader). Figures follow
-// platforms/dgx-h100.yaml and calibration.md.
+// Platforms and small jobs built in code (the tests must not depend on the YAML loader).
+// Figures follow platforms/dgx-h100.yaml and calibration.md.
 #include "scenario/specs.hpp"
 
 namespace cpsim::test {
@@ -64,6 +64,23 @@ inline scenario::Scenario small_dp_job(scenario::Symmetry sym) {
   sc.platform = dgx_h100(4);
   sc.platform.gpu = {"H100", 989e12, 795e12, 2.95e12, 80e9};
   sc.platform.nodes_per_leaf = 1;
+  return sc;
+}
+
+/// small_dp_job's 4 layers at Llama-3 8B's width (hidden 4096, GQA 32 / 8 heads of 128, SwiGLU
+/// 14336), 4K tokens, TP 8 and DP 4 over the 4 nodes: its gradients reduce over DP across the
+/// nodes' NICs, slow enough next to the compute to show in the step (the data-parallel,
+/// offload and checkpointing tests).
+inline scenario::Scenario llama8b_tp8_job() {
+  auto sc = small_dp_job(scenario::Symmetry::Auto);
+  sc.model.hidden = 4096;
+  sc.model.heads_q = 32;
+  sc.model.heads_kv = 8;
+  sc.model.ffn_hidden = 14336;
+  sc.training.seq_len = 4096;
+  sc.parallel.tp = 8;
+  sc.parallel.cp = 1;
+  sc.parallel.dp = 4;
   return sc;
 }
 
