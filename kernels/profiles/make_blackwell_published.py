@@ -13,7 +13,7 @@ published TFLOP/s (the CSVs round times to 1 us; the rates carry more digits at 
 Batch is folded into heads, as in make_published.py. BF16, non-deterministic backward only: the
 profile model keys rows by shape, not dtype, and FP8 attention is priced by its own ratio.
 
-What no published figure covers is said here and in docs/kernel-profiles.md: no Blackwell d64
+What no published figure covers is said here and in docs/kernels.md: no Blackwell d64
 training figure (the benchmark's d64 runs use a 128-token sliding window), no Blackwell d256
 backward (its Qwen3.5 d256 runs time the forward only). B200 cuDNN is priced from the GB200
 figures scaled by the peaks (derived); B200's own published cuDNN figures check that derivation.
@@ -132,8 +132,8 @@ def main():
           [row("GB200", "cudnn", d, s, m, shape, r, "published", ref) for _, m, d, s, shape, r, ref in gb])
     # B200 cuDNN: every curve GB200's, scaled by the peaks and marked derived. B200's own
     # published cuDNN figures (d128 causal) are not rows: they time cuDNN 9.13 through torch SDPA,
-    # 13-17 % below the scaled GB200 kernel (cuDNN 9.22) at 8K-16K and 2-3x below it at 1K-4K,
-    # where every call carries 0.1-0.2 ms the GB200 frontend figures do not; they are the
+    # 10-21 % below the scaled GB200 kernel (cuDNN 9.22) at 8K-16K and 1.5-2.1x below it at
+    # 2K-4K (0.15-0.5 ms a call more); they are the
     # validation cases of this derivation instead (write_validation).
     write("b200-cudnn-published.csv",
           [row("B200", "cudnn", d, s, m, shape, r * B200_OVER_GB200, "derived", SCALE_NOTE)
@@ -161,10 +161,10 @@ GAP_FA2_BLACKWELL = ("the tile model runs FA2 on Blackwell at its A100 fraction 
 GAP_MLA_BWD = ("cuDNN's MLA (192/128) backward on GB200 plateaus at 1080-1190 TFLOP/s, below its "
                "d128 backward (1230-1400); the tile model has one backward plateau per head dim. "
                "Scenarios are priced from gb200-cudnn-published.csv")
-GAP_B200_SHORT = ("B200's published cuDNN 9.13 figures (torch SDPA) are 2-3x below the scaled "
-                  "GB200 cuDNN 9.22 figures (frontend) at 512-4K tokens and up to 27 % at 8K: "
-                  "0.1-0.2 ms a call beyond the kernel, or the older kernel; no published figure "
-                  "separates the two")
+GAP_B200_SHORT = ("B200's published cuDNN 9.13 figures (torch SDPA) are 21-27 % below the scaled "
+                  "GB200 cuDNN 9.22 figures (frontend) at 8K and 1.5-2.1x below at 2K-4K (below "
+                  "2K no GB200 row: the tile model, 2-7x above): a fixed time a call beyond the "
+                  "kernel, or the older kernel; no published figure separates the two")
 
 
 def case(name, mechanism, source, command, measured, gap=None):
