@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 
+#include "log/log.hpp"
 #include "scenario/specs.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
@@ -131,6 +132,14 @@ TEST(BlackwellProfiles, ShapesWithoutAFigureSaySo) {
     EXPECT_EQ(c.source, CostSource::Roofline);
     EXPECT_NE(origin(c).find("no measured or published row"), std::string::npos) << origin(c);
   }
+  // -v names the shape and where the published figures per GPU and head dim are listed.
+  log::set_level(log::Level::Info);
+  testing::internal::CaptureStderr();
+  m->attention(call(12288, 24, 24, 64, false, false));
+  const std::string said = testing::internal::GetCapturedStderr();
+  log::set_level(log::Level::Warn);
+  EXPECT_NE(said.find("q 12288 kv 12288 full, 24/24 heads d64"), std::string::npos) << said;
+  EXPECT_NE(said.find("docs/kernels.md lists the published figures"), std::string::npos) << said;
 }
 
 }  // namespace CPSIM_TEST_TU
