@@ -98,17 +98,24 @@ TEST(BlackwellProfiles, Gb200CudnnPricesEveryPublishedHeadDimFromItsFigure) {
     }
 }
 
-// B200 cuDNN: the GB200 curves at the ratio of the dense BF16 peaks (2250 / 2500), derived.
-TEST(BlackwellProfiles, B200CudnnIsGb200ScaledByThePeaks) {
+// B200 cuDNN: its own published figure where there is one (d128 causal, cuDNN 9.13), else the
+// GB200 curves at the ratio of the dense BF16 peaks (2250 / 2500), derived.
+TEST(BlackwellProfiles, B200CudnnOwnFigureElseGb200ScaledByThePeaks) {
   const auto b = model_for(b200(), scenario::AttnImpl::Cudnn);
   const auto g = model_for(gb200(), scenario::AttnImpl::Cudnn);
-  for (const bool bwd : {false, true}) {
-    const AttentionCall a = call(16384, 128, 16, 128, true, bwd);
-    const model::Cost cb = b->attention(a), cg = g->attention(a);
-    EXPECT_EQ(cb.source, CostSource::Derived);
-    EXPECT_EQ(origin(cb), "b200-cudnn-published.csv");
-    EXPECT_NEAR(cb.time_s / cg.time_s, 2500.0 / 2250.0, 1e-3);
-  }
+  const AttentionCall own = call(16384, 128, 8, 128, true, false);
+  const model::Cost c = b->attention(own);
+  EXPECT_EQ(c.source, CostSource::Published);
+  EXPECT_EQ(origin(c), "b200-cudnn-published.csv");
+  EXPECT_NEAR(bench_tflops(c, own), 1332.415, 0.5);
+  for (const int d : {128, 160})
+    for (const bool bwd : {false, true}) {
+      const AttentionCall a = call(16384, 128, 16, d, false, bwd);
+      const model::Cost cb = b->attention(a), cg = g->attention(a);
+      EXPECT_EQ(cb.source, CostSource::Derived) << d;
+      EXPECT_EQ(origin(cb), "b200-cudnn-published.csv");
+      EXPECT_NEAR(cb.time_s / cg.time_s, 2500.0 / 2250.0, 1e-3) << d;
+    }
 }
 
 // FlashAttention-2 on B200: flash_attn 2.7.4's published rates (about 20 % of peak), not the
