@@ -65,6 +65,18 @@ GB200 = {
     ("kimiK26", "causal", "bwd"): [834, 1053, 1190, 1147, 1084],
     ("qwen35", "causal", "fwd"): [1126, 1441, 1708, 1804, 1734],
 }
+# FP8 (cuDNN fp8 SDPA, per-tensor scales) TFLOP/s from the same GB200 CSVs: validation of the
+# FP8 attention ratio only (the profiles hold BF16 rows).
+GB200_FP8 = {
+    ("llama3.1", "full", "fwd"): [1881, 2093, 2241, 2263, 2223],
+    ("llama3.1", "full", "bwd"): [1214, 1577, 1772, 1836, 1825],
+    ("llama3.1", "causal", "fwd"): [1420, 1805, 2047, 2154, 2197],
+    ("llama3.1", "causal", "bwd"): [831, 1178, 1454, 1632, 1687],
+    ("dsv3", "full", "fwd"): [2175, 2518, 2582, 2590, 2340],
+    ("dsv3", "full", "bwd"): [1807, 2071, 2122, 1989, 1932],
+    ("dsv3", "causal", "fwd"): [1659, 2095, 2397, 2486, 2447],
+    ("dsv3", "causal", "bwd"): [1312, 1692, 1959, 1968, 1857],
+}
 # B200, Llama-3.1-405B attention (batch 1, 128 q heads, 8 kv heads, d128), causal, 512-128K:
 # (forward, backward) TFLOP/s.
 B200_SHAPE = (1, 128, 8, 128, 128)
@@ -215,6 +227,32 @@ def write_validation():
                  "BF16, TFLOP/s counted as 2 x b x h x s^2 x (d_qk + d_v) (causal = half, backward 2.5x)",
                  command + shape_args(direction, s, mask, shape), r, gap)
             n += 1
+    # FP8 on GB200: the published BF16 row (exact: batch folded into heads) divided by cpsim's
+    # FP8 ratio, against the published FP8 figure of the same shape.
+    for direction in ("fwd", "bwd"):
+        ratios = [f8 / GB200[k][i] for k, v in GB200_FP8.items() if k[2] == direction
+                  for i, f8 in enumerate(v)]
+        gap = ("cpsim's FP8 attention " + ("forward is cuDNN's H100 FP8/BF16 ratio, 1005/595 = 1.69"
+               if direction == "fwd" else "backward keeps the BF16 rate (no H100 FP8 backward figure)")
+               + f"; GB200 cuDNN 9.22 publishes FP8/BF16 {direction} ratios of {min(ratios):.2f}-"
+               f"{max(ratios):.2f} (these CSVs), larger for MLA and long sequences: the ratio is per "
+               "GPU and shape, not one constant")
+        for (cfg, mask, d_), rates in GB200_FP8.items():
+            if d_ != direction:
+                continue
+            batch, hq, hkv, dqk, dv = GB200_SHAPES[cfg]
+            folded = (1, batch * hq, batch * hkv, dqk, dv)
+            dname = f"mla{dqk}x{dv}" if dqk != dv else f"d{dqk}"
+            for s, r in zip(GB200_SEQ, rates):
+                case(f"cudnn-gb200-fp8-{direction}-{mask}-{dname}-h{hq}-{s}",
+                     "FP8 attention (TE fp8_dpa on cuDNN) = the BF16 price (gb200-cudnn-published.csv) "
+                     "divided by cpsim's FP8 ratio",
+                     GB200_SRC.format(cfg=cfg, file=GB200_FILES[cfg]) + f"; {cfg}: batch {batch}, {hq} q / "
+                     f"{hkv} kv heads, Q.K over {dqk}, P.V over {dv}, FP8 (data_type fp8), TFLOP/s counted "
+                     "as 2 x b x h x s^2 x (d_qk + d_v) (causal = half, backward 2.5x)",
+                     ["kernels", "price", "--platform", f'"{PLATFORM["GB200"]}"', "--impl", "cudnn",
+                      "--dtype", "fp8"] + shape_args(direction, s, mask, folded), r, gap)
+                n += 1
     for s, r in H200_MLA_FWD.items():
         shape = (1, 128, 128, 192, 128)
         case(f"cudnn-h200-published-fwd-causal-mla192x128-h128-{s}",
