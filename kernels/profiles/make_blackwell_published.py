@@ -2,16 +2,17 @@
 """Writes the published Blackwell attention profiles and their validation cases:
 
     python3 kernels/profiles/make_blackwell_published.py
-      # rewrites kernels/profiles/{b200,gb200}-*-published.csv and validation/kernels/*-b200-*.yaml,
-      # *-gb200-*.yaml
+      # rewrites kernels/profiles/{b200,gb200}-*-published.csv and validation/kernels/
+      # *-b200-*.yaml, *-gb200-*.yaml, cudnn-h200-published-*.yaml, b200-platform.yml
 
 The figures are NVIDIA's cuDNN frontend SDPA training benchmark (github.com/NVIDIA/cudnn-frontend,
 benchmark/sdpa_benchmark_training), read from the CSVs it publishes. Its FLOP count is the
 FlashAttention benchmarks' (make_published.py): forward 2 x b x h x s^2 x (d_qk + d_v), halved
 when causal (top_left mask); backward 2.5 x forward. Each row's time is that FLOP count over the
 published TFLOP/s (the CSVs round times to 1 us; the rates carry more digits at short lengths).
-Batch is folded into heads, as in make_published.py. BF16, non-deterministic backward only: the
-profile model keys rows by shape, not dtype, and FP8 attention is priced by its own ratio.
+Batch is folded into heads, as in make_published.py. Profile rows are BF16, non-deterministic
+backward only: the profile model keys rows by shape, not dtype (FP8 attention is the BF16 price
+over a ratio; the benchmark's FP8 figures are validation cases of that ratio).
 
 What no published figure covers is said here and in docs/kernels.md: no Blackwell d64
 training figure (the benchmark's d64 runs use a 128-token sliding window), no Blackwell d256
