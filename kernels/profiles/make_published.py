@@ -188,6 +188,30 @@ def main():
         write(f"h100-{impl}-published.csv", rows)
 
 
+# Cases outside their tolerance, written down and not fixed (tools/validate.py's known_gap).
+GAP_SHORT = ("tile roofline too slow at short sequences: the per-CTA prologue and wave quantization "
+             "(docs/cost-model.md) overprice kernels of 512-2K tokens; no published per-tile start-up "
+             "figure to calibrate it from")
+GAP_HEAD_DIM = ("tile roofline too fast for d64/d256: the dense plateau per head dim is taken from FA3 "
+                "d128 and FA2 A100 figures; no per-head-dim plateau is published for this implementation")
+KNOWN_GAPS = dict.fromkeys({
+    "fa2-a100-fwdbwd-causal-d128-512", "fa2-a100-fwdbwd-causal-d64-1024",
+    "fa2-a100-fwdbwd-causal-d64-512", "fa2-a100-fwdbwd-full-d64-512",
+    "fa2-h100-fwd-causal-d64-512", "fa2-h100-fwd-full-d64-512", "fa2-h100-fwdbwd-causal-d128-1024",
+    "fa2-h100-fwdbwd-causal-d128-512", "fa2-h100-fwdbwd-causal-d64-1024",
+    "fa2-h100-fwdbwd-causal-d64-2048", "fa2-h100-fwdbwd-causal-d64-512",
+    "fa2-h100-fwdbwd-full-d128-512", "fa2-h100-fwdbwd-full-d64-1024",
+    "fa2-h100-fwdbwd-full-d64-512",
+}, GAP_SHORT)
+KNOWN_GAPS.update(dict.fromkeys({
+    "cudnn-h100-fwd-causal-d256-16384", "cudnn-h100-fwd-causal-d256-4096",
+    "cudnn-h100-fwd-causal-d256-8192", "cudnn-h100-fwd-causal-d64-16384",
+    "cudnn-h100-fwd-causal-d64-8192", "cudnn-h100-fwd-full-d256-16384",
+    "cudnn-h100-fwd-full-d64-16384", "cudnn-h100-fwd-full-d64-8192",
+    "fa2-h100-fwd-causal-d256-16384", "fa2-h100-fwd-causal-d256-8192",
+}, GAP_HEAD_DIM))
+
+
 def write_validation():
     """One validation case per published figure (validation/kernels/*.yaml): the tile-level
     roofline (`--profile none`) predicting the figure, so the case tests the model, not the
@@ -219,6 +243,8 @@ measured: {r}
 unit: TFLOP/s
 tolerance: 0.25
 """
+        if name in KNOWN_GAPS:
+            text += f'known_gap: "{KNOWN_GAPS[name]}"\n'
         with open(os.path.join(out_dir, name + ".yaml"), "w") as f:
             f.write(text)
     return len(cases) + write_mla_validation(out_dir)

@@ -220,7 +220,8 @@ Cost ProfileModel::priced(const AttentionCall& c) const {
   r.extrapolated = true;
   r.origin = "tile model: no measured or published row for the shape, -v lists them";
   if (log::enabled(log::Level::Info)) {
-    char rule[200] = "the profile has no curve for this direction, head dim and mask";
+    char rule[200] = "the profile has no curve for this direction, head dim and mask (docs/kernels.md "
+                     "lists the published figures per GPU and head dim)";
     if (curve != nullptr)
       std::snprintf(rule, sizeof rule, "%.3g FLOP, outside the curve's %.3g-%.3g FLOP", flops,
                     std::exp(curve->log_flops.front()), std::exp(curve->log_flops.back()));

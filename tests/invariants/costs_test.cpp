@@ -43,11 +43,15 @@ std::vector<Priced> models() {
     const char* profile;
   };
   using scenario::AttnImpl;
+  // No bundled platform holds a B200: the validation cases' two-line one (h100-cluster, gpu b200).
+  static const std::string b200 = std::string(CPSIM_SOURCE_DIR) + "/validation/kernels/b200-platform.yml";
+  const char* const B200 = b200.c_str();
   const Spec specs[] = {{"dgx-h100", AttnImpl::Fa3, "auto"},   {"dgx-h100", AttnImpl::Fa2, "auto"},
                         {"dgx-h100", AttnImpl::Cudnn, "auto"}, {"dgx-h100", AttnImpl::Fa3, "none"},
                         {"dgx-h100", AttnImpl::Fa2, "none"},   {"dgx-a100", AttnImpl::Fa2, "auto"},
                         {"dgx-a100", AttnImpl::Fa2, "none"},   {"hgx-h200", AttnImpl::Auto, "auto"},
-                        {"hgx-h800", AttnImpl::Auto, "auto"}};
+                        {"hgx-h800", AttnImpl::Auto, "auto"},  {"gb200-nvl72", AttnImpl::Auto, "auto"},
+                        {B200, AttnImpl::Cudnn, "auto"}};
   std::vector<Priced> out;
   for (const Spec& s : specs) {
     Priced p;

@@ -325,11 +325,11 @@ TEST(Profile, BundledH100CudnnPricesMlaFromRows) {
   EXPECT_NE(std::string(out.origin).find("no measured or published row"), std::string::npos);
 }
 
-// A GPU no bundled attention profile covers (B200: no published FA/cuDNN figure is bundled) is
+// A GPU no bundled attention profile covers (L40S: no published FA/cuDNN figure is bundled) is
 // priced by the tile model, and its costs say there was no profile; with a profile they do not.
 TEST(Profile, UnprofiledGpuSaysSo) {
-  const scenario::GpuSpec b200{"B200", 2250e12, 1745e12, 7.04e12, 180.0 * (1 << 30), 148, scenario::GpuArch::Blackwell};
-  const auto m = CostModel::make("auto", b200);
+  const scenario::GpuSpec l40s{"L40S", 362e12, 290e12, 0.76e12, 48.0 * (1 << 30), 142, scenario::GpuArch::Ada};
+  const auto m = CostModel::make("auto", l40s);
   for (bool bwd : {false, true}) {
     const model::Cost c = m->attention(call(8192, 8192, 32, 128, 1, bwd));
     EXPECT_EQ(c.source, CostSource::Roofline);
