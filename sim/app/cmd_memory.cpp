@@ -172,7 +172,12 @@ void register_memory(CLI::App& app, int& rc) {
     const double base_seqs = static_cast<double>(p.dp) * sc.training.micro_batch * sc.training.micro_batches;
     std::cout << "cpsim memory: " << sc.name << "  (" << sc.model.name << ", " << sc.training.seq_len
               << " tokens, " << sc.platform.name << " x" << sc.platform.nodes << ", tp" << p.tp << " cp"
-              << p.cp << " pp" << p.pp << " dp" << p.dp << ", " << schedule::scheme_name(p.attention)
+              << p.cp << " pp" << p.pp << " dp" << p.dp
+              // HSDP: the dp ranks as torchtitan's mesh holds them, replicas x shard group.
+              << (p.dp_replicate > 1 ? " (HSDP " + std::to_string(p.dp_replicate) + " x " +
+                                           std::to_string(p.dp_shard()) + ": replicas x shard)"
+                                     : std::string())
+              << ", " << schedule::scheme_name(p.attention)
               << ", ZeRO " << p.zero_stage << ", recompute " << recompute_name(sc.training.recompute)
               << ", micro-batch " << sc.training.micro_batch << ")\n";
     std::cout << table(classes);
