@@ -14,6 +14,7 @@
 #include "app/memory_advice.hpp"
 #include "app/simulate.hpp"
 #include "model/allocator.hpp"
+#include "model/backward_peak.hpp"
 #include "model/memory.hpp"
 #include "model/memory_verdict.hpp"
 #include "report/output.hpp"
@@ -257,6 +258,13 @@ void register_memory(CLI::App& app, int& rc) {
                          {"expandable_segments", al.expandable_segments},
                          {"fragmentation", al.fragmentation},
                          {"allocator_source", al.source}};
+      // The backward's transient buffers by moment (model/backward_peak.hpp), whether or not
+      // they are the peak: the loss's and one block's, split into its attention and MLP parts.
+      const model::BackwardPeak bp = model::backward_peak(sc);
+      j["components"]["backward_loss_bytes"] = bp.loss.bytes;
+      j["components"]["backward_block_bytes"] = bp.block_bytes;
+      j["components"]["backward_attention_bytes"] = bp.attention_bytes;
+      j["components"]["backward_mlp_bytes"] = bp.mlp_bytes;
       if (base_step > 0) j["step_time_s"] = base_step;
       nlohmann::json ch = nlohmann::json::array();
       for (const auto& c : changes)

@@ -97,6 +97,8 @@ BackwardPeak backward_peak(const scenario::Scenario& sc) {
 
   double attn_fp32 = 0, attn_bf16 = 0;
   std::string attn_src;
+  // MLA's attention backward (q/k and v of different head dims, the latent projections) is not
+  // sized here: its blocks count the MLP's buffers.
   if (softmax && !m.mla) {
     const scenario::AttnImpl impl = scenario::resolve_impl(sc.cost.attention_kernel, sc.platform.gpu.arch);
     const double hq = static_cast<double>(m.heads_q) / p.tp;
@@ -150,9 +152,10 @@ BackwardPeak backward_peak(const scenario::Scenario& sc) {
   }
   out.attention_bytes = attn_fp32 + attn_bf16;
 
-  // The attention and the MLP backward run one after the other: the larger is the block's peak.
+  // The MLP's backward runs, then the attention's (the block's forward in reverse), each after
+  // the other's buffers are freed: the larger is the block's peak.
   if (out.attention_bytes >= mlp && out.attention_bytes > 0) {
-    const std::string other = "; the MLP's " + gb(mlp) + " comes after";
+    const std::string other = "; the MLP backward's " + gb(mlp) + " is smaller";
     if (attn_fp32 > 0)
       out.block.push_back({std::string(kBlockBackwardPrefix) + "attention dQ accumulator (fp32)", attn_fp32,
                            attn_fp32, attn_src + other});
@@ -161,7 +164,7 @@ BackwardPeak backward_peak(const scenario::Scenario& sc) {
   } else {
     out.block.push_back({std::string(kBlockBackwardPrefix) + "SwiGLU gradients (3 x ffn wide, bf16)", mlp, mlp / 3,
                          "model.ffn_hidden (autograd MulBackward0; TE fused SwiGLU backward)" +
-                             (out.attention_bytes > 0 ? "; the attention's " + gb(out.attention_bytes) + " came before"
+                             (out.attention_bytes > 0 ? "; the attention backward's " + gb(out.attention_bytes) + " is smaller"
                                                       : std::string())});
   }
   for (const auto& t : out.block) out.block_bytes += t.bytes;
