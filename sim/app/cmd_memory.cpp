@@ -14,6 +14,7 @@
 #include "app/memory_advice.hpp"
 #include "app/simulate.hpp"
 #include "model/allocator.hpp"
+#include "model/backward_peak.hpp"
 #include "model/memory.hpp"
 #include "model/memory_verdict.hpp"
 #include "report/output.hpp"
@@ -172,7 +173,12 @@ void register_memory(CLI::App& app, int& rc) {
     const double base_seqs = static_cast<double>(p.dp) * sc.training.micro_batch * sc.training.micro_batches;
     std::cout << "cpsim memory: " << sc.name << "  (" << sc.model.name << ", " << sc.training.seq_len
               << " tokens, " << sc.platform.name << " x" << sc.platform.nodes << ", tp" << p.tp << " cp"
-              << p.cp << " pp" << p.pp << " dp" << p.dp << ", " << schedule::scheme_name(p.attention)
+              << p.cp << " pp" << p.pp << " dp" << p.dp
+              // HSDP: the dp ranks as torchtitan's mesh holds them, replicas x shard group.
+              << (p.dp_replicate > 1 ? " (HSDP " + std::to_string(p.dp_replicate) + " x " +
+                                           std::to_string(p.dp_shard()) + ": replicas x shard)"
+                                     : std::string())
+              << ", " << schedule::scheme_name(p.attention)
               << ", ZeRO " << p.zero_stage << ", recompute " << recompute_name(sc.training.recompute)
               << ", micro-batch " << sc.training.micro_batch << ")\n";
     std::cout << table(classes);
@@ -252,6 +258,13 @@ void register_memory(CLI::App& app, int& rc) {
                          {"expandable_segments", al.expandable_segments},
                          {"fragmentation", al.fragmentation},
                          {"allocator_source", al.source}};
+      // The backward's transient buffers by moment (model/backward_peak.hpp), whether or not
+      // they are the peak: the loss's and one block's, split into its attention and MLP parts.
+      const model::BackwardPeak bp = model::backward_peak(sc);
+      j["components"]["backward_loss_bytes"] = bp.loss.bytes;
+      j["components"]["backward_block_bytes"] = bp.block_bytes;
+      j["components"]["backward_attention_bytes"] = bp.attention_bytes;
+      j["components"]["backward_mlp_bytes"] = bp.mlp_bytes;
       if (base_step > 0) j["step_time_s"] = base_step;
       nlohmann::json ch = nlohmann::json::array();
       for (const auto& c : changes)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "model/backward_peak.hpp"
 #include "model/data_parallel.hpp"
 #include "model/unfused_attention.hpp"
 
@@ -48,6 +49,7 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
   MemoryEstimate est;
   const auto [b, e] = stage_layers(sc, k);
   int full = 0, linear = 0;
+  bool peak_added = false;
   for (int i = b; i < e; ++i)
     (layer_kind(sc.model, i) == scenario::LayerKind::FullAttention ? full : linear)++;
   for (const auto& t : base.terms) {
@@ -73,9 +75,13 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
       if (b > 0) est.terms.push_back(resized(t, t.name, b));
       continue;
     }
-    // Only the last stage computes the LM head and the loss.
-    const bool last_only = t.name.find("logits") != std::string::npos;
-    if (last_only && k != p.pp - 1) continue;
+    // The backward's transient peak, decided per stage where the base estimate lists it: only
+    // the last stage computes the LM head and the loss.
+    if (is_backward_peak_term(t)) {
+      if (!peak_added) add_backward_peak_terms(est, sc, k == p.pp - 1);
+      peak_added = true;
+      continue;
+    }
     // FSDP's gathered root: the input embedding lives on the first stage, the LM head on the
     // last (Megatron and torchtitan's pipeline split alike), so each holds half of it.
     if (starts_with(t.name, "gathered root") && p.pp > 1) {
@@ -94,6 +100,7 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
     }
     est.terms.push_back(t);
   }
+  if (!peak_added) add_backward_peak_terms(est, sc, k == p.pp - 1);
   finish_memory_estimate(est, sc);
   return est;
 }

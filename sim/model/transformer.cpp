@@ -9,6 +9,7 @@
 
 #include "model/activation_checkpoint.hpp"
 #include "model/allocator.hpp"
+#include "model/backward_peak.hpp"
 #include "model/data_parallel.hpp"
 #include "model/moe.hpp"
 #include "scenario/enum_names.hpp"
@@ -257,9 +258,15 @@ void fsdp_gathered(const scenario::Scenario& sc, MemoryEstimate& est) {
                        kBf16Bytes * (kept + in_use), kBf16Bytes * block, "FSDP2 reshard_after_forward"});
   est.terms.push_back({"gathered root (embedding, LM head; bf16)", kBf16Bytes * embedding_params(m) / p.tp,
                        kBf16Bytes * embedding_params(m) / p.tp / 2, "FSDP2 root module"});
-  est.terms.push_back({"unsharded block gradients (bf16 + fp32 reduce)",
-                       block * (kBf16Bytes + grad_reduce_bytes(p)), block * kBf16Bytes,
-                       "FSDP2 reduce_dtype"});
+  // The reduce-scatter's output shard (foreach_reduce's reduce_output, in the reduce dtype)
+  // becomes the sharded gradient on the first micro-batch (counted with the shards); on later
+  // ones it is added into it and lives beside the block's unsharded gradients.
+  const double shard_group = static_cast<double>(p.dp_shard()) * p.cp;
+  const bool accumulating = sc.training.micro_batches > 1;
+  est.terms.push_back({std::string("unsharded block gradients (bf16 + fp32 reduce") +
+                           (accumulating ? " + reduce-scatter output)" : ")"),
+                       block * (kBf16Bytes + grad_reduce_bytes(p) * (1 + (accumulating ? 1 / shard_group : 0))),
+                       block * kBf16Bytes, "FSDP2 reduce_dtype"});
 }
 
 }  // namespace
@@ -353,16 +360,9 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   if (const double scores = unfused_scores_stage_bytes(sc, full_layers, in_flight); scores > 0)
     est.terms.push_back({kUnfusedScoresTerm, scores, 0, "cost.attention_kernel: unfused"});
 
-  // Logits on the last stage: bf16 logits plus the fp32 copy the loss upcasts to; the chunked
-  // loss holds one chunk of them at a time.
-  const double loss_tokens = tr.loss == scenario::Loss::Chunked
-                                 ? std::min<double>(loss_chunk_tokens(sc), static_cast<double>(s_local) * tr.micro_batch)
-                                 : static_cast<double>(s_local) * tr.micro_batch;
-  const double logits = loss_tokens * m.vocab / p.tp * (kBf16Bytes + kFp32Bytes);
-  // The bf16 logits and their fp32 upcast (twice the size): three bf16-sized allocations.
-  est.terms.push_back({tr.loss == scenario::Loss::Chunked ? "logits (one chunk, chunked loss)"
-                                                          : "logits (bf16 + fp32 loss)",
-                       logits, logits / 3, tr.loss == scenario::Loss::Chunked ? "training.loss: chunked" : "training.loss"});
+  // The backward's transient peak (model/backward_peak.hpp): the loss's buffers, as if this
+  // rank held the loss (memory.cpp decides per stage), or one block's working set.
+  add_backward_peak_terms(est, sc, true);
   est.terms.push_back({"context-parallel buffers", cp_buffer_bytes(sc) * tr.micro_batch,
                        cp_buffer_bytes(sc) * tr.micro_batch / 4, "parallel.attention.scheme"});
   add_fixed_memory_terms(est, sc);

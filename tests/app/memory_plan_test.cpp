@@ -53,6 +53,19 @@ TEST_F(MemoryPlanTest, AnchorAt128kIsOomAndEveryListedFixFitsWhenRun) {
   EXPECT_GE(fitting, 1) << o.text;
 }
 
+TEST_F(MemoryPlanTest, HeaderShowsTheHsdpMeshAsReplicasTimesShard) {
+  // torchtitan's HSDP: dp 8 as 2 replicas of a 4-way shard group.
+  const Output h = in_source(kCpsim + " memory scenarios/llama3-8b-8k-torchtitan.yaml --no-simulate"
+                                      " --set parallel.dp_replicate=2");
+  ASSERT_EQ(h.rc, 0) << h.text;
+  EXPECT_NE(h.text.find("dp8 (HSDP 2 x 4: replicas x shard)"), std::string::npos) << h.text;
+  // Plain FSDP keeps the plain header.
+  const Output f = in_source(kCpsim + " memory scenarios/llama3-8b-8k-torchtitan.yaml --no-simulate");
+  ASSERT_EQ(f.rc, 0) << f.text;
+  EXPECT_NE(f.text.find(" dp8, "), std::string::npos) << f.text;
+  EXPECT_EQ(f.text.find("HSDP"), std::string::npos) << f.text;
+}
+
 TEST_F(MemoryPlanTest, MemoryRejectsBadInput) {
   EXPECT_EQ(in_source(kCpsim + " memory scenarios/anchor-128k-ring-zigzag.yaml --set parallel.cp=x").rc, 2);
   EXPECT_EQ(in_source(kCpsim + " memory no-such.yaml").rc, 2);
