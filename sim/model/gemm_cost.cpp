@@ -82,10 +82,12 @@ constexpr double kBlockwiseHopper = 0.90;
 // back, clocks not pinned) on the shapes whose 64-bit FNV-1a hash of "m,n,k" is even, the odd
 // half held out (docs/cost-model.md, tests/model/gemm_cost_test.cpp): BF16 0.68 (full activity
 // holds 0.88 of the maximum clock, ~1,740 MHz), FP8 0.48 (0.78, ~1,550 MHz): an FP8 MMA does
-// twice the work per clock and draws 0.68 / 0.48 = 1.4 x BF16's dynamic power. H200 spends more
-// of the same 700 W in its HBM3e than H100 in its HBM3 (Helma H100/H200 power-capping study,
-// arXiv 2604.11391: H100 keeps an edge in compute-bound DGEMM under a cap), so on H100 the fit
-// may throttle slightly too much; no H100 clock trace was at hand to separate the two.
+// twice the work per clock and draws 0.68 / 0.48 = 1.4 x BF16's dynamic power (the FP8 value
+// also absorbs any FP8-only loss of issue efficiency: no clock trace separates the two). H200
+// spends more of the same 700 W in its HBM3e than H100 in its HBM3 (Helma H100/H200
+// power-capping study, arXiv 2604.11391: H100 keeps an edge in compute-bound DGEMM under a cap),
+// so on H100 the fit may throttle slightly too much; no H100 clock trace was at hand to say how
+// much.
 // Ampere, Ada and Blackwell keep headroom 1 (their gemm_flops taken as sustained): A100 (400 W),
 // L40S (350 W), B200 (1,000 W) and GB200 (1,200 W) have other limits and other dies, and no
 // measured grid here to fit them from; their best-GEMM figures keep their own sources
