@@ -60,6 +60,52 @@ constexpr int kSplits[] = {1, 2, 3, 4, 6, 8, 12, 16};
 // (tcgen05 block-scaled MMA): 1.
 constexpr double kBlockwiseHopper = 0.90;
 
+// Power-limited SM clock. The best measured GEMM (gemm_flops: the best shape of a sweep, e.g.
+// 795 TFLOP/s on H100; our H200 grid's best is 793) is taken as the rate at the maximum clock; a
+// GEMM that keeps the tensor cores busy draws more than the board's power limit there, and the
+// driver lowers the SM clock until it fits (nvidia-smi clocks_event_reasons
+// sw_power_cap). Dynamic power goes as activity x f x V^2 with V rising about linearly with f in
+// the boost range, so P = P_idle + (P_max - P_idle) a (f / f_max)^3, where a is the share of
+// time the tensor cores run at the best rate. Held to the limit the clock is
+//   f / f_max = min(1, (h / a)^(1/3)),   h = (P_limit - P_idle) / (P_max - P_idle),
+// the headroom: the share of the full-activity dynamic power the limit leaves. A GEMM whose
+// activity is at most h (small, skinny, prologue- or wave-bound shapes) keeps the maximum clock;
+// only its main loop slows (the prologue's HBM latency and the epilogue's stores do not scale
+// with the SM clock). Published: H100/H200's 989 TFLOP/s dense BF16 is 132 SMs x 4096
+// FLOP/clk x 1.83 GHz (NVIDIA cudnn-frontend PR 650), below the 1,980 MHz maximum nvidia-smi
+// reports (kernels/measurements/h200/measure.log: 1,980 MHz max, 700 W limit); HPL's Rpeak was
+// quoted by NVIDIA at the clock sustained under the power limit (A100: 1,305 of 1,410 MHz;
+// G. Lockwood, "peak FLOPS"); back-to-back kernels on B200 drop the SM clock 1,965 -> ~1,580 MHz
+// at the 1,000 W limit (flashinfer PR 2899, 15 % fewer TFLOP/s).
+// Headroom per format, Hopper (H100, H800, H200: one GH100 die, one 700 W limit): fitted to the
+// measured H200 grid (kernels/profiles/h200-gemm-measured.csv, cuBLAS through PyTorch, back to
+// back, clocks not pinned) on the shapes whose 64-bit FNV-1a hash of "m,n,k" is even, the odd
+// half held out (docs/cost-model.md, tests/model/gemm_cost_test.cpp): BF16 0.68 (full activity
+// holds 0.88 of the maximum clock, ~1,740 MHz), FP8 0.48 (0.78, ~1,550 MHz): an FP8 MMA does
+// twice the work per clock and draws 0.68 / 0.48 = 1.4 x BF16's dynamic power (the FP8 value
+// also absorbs any FP8-only loss of issue efficiency: no clock trace separates the two). H200
+// spends more of the same 700 W in its HBM3e than H100 in its HBM3 (Helma H100/H200
+// power-capping study, arXiv 2604.11391: H100 keeps an edge in compute-bound DGEMM under a cap),
+// so on H100 the fit may throttle slightly too much; no H100 clock trace was at hand to say how
+// much.
+// Ampere, Ada and Blackwell keep headroom 1 (their gemm_flops taken as sustained): A100 (400 W),
+// L40S (350 W), B200 (1,000 W) and GB200 (1,200 W) have other limits and other dies, and no
+// measured grid here to fit them from; their best-GEMM figures keep their own sources
+// (platforms/gpus.yaml).
+constexpr double kHopperHeadroomBf16 = 0.68, kHopperHeadroomFp8 = 0.48;
+
+double power_headroom(GemmFormat f, const scenario::GpuSpec& g) {
+  if (g.arch != scenario::GpuArch::Hopper) return 1.0;
+  return f == GemmFormat::Bf16 ? kHopperHeadroomBf16 : kHopperHeadroomFp8;
+}
+
+/// The clock a kernel holds under the power limit, as a share of the maximum, at tensor-core
+/// activity `a` (its rate at the maximum clock over the best rate) and headroom `h`.
+double sustained_clock(double a, double h) {
+  if (!(a > h)) return 1.0;
+  return std::cbrt(h / a);
+}
+
 struct Format {
   double rate;       ///< best GEMM rate of the format, FLOP/s
   double in_bytes;   ///< bytes per input element (scales included)
@@ -142,6 +188,7 @@ Cost gemm_tile_cost(const GemmShape& s, GemmFormat f, const scenario::GpuSpec& g
   // The output: BF16 (2 B); a weight gradient accumulates into FP32 main_grad (read + write).
   const double out_bytes = std::string(s.layout) == "NT" ? 8.0 : 2.0;
   const double k_steps = std::ceil(s.k / fm.k_tile);
+  const double headroom = power_headroom(f, gpu);
   double best = std::numeric_limits<double>::infinity();
   for (const Tile& t : kTiles) {
     const double tiles = std::ceil(s.m / t.m) * std::ceil(s.n / t.n) * s.batch;
@@ -153,8 +200,12 @@ Cost gemm_tile_cost(const GemmShape& s, GemmFormat f, const scenario::GpuSpec& g
       const double ctas = tiles * split;
       const double waves = std::ceil(ctas / sms);
       const double main_loop = 2 * t.m * t.n * steps * fm.k_tile / (sm_rate * feed(t));
-      double time = waves * (kPrologue_s + main_loop) + (persistent ? 1 : waves) * epilogue;
-      if (split > 1) time += split * s.m * s.n * s.batch * 8.0 / gpu.hbm_Bps + kGemmFloor_s;
+      double unclocked = waves * kPrologue_s + (persistent ? 1 : waves) * epilogue;
+      if (split > 1) unclocked += split * s.m * s.n * s.batch * 8.0 / gpu.hbm_Bps + kGemmFloor_s;
+      // Activity: the kernel's rate at the maximum clock over the format's best rate (a smaller
+      // tile's feed-bound loop keeps the tensor cores busy for its FLOPs' share only).
+      const double activity = r.flops / (fm.rate * (waves * main_loop + unclocked));
+      const double time = waves * main_loop / sustained_clock(activity, headroom) + unclocked;
       best = std::min(best, time);
     }
   }
@@ -258,11 +309,14 @@ std::optional<Cost> GemmTable::price(const GemmShape& s, GemmFormat f) const {
 }
 
 std::string describe_gemm_model(const scenario::GpuSpec& gpu) {
-  char buf[320];
+  char buf[400];
+  const double hb = power_headroom(GemmFormat::Bf16, gpu), hf = power_headroom(GemmFormat::Fp8, gpu);
   std::snprintf(buf, sizeof buf,
                 "GEMM by tile/wave model (CTA tiles 64..256 over %d SMs, split-K, %.1f us prologue, "
-                "best BF16 GEMM %.0f TFLOP/s, FP8 %.0f)",
-                gpu.sm_count, kPrologue_s * 1e6, gpu.gemm_flops / 1e12, gpu.fp8_gemm_flops / 1e12);
+                "best BF16 GEMM %.0f TFLOP/s, FP8 %.0f; power-limited clock at full tensor-core "
+                "activity %.3f BF16, %.3f FP8 of the maximum)",
+                gpu.sm_count, kPrologue_s * 1e6, gpu.gemm_flops / 1e12, gpu.fp8_gemm_flops / 1e12,
+                sustained_clock(1.0, hb), sustained_clock(1.0, hf));
   return buf;
 }
 

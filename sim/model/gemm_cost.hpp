@@ -31,9 +31,11 @@ GemmFormat gemm_format(const GemmCall& c);
 const char* gemm_format_name(GemmFormat f);
 
 /// The tile/wave model: the best of the library's CTA tiles (and split-K factors) for the shape,
-/// each wave-quantised over the SMs, with its K-loop prologue, epilogue and the memory roofline.
-/// Source Published: its constants are the GPU's best measured GEMM rate and published kernel
-/// facts (gemm_cost.cpp).
+/// each wave-quantised over the SMs, with its K-loop prologue, epilogue and the memory roofline;
+/// on Hopper the main loop runs at the SM clock the 700 W limit leaves at the kernel's
+/// tensor-core activity. Source Published: its constants are the GPU's best measured GEMM rate,
+/// published kernel facts and the power headroom fitted to the measured H200 grid
+/// (gemm_cost.cpp).
 Cost gemm_tile_cost(const GemmShape& s, GemmFormat f, const scenario::GpuSpec& gpu);
 
 /// A measured GEMM table for one GPU (kernels/profiles/<gpu>-gemm-measured.csv). A shape it

@@ -115,7 +115,10 @@ TEST(Fp8, GemmFasterAndRefusedWithoutFp8Cores) {
   const auto cost = model::CostModel::roofline(h100);
   const double bf16 = cost->gemm(16384, 8192, 8192).time_s;
   const double fp8 = cost->gemm_fp8(16384, 8192, 8192).time_s;
-  EXPECT_NEAR(bf16 / fp8, 1583.0 / 795.0, 0.05);
+  // Not the best rates' 1583 / 795 = 1.99: a busy FP8 GEMM holds a lower clock under the 700 W
+  // limit than a BF16 one (gemm_cost.cpp); the H200 grid's FP8 / BF16 ratio over its 322 shapes of
+  // at least 2^36 MACs timed both ways (NT, tensorwise) has a median of 1.81.
+  EXPECT_NEAR(bf16 / fp8, 1.81, 0.08);
   EXPECT_NE(test::scenario_error(R"(platform: dgx-a100
 model: llama3-8b
 training: {seq_len: 8K, precision: fp8}

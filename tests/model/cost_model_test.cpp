@@ -153,12 +153,14 @@ TEST(Roofline, ScalesWithPeakAndFloorsSmallKernels) {
   EXPECT_EQ(a->attention(AttentionCall{}).time_s, 0.0);  // nothing unmasked: no kernel
 }
 
-TEST(Roofline, GemmReachesBestMeasuredGemmOnlyWhenLarge) {
+TEST(Roofline, GemmNearsItsSustainedRateOnlyWhenLarge) {
   const auto m = CostModel::roofline(h100());
   const model::Cost big = m->gemm(16384, 17408, 5120);
   EXPECT_EQ(big.flops, 2.0 * 16384 * 17408 * 5120);
-  EXPECT_GT(tflops(big), 0.93 * 795);
-  EXPECT_LE(tflops(big), 795 * 1.0001);
+  // Long and busy: the main loop runs at Hopper's power-limited clock (0.88 of the maximum at
+  // full activity, gemm_cost.cpp), as the H200 grid's 8192 x 17408 x 5120 ran at 695.7 TFLOP/s.
+  EXPECT_GT(tflops(big), 0.82 * 795);
+  EXPECT_LE(tflops(big), 0.90 * 795);
   EXPECT_LT(tflops(m->gemm(1024, 1024, 1024)), 0.6 * tflops(big));
   EXPECT_DOUBLE_EQ(m->gemm(128, 128, 128).time_s, 5e-6);
   // A thin GEMM is memory bound: bytes / HBM bandwidth.
