@@ -248,7 +248,8 @@ int pow2_up(int x) {
 
 }  // namespace
 
-P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, int dst, double bytes) {
+P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, int dst, double bytes,
+                 Protocol proto) {
   const auto& spec = topo.spec();
   const auto& nc = spec.nccl;
   P2pPlan plan;
@@ -291,8 +292,9 @@ P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, i
   int ch = std::max(1, std::min(ch_min, static_cast<int>(std::ceil(bytes / min_part))));
   while (std::max(min_part, bytes / ch) > max_part && ch <= per_peer / 2) ch *= 2;
   plan.channels = ch;
-  plan.protocol = bytes / plan.channels <= kP2pLLThreshold ? Protocol::LL : Protocol::Simple;
-  const int p = plan.protocol == Protocol::LL ? 0 : 2;
+  plan.protocol = proto != Protocol::Auto ? proto
+                  : bytes / plan.channels <= kP2pLLThreshold ? Protocol::LL : Protocol::Simple;
+  const int p = plan.protocol == Protocol::LL ? 0 : plan.protocol == Protocol::LL128 ? 1 : 2;
   plan.latency_s = nc.p2p_latency_s;
   plan.max_Bps = nc.p2p_max_Bps;
   if (plan.network) {

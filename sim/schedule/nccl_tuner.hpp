@@ -71,6 +71,8 @@ struct P2pPlan {
 };
 /// `comm` is the communicator the send runs in (group_shape of its ranks): its size and spread
 /// set the channels per peer.
-P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, int dst, double bytes);
+/// `proto` other than Auto is a protocol the caller forces (NCCL_PROTO): it sets the latency.
+P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, int dst, double bytes,
+                 Protocol proto = Protocol::Auto);
 
 }  // namespace cpsim::schedule
