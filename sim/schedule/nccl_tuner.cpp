@@ -10,8 +10,6 @@
 #include <cstdio>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <set>
 #include <stdexcept>
 #include <string>
 
