@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "model/nccl_channels.hpp"
+
 namespace cpsim::model {
 
 namespace {
@@ -123,12 +125,10 @@ double nccl_buffer_bytes(const scenario::Scenario& sc, std::vector<NcclGroupBuff
   const auto& pl = sc.platform;
   const bool nvswitch = pl.intra == scenario::IntraFabric::NVSwitch;
   const int domain = nvswitch ? std::max(pl.nvlink_domain_gpus, pl.gpus_per_node) : pl.gpus_per_node;
-  // Channels within an NVLink domain: NCCL's ring search puts one channel on each ~20 GB/s of
-  // the GPU's NVLink bandwidth, 16 at most, and doubles them (search.cc, ncclTopoDupChannels):
-  // 32 on H100 (NCCL_DEBUG=INFO "Channel 00/1 ... 31/1" between two H100s, NVIDIA/nccl#1685),
-  // 16 on H800's 8 links (NVIDIA/nccl#892). Across nodes one channel per rail, doubled.
-  const double intra_GBps = (nvswitch ? pl.nvlink.bw_Bps * pl.nvlink.efficiency : pl.pcie.bw_Bps * pl.pcie.efficiency) / 1e9;
-  const int intra_channels = 2 * std::clamp(static_cast<int>(intra_GBps / 20.0), 1, 16);
+  // Channels within an NVLink domain: a domain's communicator's p2p channels as NCCL's channel
+  // search gives them (model/nccl_channels): 32 on H100 (NCCL_DEBUG=INFO "Channel 00/1 ...
+  // 31/1" between two H100s, NVIDIA/nccl#1685). Across nodes one channel per rail, doubled.
+  const int intra_channels = nccl_p2p_channels(pl, GroupShape{domain, 1, domain, 1});
   const auto& a = p.attention;
   // A group's members lie `stride` ranks apart: the product of the dimensions before it in
   // parallel.order (innermost first).

@@ -10,6 +10,7 @@
 // 1 GiB gave busbw 78.1 GB/s on 2 H100 nodes and 39.5 on 16, against 88.1 and 49.7 by that rule
 // (x (n-1)/n) with 47 GB/s per NDR NIC (platforms/dgx-h100.yaml); now 87.9 and 49.7.
 #include <algorithm>
+#include <optional>
 
 #include "schedule/collective_parts.hpp"
 
@@ -38,20 +39,41 @@ Protocol all_to_all_protocol(double bytes, int n) {
 }
 
 std::vector<OpId> build_all_to_all(TaskGraph& g, const model::Topology& topo, const CollectiveRequest& req,
-                                   const OpLabel& label, int p, double eff) {
+                                   const GroupShape& comm, const OpLabel& label, int p, double eff) {
   const int n = static_cast<int>(req.ranks.size());
   const auto& nc = topo.spec().nccl;
   Fence f = open_fence(g, req, label);
-  // Each transfer stands for `pairs` send/recv pairs: one NCCL pair's rate cap (p2p_max_bw)
-  // each, where below the path's own (a pair over NVLink: 180 of 450 GB/s; never over a NIC),
-  // and NCCL's one-step latency for its protocol and path.
+  // Across NVLink domains each peer's send is priced as any NCCL send/recv of the communicator
+  // (p2p_plan, as add_p2p prices one): nccl-tests' alltoall is ncclSend/ncclRecv per peer in one
+  // group, and NCCL schedules those parts like any others (enqueue.cc scheduleP2pTasksToPlan:
+  // nChannelsMin/Max from the communicator's p2pnChannelsPerPeer, paths.cc
+  // ncclTopoComputeP2pChannels; addP2pToPlan: a channel per 64 KiB across nodes, doubling while
+  // a part is over 128 KiB, LL up to NCCL_P2P_LL_THRESHOLD per channel). A network peer's part
+  // then carries NCCL_P2P_PER_CHANNEL_NET_BW (14 GB/s) per channel and pays the net
+  // transport's step latency; an NVLink peer of the same communicator the platform's p2p
+  // latency and pair cap. The plan depends on the pair only through the path (network or not).
+  const bool p2p_rules = comm.nodes > 1;
+  const Protocol forced = p == 0 ? Protocol::LL : p == 1 ? Protocol::LL128 : Protocol::Simple;
+  std::optional<P2pPlan> plans[2];
+  auto plan_for = [&](int src, int dst) -> const P2pPlan& {
+    auto& pl = plans[topo.same_nvlink_domain(src, dst) ? 0 : 1];
+    if (!pl) pl = p2p_plan(topo, comm, src, dst, req.bytes / n, forced);
+    return *pl;
+  };
+  // Each transfer stands for `pairs` send/recv pairs, each at its pair's rate cap where below
+  // the path's own (a pair over NVLink: 180 of 450 GB/s). Within one domain, NCCL's one-step
+  // latency for its protocol and path.
   auto send = [&](int from, int to, double bytes, int32_t step, int pairs) {
     const Hop h = make_hop(topo, req.ranks[from], req.ranks[to]);
     OpLabel l = label;
     l.step = step;
-    const double cap = nc.p2p_max_Bps * pairs;
-    fenced_transfer(g, f, req, from, to, bytes / eff, l, nc.base_latency_s[p] + hop_latency_s(nc, h.cls, p),
-                    kNoOp, cap > 0 && cap < h.bw_Bps ? cap : 0);
+    double cap = nc.p2p_max_Bps * pairs, latency = nc.base_latency_s[p] + hop_latency_s(nc, h.cls, p);
+    if (p2p_rules) {
+      const P2pPlan& pl = plan_for(req.ranks[from], req.ranks[to]);
+      cap = pl.max_Bps * pairs;
+      latency = pl.latency_s;
+    }
+    fenced_transfer(g, f, req, from, to, bytes / eff, l, latency, kNoOp, cap > 0 && cap < h.bw_Bps ? cap : 0);
   };
   if (!g.pipelined_collectives() && static_cast<double>(n) * (n - 1) <= kMaxAllToAllPairs) {
     for (int k = 1; k < n; ++k)

@@ -127,9 +127,10 @@ void lean_lanes(TaskGraph& g, const model::Topology& topo, Fence& f, const Colle
 /// NCCL's protocol for an all-to-all of `bytes` per rank over n ranks (its peers' sends').
 Protocol all_to_all_protocol(double bytes, int n);
 /// All-to-all as NCCL's grouped send/recv, every transfer at once (stepwise: one per pair;
-/// pipelined: a few per rank carrying its node's and the network's shares). all_to_all.cpp.
+/// pipelined: a few per rank carrying its node's and the network's shares); `comm` is the
+/// group's shape, which sets NCCL's p2p channels across nodes. all_to_all.cpp.
 std::vector<OpId> build_all_to_all(TaskGraph& g, const model::Topology& topo, const CollectiveRequest& req,
-                                   const OpLabel& label, int protocol, double efficiency);
+                                   const GroupShape& comm, const OpLabel& label, int protocol, double efficiency);
 
 /// Tree / NVLS / NVLS-Tree all-reduce, built pipelined (every transfer streams once all ranks
 /// joined) with the tuner's latency as software latency. nccl_algos.cpp.

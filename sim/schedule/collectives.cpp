@@ -428,7 +428,12 @@ CollectiveResult add_collective(TaskGraph& g, const model::Topology& topo,
   }
 
   if (req.op == CollOp::AllToAll) {
-    res.done = detail::build_all_to_all(g, topo, req, label, p, eff);
+    res.done = detail::build_all_to_all(g, topo, req, shape, label, p, eff);
+    // Across nodes a network peer's part runs on its p2p plan's channels (all_to_all.cpp).
+    const auto far = std::find_if(req.ranks.begin(), req.ranks.end(),
+                                  [&](int r) { return !topo.same_nvlink_domain(req.ranks[0], r); });
+    if (shape.nodes > 1 && far != req.ranks.end())
+      res.channels = p2p_plan(topo, shape, req.ranks[0], *far, req.bytes / n, choice.protocol).channels;
     return res;
   }
 

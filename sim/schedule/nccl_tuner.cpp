@@ -1,5 +1,5 @@
 // NCCL's tuner, reduced to what cpsim's platforms describe. Sources (github.com/NVIDIA/nccl):
-//   search.cc  speedArray*, ncclTopoDupChannels      -> ring_graph / nvls_graph
+//   search.cc  the channel search: model/nccl_channels (ring_graph / nvls_graph)
 //   tuning.cc  ncclTunerConstantsDefaults, nvlsEfficiency, ncclTopoTuneModel,
 //              treeCorrectionFactor, ncclTopoGetAlgoTime -> bandwidth / latency / time
 //   enqueue.cc channel tuning (nc shrinks while nBytes < nc * nThreads * threadThreshold)
@@ -10,8 +10,6 @@
 #include <cstdio>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -76,17 +74,7 @@ const char* algorithm_name(Algorithm a) {
 
 namespace {
 
-// search.cc: per-channel speeds (GB/s) the graph search tries, fastest first.
-const std::vector<double> kIntra = {40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3};
-const std::vector<double> kInter = {48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2};
-const std::vector<double> kIntra90 = {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3};
-const std::vector<double> kInter90 = {48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2};
-const std::vector<double> kIntra100 = {90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18};
-const std::vector<double> kInter100 = {96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22,
-                                       20, 17.5, 15, 12, 6, 3, 2.4, 1.2};
-constexpr int kMaxChannels = 32;       // MAXCHANNELS
-constexpr int kSearchChannels = 16;    // the ring search's channel ceiling before duplication
-constexpr int kMaxNvlsArity = 32;      // NCCL_MAX_NVLS_ARITY (device.h)
+constexpr int kMaxChannels = model::kNcclMaxChannels;
 constexpr int kNvlsChannels = 16;      // NCCL_NVLS_NCHANNELS default on Hopper/Blackwell
 
 // tuning.cc ncclTunerConstantsDefaults, indexed [algo][proto], algo Tree, Ring, NVLS, NVLSTree.
@@ -114,87 +102,9 @@ constexpr double kTreeCorrection[3][24] = {
 constexpr double kThreadThreshold[3] = {8, 8, 64};
 constexpr double kThreads[3] = {512, 640, 512};
 
-const std::vector<double>& speeds(int arch, bool inter) {
-  if (arch >= 3) return inter ? kInter100 : kIntra100;
-  if (arch == 2) return inter ? kInter90 : kIntra90;
-  return inter ? kInter : kIntra;
-}
-
-/// NCCL's bandwidth per GPU through the intra-node fabric, GB/s: NVLink count x NCCL's per-link
-/// figure, which the presets encode as nvlink.bw x efficiency (e.g. 18 x 20.6 = 370.8 on H100).
-double intra_GBps(const scenario::PlatformSpec& s) {
-  const auto& l = s.intra == scenario::IntraFabric::NVSwitch ? s.nvlink : s.pcie;
-  return l.bw_Bps * l.efficiency / 1e9;
-}
-
 int log2i(double x) { return x < 1 ? -1 : static_cast<int>(std::floor(std::log2(x))); }
 
 }  // namespace
-
-GroupShape group_shape(const model::Topology& topo, const std::vector<int>& ranks) {
-  const auto& s = topo.spec();
-  const int domain = s.intra == scenario::IntraFabric::NVSwitch
-                         ? std::max(s.nvlink_domain_gpus, s.gpus_per_node) : s.gpus_per_node;
-  std::map<int, int> per_node;
-  std::map<int, std::set<int>> rails;
-  for (int r : ranks) {
-    ++per_node[r / domain];
-    if (s.nics_per_node > 0) rails[r / domain].insert((r % s.gpus_per_node) % s.nics_per_node);
-  }
-  GroupShape g;
-  g.n = static_cast<int>(ranks.size());
-  g.nodes = std::max<int>(1, static_cast<int>(per_node.size()));
-  for (const auto& [node, count] : per_node) g.ppn = std::max(g.ppn, count);
-  if (g.nodes > 1)
-    for (const auto& [node, set] : rails) g.rails = std::max(g.rails, static_cast<int>(set.size()));
-  return g;
-}
-
-NcclGraph ring_graph(const scenario::PlatformSpec& spec, const GroupShape& g) {
-  const int arch = spec.nccl.arch;
-  const double intra = intra_GBps(spec);
-  NcclGraph gr;
-  if (g.nodes == 1) {
-    // One channel per `speed` of the GPU's intra-node bandwidth, at the fastest speed that fits.
-    const auto& sp = speeds(arch, false);
-    size_t i = 0;
-    while (i + 1 < sp.size() && sp[i] > intra) ++i;
-    gr.bw_intra = sp[i];
-    gr.channels = std::clamp(static_cast<int>(intra / sp[i]), 1, kSearchChannels);
-  } else {
-    // One channel per rail at the fastest speed a NIC carries and the NVLink ring can feed.
-    const auto& sp = speeds(arch, true);
-    const double nic = spec.nic.bw_Bps / 1e9;
-    const int rails = std::max(1, g.rails);
-    size_t i = 0;
-    while (i + 1 < sp.size() && (sp[i] > nic || (g.ppn > 1 && sp[i] * rails > intra))) ++i;
-    gr.bw_intra = sp[i];
-    gr.channels = std::clamp(rails * std::max(1, static_cast<int>(nic / sp[i])), 1, kSearchChannels);
-  }
-  // ncclTopoDupChannels: fast channels are doubled at half the speed each.
-  if (gr.bw_intra >= 25.0 && !(arch >= 2 && gr.bw_intra < 50.0 && gr.channels > 4)) {
-    const int dup = std::min(2 * gr.channels, kMaxChannels);
-    gr.bw_intra /= (dup + gr.channels - 1) / gr.channels;
-    gr.channels = dup;
-  }
-  gr.bw_inter = gr.bw_intra;
-  return gr;
-}
-
-NcclGraph nvls_graph(const scenario::PlatformSpec& spec, const GroupShape& g) {
-  NcclGraph gr;
-  if (!spec.nccl.nvls || spec.intra != scenario::IntraFabric::NVSwitch || g.ppn < 2) return gr;
-  // NVLS pulls evenly from every GPU: channels = min(arity, GPUs), and the search may count the
-  // GPU bandwidth x n/(n-1) because NVLS need not return to its start (search.cc).
-  gr.channels = std::min(kMaxNvlsArity, g.ppn);
-  const double total = intra_GBps(spec) * g.ppn / (g.ppn - 1);
-  const auto& sp = speeds(spec.nccl.arch, false);
-  size_t i = 0;
-  while (i + 1 < sp.size() && sp[i] * gr.channels > total) ++i;
-  gr.bw_intra = sp[i];
-  gr.bw_inter = g.nodes > 1 ? ring_graph(spec, g).bw_inter : sp[i];
-  return gr;
-}
 
 TunerChoice nccl_tune(const model::Topology& topo, CollOp op, const GroupShape& g, double bytes,
                       Algorithm algo, Protocol proto, int channels) {
@@ -336,18 +246,16 @@ int pow2_up(int x) {
 
 }  // namespace
 
-P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, int dst, double bytes) {
+P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, int dst, double bytes,
+                 Protocol proto) {
   const auto& spec = topo.spec();
   const auto& nc = spec.nccl;
   P2pPlan plan;
   plan.network = !topo.same_nvlink_domain(src, dst) && spec.nics_per_node > 0;
   // paths.cc ncclTopoComputeP2pChannels: the communicator's p2p channels, and the fewest any
   // peer of it needs (a network peer when it spans NVLink domains, an NVLink or PCIe peer else).
-  // Its channels are the search's doubled (connect.cc ncclTopoPostset; "execution channels are
-  // typically 2x the search channels", NCCL issue #1041): an HGX H800 logs 16 coll channels
-  // and 16 p2p channels per peer for its 8 searched (issue #892), 2 H20 nodes of 2 GPUs 8 coll
-  // channels and 2 per peer (issue #1189).
-  const int p2pn = pow2_up(std::clamp(2 * ring_graph(spec, comm).channels, 1, kMaxChannels));
+  // (model/nccl_channels: the search's doubled, rounded up to a power of two).
+  const int p2pn = model::nccl_p2p_channels(spec, comm);
   int per_peer = kMaxChannels;
   if (comm.nodes > 1) {
     // paths.cc ncclTopoGetNchannels (NCCL 2.29): a network peer gets a channel per local NIC
@@ -358,7 +266,7 @@ P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, i
     per_peer = std::max(1, (nic_GBps + channel_GBps - 1) / channel_GBps);
   }
   if (spec.intra == scenario::IntraFabric::NVSwitch && comm.ppn > 1)
-    per_peer = std::min(per_peer, 2 * std::max(1, static_cast<int>(intra_GBps(spec) / nvlink_link_GBps(nc.arch))));
+    per_peer = std::min(per_peer, 2 * std::max(1, static_cast<int>(model::nccl_intra_GBps(spec) / nvlink_link_GBps(nc.arch))));
   else if (comm.ppn > 1)
     per_peer = std::min(per_peer, 2);  // a PCIe peer
   per_peer = pow2_up(std::min(per_peer, kMaxChannels));
@@ -382,8 +290,9 @@ P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, i
   int ch = std::max(1, std::min(ch_min, static_cast<int>(std::ceil(bytes / min_part))));
   while (std::max(min_part, bytes / ch) > max_part && ch <= per_peer / 2) ch *= 2;
   plan.channels = ch;
-  plan.protocol = bytes / plan.channels <= kP2pLLThreshold ? Protocol::LL : Protocol::Simple;
-  const int p = plan.protocol == Protocol::LL ? 0 : 2;
+  plan.protocol = proto != Protocol::Auto ? proto
+                  : bytes / plan.channels <= kP2pLLThreshold ? Protocol::LL : Protocol::Simple;
+  const int p = plan.protocol == Protocol::LL ? 0 : plan.protocol == Protocol::LL128 ? 1 : 2;
   plan.latency_s = nc.p2p_latency_s;
   plan.max_Bps = nc.p2p_max_Bps;
   if (plan.network) {

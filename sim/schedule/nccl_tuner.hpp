@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/nccl_channels.hpp"
 #include "model/topology.hpp"
 
 namespace cpsim::schedule {
@@ -21,23 +22,12 @@ const char* coll_op_name(CollOp op);
 const char* protocol_name(Protocol p);
 const char* algorithm_name(Algorithm a);
 
-/// How a rank group lies on the platform: NCCL's nNodes counts NVLink domains (a multi-node
-/// NVLink domain such as NVL72 is one "node" to NCCL's MNNVL support), ppn its ranks per node.
-struct GroupShape {
-  int n = 0;
-  int nodes = 1;
-  int ppn = 1;     ///< the largest number of group members in one node
-  int rails = 1;   ///< distinct NIC rails the members of one node reach (1 on one node)
-};
-GroupShape group_shape(const model::Topology& topo, const std::vector<int>& ranks);
-
-/// One algorithm's graph: channels x per-channel bandwidth (GB/s), as search.cc finds it.
-struct NcclGraph {
-  int channels = 0;
-  double bw_intra = 0, bw_inter = 0;
-};
-NcclGraph ring_graph(const scenario::PlatformSpec& spec, const GroupShape& g);
-NcclGraph nvls_graph(const scenario::PlatformSpec& spec, const GroupShape& g);
+/// The channel search is a model of NCCL (model/nccl_channels): the tuner reads it.
+using model::GroupShape;
+using model::group_shape;
+using model::NcclGraph;
+using model::ring_graph;
+using model::nvls_graph;
 
 struct TunerChoice {
   Algorithm algorithm = Algorithm::Ring;
@@ -81,6 +71,8 @@ struct P2pPlan {
 };
 /// `comm` is the communicator the send runs in (group_shape of its ranks): its size and spread
 /// set the channels per peer.
-P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, int dst, double bytes);
+/// `proto` other than Auto is a protocol the caller forces (NCCL_PROTO): it sets the latency.
+P2pPlan p2p_plan(const model::Topology& topo, const GroupShape& comm, int src, int dst, double bytes,
+                 Protocol proto = Protocol::Auto);
 
 }  // namespace cpsim::schedule

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model/memory.hpp"
+#include "model/nccl_channels.hpp"
+#include "scenario/load.hpp"
 #include "support/fixtures.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
@@ -149,6 +153,26 @@ TEST(FixedMemory, NcclBuffersPerCommunicatorFromNcclsSource) {
   EXPECT_EQ(g[0].bytes, 2 * 32 * 12 * kMiB);
   // One GPU alone creates no communicator.
   EXPECT_EQ(model::nccl_buffer_bytes(anchor(1, 1, 1)), 0);
+}
+
+TEST(FixedMemory, NcclBufferChannelsAreTheChannelSearchsOnEveryPreset) {
+  // One copy of NCCL's channel search (model/nccl_channels): a TP communicator of a node holds
+  // one 12 MiB connection per p2p channel of that node's communicator, as the tuner's p2p_plan
+  // counts them (NVLS off, so the rings alone). dgx-a100's 12 searched channels give 32 p2p
+  // channels (a re-derivation of one channel per 20 GB/s gave 24); hgx-h800's 4 give 8 (16).
+  for (const char* preset : {"dgx-a100", "dgx-h100", "hgx-h800", "gb200-nvl72", "l40s-pcie"}) {
+    auto sc = anchor(8, 1, 1);
+    sc.platform = scenario::load_platform(preset);
+    sc.platform.nccl.nvls = false;
+    const int domain = std::max(sc.platform.nvlink_domain_gpus, sc.platform.gpus_per_node);
+    const int channels = model::nccl_p2p_channels(sc.platform, model::GroupShape{domain, 1, domain, 1});
+    std::vector<model::NcclGroupBuffers> g;
+    model::nccl_buffer_bytes(sc, &g);
+    ASSERT_FALSE(g.empty()) << preset;
+    EXPECT_EQ(g[0].bytes, channels * 12 * kMiB) << preset;
+  }
+  EXPECT_EQ(model::nccl_p2p_channels(scenario::load_platform("dgx-a100"), model::GroupShape{8, 1, 8, 1}), 32);
+  EXPECT_EQ(model::nccl_p2p_channels(scenario::load_platform("dgx-h100"), model::GroupShape{8, 1, 8, 1}), 32);
 }
 
 TEST(FixedMemory, CublasWorkspaceByStackAndArchitecture) {

@@ -88,6 +88,42 @@ TEST(AllToAll, PipelinedLoadsEveryNicAndPortAsThePairs) {
   EXPECT_NO_THROW(piped.finalize());
 }
 
+TEST(AllToAll, AcrossNodesEachPeersSendIsNcclsP2pPlan) {
+  // 2 nodes x 8 GPUs, 64 KiB per peer: NCCL runs each peer's part as any send/recv of the
+  // communicator (enqueue.cc addP2pToPlan): one channel per 64 KiB across nodes, so a network
+  // peer gets one channel at NCCL_P2P_PER_CHANNEL_NET_BW (14 GB/s, under the NIC's 47) and the
+  // net transport's Simple step (p2p launch 2.5 us + 14 us); an NVLink peer of the same
+  // communicator the platform's p2p latency (2.5 us) and pair cap (180 GB/s). Before, both
+  // paid the ring tuner's base latency (8.4 us) plus a hop, and a network peer had no cap.
+  Topology topo(cpsim::test::dgx_h100(2));
+  TaskGraph g;
+  build(g, topo, 16, 16 * 65536.0);
+  int net = 0, nvl = 0;
+  for (const auto& op : g.ops()) {
+    if (op.kind != OpKind::Transfer) continue;
+    if (topo.same_nvlink_domain(op.rank, op.peer)) {
+      ++nvl;
+      EXPECT_NEAR(op.extra_latency_s, 2.5e-6, 1e-12);
+      EXPECT_NEAR(op.max_rate_Bps, 180e9, 1);
+    } else {
+      ++net;
+      EXPECT_NEAR(op.extra_latency_s, 16.5e-6, 1e-12);
+      EXPECT_NEAR(op.max_rate_Bps, 14e9, 1);
+    }
+  }
+  EXPECT_EQ(net, 16 * 8);
+  EXPECT_EQ(nvl, 16 * 7);
+  // Within one node nothing changes: the tuner's base latency plus an NVLink hop.
+  Topology node(cpsim::test::dgx_h100());
+  TaskGraph one;
+  build(one, node, 8, 8 * 65536.0);
+  const auto& nc = node.spec().nccl;
+  for (const auto& op : one.ops()) {
+    if (op.kind != OpKind::Transfer) continue;
+    EXPECT_NEAR(op.extra_latency_s, nc.base_latency_s[2] + nc.hop_nvlink_s[2], 1e-12);
+  }
+}
+
 TEST(AllToAll, ManyRanksArePipelinedWhateverTheGraphSays) {
   // 256 ranks are 65,280 pairs at once: past kMaxAllToAllPairs, a few flows per rank instead.
   Topology topo(cpsim::test::dgx_h100(32));
