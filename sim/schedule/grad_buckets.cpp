@@ -26,53 +26,56 @@ std::vector<std::vector<int>> form_buckets(const GradBuckets& b) {
 
 std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, const GradBuckets& b) {
   std::vector<OpId> done(b.members.size(), kNoOp);
+  for (const auto& bucket : form_buckets(b)) add_grad_bucket(g, topo, b, bucket, done);
+  return done;
+}
+
+void add_grad_bucket(TaskGraph& g, const model::Topology& topo, const GradBuckets& b,
+                     const std::vector<int>& bucket, std::vector<OpId>& done) {
   const size_t groups = b.reduce_scatter ? static_cast<size_t>(std::max(1, b.replicate)) : 1;
   const size_t n = b.members.size() / groups;  // one shard group's members
-  for (const auto& bucket : form_buckets(b)) {
-    const int l = bucket.back();  // the last layer the backward reaches
-    double bytes = 0;
-    for (int k : bucket) bytes += b.bytes(k);
-    CollectiveRequest req;
-    req.op = b.reduce_scatter ? CollOp::ReduceScatter : CollOp::AllReduce;
-    req.bytes = bytes;
-    req.send_stream = stream::kDpSend;
-    req.recv_stream = stream::kDpRecv;
-    req.label.name = g.intern(b.name);
-    req.label.category = g.intern("collective");
-    req.label.scheme = g.intern("dp");
-    req.label.layer = l;
-    req.label.phase = Phase::Backward;
-    for (size_t r = 0; r < groups; ++r) {
-      req.ranks.assign(b.members.begin() + static_cast<std::ptrdiff_t>(r * n),
-                       b.members.begin() + static_cast<std::ptrdiff_t>((r + 1) * n));
-      req.deps.clear();
-      for (size_t i = r * n; i < (r + 1) * n; ++i) req.deps.push_back(b.ready(i, l));
-      const auto res = add_collective(g, topo, req).done;
-      std::copy(res.begin(), res.end(), done.begin() + static_cast<std::ptrdiff_t>(r * n));
-    }
-    if (groups == 1) continue;
-    // Each member's reduced shard (bytes / n, in the reduce dtype) summed across the replicas
-    // after its reduce-scatter, as foreach_reduce issues it, on the replicate group's streams.
-    CollectiveRequest ar = req;
-    ar.op = CollOp::AllReduce;
-    ar.send_stream = stream::kDpReplicateSend;
-    ar.recv_stream = stream::kDpReplicateRecv;
-    ar.bytes = bytes / static_cast<double>(n);
-    ar.label.name = g.intern(b.replicate_name);
-    std::vector<OpId> reduced = done;
-    for (size_t k = 0; k < n; ++k) {
-      ar.ranks.clear();
-      ar.deps.clear();
-      for (size_t r = 0; r < groups; ++r) {
-        ar.ranks.push_back(b.members[r * n + k]);
-        ar.deps.push_back(done[r * n + k]);
-      }
-      const auto res = add_collective(g, topo, ar).done;
-      for (size_t r = 0; r < groups; ++r) reduced[r * n + k] = res[r];
-    }
-    done = reduced;
+  const int l = bucket.back();  // the last layer the backward reaches
+  double bytes = 0;
+  for (int k : bucket) bytes += b.bytes(k);
+  CollectiveRequest req;
+  req.op = b.reduce_scatter ? CollOp::ReduceScatter : CollOp::AllReduce;
+  req.bytes = bytes;
+  req.send_stream = stream::kDpSend;
+  req.recv_stream = stream::kDpRecv;
+  req.label.name = g.intern(b.name);
+  req.label.category = g.intern("collective");
+  req.label.scheme = g.intern("dp");
+  req.label.layer = l;
+  req.label.phase = Phase::Backward;
+  for (size_t r = 0; r < groups; ++r) {
+    req.ranks.assign(b.members.begin() + static_cast<std::ptrdiff_t>(r * n),
+                     b.members.begin() + static_cast<std::ptrdiff_t>((r + 1) * n));
+    req.deps.clear();
+    for (size_t i = r * n; i < (r + 1) * n; ++i) req.deps.push_back(b.ready(i, l));
+    const auto res = add_collective(g, topo, req).done;
+    std::copy(res.begin(), res.end(), done.begin() + static_cast<std::ptrdiff_t>(r * n));
   }
-  return done;
+  if (groups == 1) return;
+  // Each member's reduced shard (bytes / n, in the reduce dtype) summed across the replicas
+  // after its reduce-scatter, as foreach_reduce issues it, on the replicate group's streams.
+  CollectiveRequest ar = req;
+  ar.op = CollOp::AllReduce;
+  ar.send_stream = stream::kDpReplicateSend;
+  ar.recv_stream = stream::kDpReplicateRecv;
+  ar.bytes = bytes / static_cast<double>(n);
+  ar.label.name = g.intern(b.replicate_name);
+  std::vector<OpId> reduced = done;
+  for (size_t k = 0; k < n; ++k) {
+    ar.ranks.clear();
+    ar.deps.clear();
+    for (size_t r = 0; r < groups; ++r) {
+      ar.ranks.push_back(b.members[r * n + k]);
+      ar.deps.push_back(done[r * n + k]);
+    }
+    const auto res = add_collective(g, topo, ar).done;
+    for (size_t r = 0; r < groups; ++r) reduced[r * n + k] = res[r];
+  }
+  done = reduced;
 }
 
 void add_param_allgather(TaskGraph& g, const model::Topology& topo, const std::vector<int>& members,

@@ -40,6 +40,12 @@ std::vector<std::vector<int>> form_buckets(const GradBuckets& b);
 /// nothing was reduced).
 std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, const GradBuckets& b);
 
+/// Adds the collective(s) of one of form_buckets(b)'s buckets on the DP streams, after each
+/// member's b.ready(i, bucket.back()); sets done[i] (b.members.size() entries) to the op after
+/// which member i's share of it is reduced. (add_grad_buckets is this for every bucket in turn.)
+void add_grad_bucket(TaskGraph& g, const model::Topology& topo, const GradBuckets& b,
+                     const std::vector<int>& bucket, std::vector<OpId>& done);
+
 /// ZeRO >= 1 (distributed optimizer): the all-gather of the updated weights, `bytes` in total
 /// over `members`, each after its deps (its optimizer step), on the DP streams.
 void add_param_allgather(TaskGraph& g, const model::Topology& topo, const std::vector<int>& members,

@@ -8,11 +8,11 @@
 #include "log/log.hpp"
 #include "model/data_parallel.hpp"
 #include "model/moe.hpp"
-#include "model/offload.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
 #include "schedule/grad_buckets.hpp"
 #include "schedule/moe_layer.hpp"
+#include "schedule/optimizer_step.hpp"
 #include "schedule/replicas.hpp"
 #include "schedule/stage_builder.hpp"
 
@@ -302,56 +302,6 @@ Ops reduce_gradient_buckets(const StepCtx& x, const ChunkLayout& cl, int s,
   return add_grad_buckets(x.g, x.topo, b);
 }
 
-/// The optimizer step of each member on `shard` parameters after its gradients are reduced.
-/// Under optimizer CPU offload the offloaded share steps on the host (model/offload.hpp) on the
-/// copy stream after the GPU's step of the rest; the updated weights are whole once it ends.
-Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops& reduced,
-                    double shard, const ReplicaPlan& rp) {
-  const int cp = x.sc.parallel.cp;
-  const double host = x.sc.parallel.zero_stage >= 3 ? 0.0 : x.sc.training.optimizer_offload_fraction;
-  // Fused Adam (multi-tensor apply) streams 30 B per parameter once (fp32 master, m, v read and
-  // written, bf16 grad read, bf16 weight written): a streaming copy-class kernel.
-  const model::Cost c = x.pricer.cost().memory_bound(shard * (1 - host) * 30.0, model::MemClass::Copy, "fused_adam");
-  const model::OptimizerOffloadTime ht = model::optimizer_offload_time(x.sc, shard * host);
-  Ops opt(members.size());
-  auto label = [&](const char* name, const char* cat) {
-    OpLabel l;
-    l.name = x.g.intern(name);
-    l.category = x.g.intern(cat);
-    l.phase = Phase::Optimizer;
-    return l;
-  };
-  // A mirrored member (a bystander) steps when its own part of the reduction ends: members of
-  // one ring finish at different times, and stepping with its twin came out 3.7 % fast on
-  // SimGrid (small_dp_job, a slow GPU and a halved NVLink). A lean build's phantoms (lockstep
-  // lanes) take their twin's. Priced per built member: the kernel-cost counts are the built ops'.
-  double step_s = -1;
-  for (size_t i = 0; i < members.size(); ++i) {
-    const bool built = rp.built[i / cp];
-    if (!built && x.g.has_phantoms()) continue;  // mirrored below
-    if (built || step_s < 0) step_s = x.pricer.time(c, "memory");
-    opt[i] = x.g.add_priced(members[i], stream::kCompute, step_s, label("optimizer_step", "memory"));
-    x.g.add_edge(reduced[i], opt[i]);
-    if (host <= 0) continue;
-    // The copies start once the GPU's step is issued: it follows the backward on the compute
-    // stream even where no gradient reduction precedes it (DP x CP = 1). Megatron issues the
-    // gradients' copy just before the GPU's step; that step is short beside the host's share.
-    OpId prev = opt[i];
-    for (const auto& [name, t] : {std::pair<const char*, double>{"optimizer_offload_d2h", ht.d2h_s},
-                                  {"optimizer_step_cpu", ht.cpu_step_s},
-                                  {"optimizer_offload_h2d", ht.h2d_s}}) {
-      const OpId op = x.g.add_compute(members[i], stream::kOffload, t, label(name, "offload"));
-      x.g.add_edge(prev, op);
-      prev = op;
-    }
-    opt[i] = prev;  // (the last copy back ends the whole step)
-  }
-  // A lean build's phantom member waits as its twin in the representative replica does.
-  for (size_t i = 0; i < members.size(); ++i)
-    if (!rp.built[i / cp] && x.g.has_phantoms()) opt[i] = opt[static_cast<size_t>(rp.rep * cp) + i % cp];
-  return opt;
-}
-
 /// Gradient reduction of stage s over the data-parallel x context-parallel group (CP ranks
 /// hold the same weights), in buckets as the backward produces them, on its own streams so it
 /// overlaps the rest of the backward. ZeRO >= 1 (distributed optimizer) reduce-scatters, steps
@@ -379,7 +329,7 @@ void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsRea
     const int shard_group = p.zero_stage >= 3 ? p.dp_shard() * p.cp : dp_group;
     double shard = p.zero_stage >= 1 ? stage_params / shard_group : stage_params;
     shard += p.zero_stage >= 1 ? experts_held / model::expert_dp(p) : experts_held;
-    const Ops opt = optimizer_steps(x, members, done, shard, rp);
+    const Ops opt = add_optimizer_steps(x.sc, x.pricer, x.g, members, done, shard, rp);
     // FP8 training gathers the updated weights as their FP8 copies (Megatron
     // --fp8-param-gather): 1 B per parameter.
     // Overlapped, the gather runs ahead of the next step's forward instead (param_buckets).
