@@ -1,6 +1,8 @@
 #include "schedule/grad_buckets.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <utility>
 
 #include "schedule/collectives.hpp"
 
@@ -76,6 +78,66 @@ void add_grad_bucket(TaskGraph& g, const model::Topology& topo, const GradBucket
     for (size_t r = 0; r < groups; ++r) reduced[r * n + k] = res[r];
   }
   done = reduced;
+}
+
+QueuedGradBuckets::QueuedGradBuckets(TaskGraph& g, const model::Topology& topo,
+                                     std::vector<std::vector<GradBuckets>> groups,
+                                     std::function<OpId(int, int, size_t, int)> ready)
+    : g_(g), topo_(topo), groups_(std::move(groups)), ready_(std::move(ready)) {
+  for (const auto& stage : groups_) {
+    // (the TP indices of a stage share its layers and bytes, so its buckets)
+    buckets_.push_back(stage.empty() ? std::vector<std::vector<int>>{} : form_buckets(stage.front()));
+    queued_.emplace_back(buckets_.back().size(), 0);
+    pending_.emplace_back();
+    done_.emplace_back();
+    for (const auto& b : stage) done_.back().emplace_back(b.members.size(), kNoOp);
+  }
+}
+
+void QueuedGradBuckets::grads_ready(int s, int layer) {
+  const auto& bs = buckets_[static_cast<size_t>(s)];
+  for (size_t k = 0; k < bs.size(); ++k)
+    if (bs[k].back() == layer && !queued_[static_cast<size_t>(s)][k]) {
+      queued_[static_cast<size_t>(s)][k] = 1;
+      pending_[static_cast<size_t>(s)].push_back(k);
+    }
+}
+
+void QueuedGradBuckets::queue(int s) {
+  auto& pending = pending_[static_cast<size_t>(s)];
+  for (size_t k : pending) {
+    const auto& bucket = buckets_[static_cast<size_t>(s)][k];
+    for (size_t t = 0; t < groups_[static_cast<size_t>(s)].size(); ++t) {
+      GradBuckets b = groups_[static_cast<size_t>(s)][t];
+      const int ti = static_cast<int>(t);
+      b.ready = [&](size_t i, int l) {
+        const OpId r = ready_(s, ti, i, l);
+        if (r != kNoOp) return r;
+        Op gate;  // in no stream: it only holds the member's first step until its gradients exist
+        gate.rank = b.members[i];
+        gate.stream = stream::kDpSend;
+        gate.unordered = true;
+        gate.label.name = g_.intern("grads_ready");
+        gate.label.category = g_.intern("overhead");
+        gate.label.layer = l;
+        gate.label.phase = Phase::Backward;
+        gates_.push_back({g_.add(gate), s, ti, l, i});
+        return gates_.back().op;
+      };
+      add_grad_bucket(g_, topo_, b, bucket, done_[static_cast<size_t>(s)][t]);
+    }
+  }
+  pending.clear();
+}
+
+void QueuedGradBuckets::wire() {
+  for (size_t s = 0; s < pending_.size(); ++s) queue(static_cast<int>(s));
+  for (const Gate& q : gates_) {
+    const OpId r = ready_(q.s, q.t, q.member, q.layer);
+    if (r == kNoOp) throw std::logic_error("a reduce-scatter member's gradients were never built");
+    g_.add_edge(r, q.op);
+  }
+  gates_.clear();
 }
 
 void add_param_allgather(TaskGraph& g, const model::Topology& topo, const std::vector<int>& members,

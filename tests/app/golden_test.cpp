@@ -65,7 +65,10 @@ TEST(Golden, AnchorStepAt128kOnOneNode) {
   // accumulation, merges) ran at its class's measured rate instead of the HBM roofline (+0.44 %).
   // 9.4164333493194228 s until a recomputed ZeRO-3 block was gathered once for its backward, as
   // FSDP2's pre-backward unshard serves the recompute too (-0.64 %).
-  EXPECT_NEAR(step_time("anchor-128k-ring-zigzag.yaml"), 9.3557675862032816, 9.36e-9);
+  // 9.3557675862032816 s until each block's gradient reduce-scatter was queued on the DP
+  // communicator between the backward's parameter gathers, as FSDP2's post-backward hook issues
+  // it, instead of behind the backward's last gather (-0.91 %; exposed DP 0.219 -> 0.121 s).
+  EXPECT_NEAR(step_time("anchor-128k-ring-zigzag.yaml"), 9.270780608108893, 9.27e-9);
 }
 
 TEST(Golden, Llama8bOnFourNodes) {
