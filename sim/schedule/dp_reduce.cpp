@@ -118,8 +118,9 @@ bool gathers_in_backward(const scenario::Scenario& sc) {
 
 /// Gradient reduction of stage s over the data-parallel x context-parallel group (CP ranks
 /// hold the same weights), in buckets as the backward produces them, on its own streams so it
-/// overlaps the rest of the backward. ZeRO >= 1 (distributed optimizer) reduce-scatters, steps
-/// its shard and all-gathers the updated bf16 weights; ZeRO 0 all-reduces and steps everything.
+/// overlaps the rest of the backward. ZeRO 1-2 (distributed optimizer) reduce-scatters, steps
+/// its shard and all-gathers the updated bf16 weights; ZeRO 3 (FSDP) reduce-scatters and steps
+/// its shard; ZeRO 0 all-reduces and steps everything.
 void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsReady& grads,
                   const ReplicaPlan& rp, const QueuedGradBuckets* queued) {
   const auto& p = x.sc.parallel;
@@ -141,19 +142,16 @@ void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsRea
     double shard = p.zero_stage >= 1 ? stage_params / shard_group : stage_params;
     shard += p.zero_stage >= 1 ? experts_held / model::expert_dp(p) : experts_held;
     const std::vector<OpId> opt = add_optimizer_steps(x.sc, x.pricer, x.g, members, done, shard, rp);
-    // FP8 training gathers the updated weights as their FP8 copies (Megatron
-    // --fp8-param-gather): 1 B per parameter.
-    // Overlapped, the gather runs ahead of the next step's forward instead (param_buckets).
-    // HSDP gathers within each shard group (consecutive runs of `members`).
-    if (shard_group > 1 && p.zero_stage >= 1 && !p.overlap_param_gather) {
-      const size_t n = static_cast<size_t>(shard_group);
-      for (size_t r = 0; r < members.size() / n; ++r) {
-        const auto at = [&](const auto& v, size_t k) { return v.begin() + static_cast<std::ptrdiff_t>(k); };
-        add_param_allgather(x.g, x.topo, std::vector<int>(at(members, r * n), at(members, (r + 1) * n)),
-                            std::vector<OpId>(at(opt, r * n), at(opt, (r + 1) * n)),
-                            stage_params * (x.sc.training.fp8 ? 1.0 : model::kBf16Bytes), "dp_allgather_params");
-      }
-    }
+    // Megatron's distributed optimizer (zero_stage 1-2) holds whole bf16 weights and gathers
+    // the updated shards after its step; FP8 training gathers their FP8 copies
+    // (--fp8-param-gather): 1 B per parameter. Overlapped, the gather runs ahead of the next
+    // step's forward instead (param_buckets). FSDP (zero_stage 3) gathers nothing here: the
+    // optimizer steps the sharded parameters, which stay sharded until the next forward's
+    // pre-forward unshard (FSDPParamGroup.pre_forward, _fsdp_param_group.py), that is the
+    // forward's own gathers (StageBuilder::gather_params).
+    if (dp_group > 1 && p.zero_stage >= 1 && p.zero_stage <= 2 && !p.overlap_param_gather)
+      add_param_allgather(x.g, x.topo, members, opt, stage_params * (x.sc.training.fp8 ? 1.0 : model::kBf16Bytes),
+                          "dp_allgather_params");
   }
 }
 

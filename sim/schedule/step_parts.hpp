@@ -1,7 +1,7 @@
 #pragma once
 /// What the pieces of the step composition share: step.cpp builds the replicas' pipelines,
-/// dp_reduce.cpp the data-parallel gradient reduction, the optimizer step and the gathers of
-/// the updated weights. Internal to sim/schedule.
+/// dp_reduce.cpp the data-parallel gradient reduction, the optimizer step and (Megatron's
+/// distributed optimizer) the gathers of the updated weights. Internal to sim/schedule.
 #include <cstdint>
 #include <utility>
 #include <vector>

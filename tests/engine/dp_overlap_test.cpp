@@ -211,8 +211,8 @@ TEST(Fsdp, HsdpGathersInTheShardGroupAndAllReducesAcrossReplicas) {
   for (const auto& [a, b] : dp_pairs(fsdp, "zero3_allgather_params", 8)) crosses |= a / 2 != b / 2;
   EXPECT_TRUE(crosses);
   EXPECT_TRUE(dp_pairs(fsdp, "hsdp_allreduce_grads", 8).empty());
-  // HSDP: gathers, reduce-scatters and the updated weights' gathers within a shard group.
-  for (const char* name : {"zero3_allgather_params", "dp_reducescatter_grads", "dp_allgather_params"}) {
+  // HSDP: gathers and reduce-scatters within a shard group.
+  for (const char* name : {"zero3_allgather_params", "dp_reducescatter_grads"}) {
     const auto pairs = dp_pairs(hsdp, name, 8);
     EXPECT_FALSE(pairs.empty()) << name;
     for (const auto& [a, b] : pairs) EXPECT_EQ(a / 2, b / 2) << name << " " << a << "->" << b;
@@ -239,6 +239,19 @@ TEST(Fsdp, HsdpGathersInTheShardGroupAndAllReducesAcrossReplicas) {
       EXPECT_TRUE(op.stream == schedule::stream::kDpReplicateSend || op.stream == schedule::stream::kDpReplicateRecv);
     }
   }
+}
+
+TEST(Fsdp, ParametersStayShardedAfterTheOptimizerStep) {
+  auto sc = megatron_job();
+  sc.parallel.zero_stage = 3;
+  const Built fsdp = build(sc);
+  // The optimizer steps the sharded parameters; the next step's forward gathers them block by
+  // block. Nothing gathers the updated weights after the step, as the distributed optimizer's
+  // whole bf16 copy needs (zero_stage 1: MegatronDp.WithoutOverlapOneBucketAfterTheBackward).
+  EXPECT_TRUE(fsdp.phases("dp_allgather_params").empty());
+  EXPECT_TRUE(fsdp.phases("zero3_allgather_params").count(schedule::Phase::Forward));
+  sc.parallel.dp_replicate = 2;  // HSDP neither
+  EXPECT_TRUE(build(sc).phases("dp_allgather_params").empty());
 }
 
 TEST(ActivationOffload, CopiesEachOffloadedLayerOutAndBackOnTheCopyStream) {
