@@ -1,6 +1,8 @@
 #include "schedule/grad_buckets.hpp"
 
 #include <algorithm>
+#include <stdexcept>
+#include <utility>
 
 #include "schedule/collectives.hpp"
 
@@ -26,53 +28,116 @@ std::vector<std::vector<int>> form_buckets(const GradBuckets& b) {
 
 std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, const GradBuckets& b) {
   std::vector<OpId> done(b.members.size(), kNoOp);
+  for (const auto& bucket : form_buckets(b)) add_grad_bucket(g, topo, b, bucket, done);
+  return done;
+}
+
+void add_grad_bucket(TaskGraph& g, const model::Topology& topo, const GradBuckets& b,
+                     const std::vector<int>& bucket, std::vector<OpId>& done) {
   const size_t groups = b.reduce_scatter ? static_cast<size_t>(std::max(1, b.replicate)) : 1;
   const size_t n = b.members.size() / groups;  // one shard group's members
-  for (const auto& bucket : form_buckets(b)) {
-    const int l = bucket.back();  // the last layer the backward reaches
-    double bytes = 0;
-    for (int k : bucket) bytes += b.bytes(k);
-    CollectiveRequest req;
-    req.op = b.reduce_scatter ? CollOp::ReduceScatter : CollOp::AllReduce;
-    req.bytes = bytes;
-    req.send_stream = stream::kDpSend;
-    req.recv_stream = stream::kDpRecv;
-    req.label.name = g.intern(b.name);
-    req.label.category = g.intern("collective");
-    req.label.scheme = g.intern("dp");
-    req.label.layer = l;
-    req.label.phase = Phase::Backward;
-    for (size_t r = 0; r < groups; ++r) {
-      req.ranks.assign(b.members.begin() + static_cast<std::ptrdiff_t>(r * n),
-                       b.members.begin() + static_cast<std::ptrdiff_t>((r + 1) * n));
-      req.deps.clear();
-      for (size_t i = r * n; i < (r + 1) * n; ++i) req.deps.push_back(b.ready(i, l));
-      const auto res = add_collective(g, topo, req).done;
-      std::copy(res.begin(), res.end(), done.begin() + static_cast<std::ptrdiff_t>(r * n));
-    }
-    if (groups == 1) continue;
-    // Each member's reduced shard (bytes / n, in the reduce dtype) summed across the replicas
-    // after its reduce-scatter, as foreach_reduce issues it, on the replicate group's streams.
-    CollectiveRequest ar = req;
-    ar.op = CollOp::AllReduce;
-    ar.send_stream = stream::kDpReplicateSend;
-    ar.recv_stream = stream::kDpReplicateRecv;
-    ar.bytes = bytes / static_cast<double>(n);
-    ar.label.name = g.intern(b.replicate_name);
-    std::vector<OpId> reduced = done;
-    for (size_t k = 0; k < n; ++k) {
-      ar.ranks.clear();
-      ar.deps.clear();
-      for (size_t r = 0; r < groups; ++r) {
-        ar.ranks.push_back(b.members[r * n + k]);
-        ar.deps.push_back(done[r * n + k]);
-      }
-      const auto res = add_collective(g, topo, ar).done;
-      for (size_t r = 0; r < groups; ++r) reduced[r * n + k] = res[r];
-    }
-    done = reduced;
+  const int l = bucket.back();  // the last layer the backward reaches
+  double bytes = 0;
+  for (int k : bucket) bytes += b.bytes(k);
+  CollectiveRequest req;
+  req.op = b.reduce_scatter ? CollOp::ReduceScatter : CollOp::AllReduce;
+  req.bytes = bytes;
+  req.send_stream = stream::kDpSend;
+  req.recv_stream = stream::kDpRecv;
+  req.label.name = g.intern(b.name);
+  req.label.category = g.intern("collective");
+  req.label.scheme = g.intern("dp");
+  req.label.layer = l;
+  req.label.phase = Phase::Backward;
+  for (size_t r = 0; r < groups; ++r) {
+    req.ranks.assign(b.members.begin() + static_cast<std::ptrdiff_t>(r * n),
+                     b.members.begin() + static_cast<std::ptrdiff_t>((r + 1) * n));
+    req.deps.clear();
+    for (size_t i = r * n; i < (r + 1) * n; ++i) req.deps.push_back(b.ready(i, l));
+    const auto res = add_collective(g, topo, req).done;
+    std::copy(res.begin(), res.end(), done.begin() + static_cast<std::ptrdiff_t>(r * n));
   }
-  return done;
+  if (groups == 1) return;
+  // Each member's reduced shard (bytes / n, in the reduce dtype) summed across the replicas
+  // after its reduce-scatter, as foreach_reduce issues it, on the replicate group's streams.
+  CollectiveRequest ar = req;
+  ar.op = CollOp::AllReduce;
+  ar.send_stream = stream::kDpReplicateSend;
+  ar.recv_stream = stream::kDpReplicateRecv;
+  ar.bytes = bytes / static_cast<double>(n);
+  ar.label.name = g.intern(b.replicate_name);
+  std::vector<OpId> reduced = done;
+  for (size_t k = 0; k < n; ++k) {
+    ar.ranks.clear();
+    ar.deps.clear();
+    for (size_t r = 0; r < groups; ++r) {
+      ar.ranks.push_back(b.members[r * n + k]);
+      ar.deps.push_back(done[r * n + k]);
+    }
+    const auto res = add_collective(g, topo, ar).done;
+    for (size_t r = 0; r < groups; ++r) reduced[r * n + k] = res[r];
+  }
+  done = reduced;
+}
+
+QueuedGradBuckets::QueuedGradBuckets(TaskGraph& g, const model::Topology& topo,
+                                     std::vector<std::vector<GradBuckets>> groups,
+                                     std::function<OpId(int, int, size_t, int)> ready)
+    : g_(g), topo_(topo), groups_(std::move(groups)), ready_(std::move(ready)) {
+  for (const auto& stage : groups_) {
+    // (the TP indices of a stage share its layers and bytes, so its buckets)
+    buckets_.push_back(stage.empty() ? std::vector<std::vector<int>>{} : form_buckets(stage.front()));
+    queued_.emplace_back(buckets_.back().size(), 0);
+    pending_.emplace_back();
+    done_.emplace_back();
+    for (const auto& b : stage) done_.back().emplace_back(b.members.size(), kNoOp);
+  }
+}
+
+void QueuedGradBuckets::grads_ready(int s, int layer) {
+  const auto& bs = buckets_[static_cast<size_t>(s)];
+  for (size_t k = 0; k < bs.size(); ++k)
+    if (bs[k].back() == layer && !queued_[static_cast<size_t>(s)][k]) {
+      queued_[static_cast<size_t>(s)][k] = 1;
+      pending_[static_cast<size_t>(s)].push_back(k);
+    }
+}
+
+void QueuedGradBuckets::queue(int s) {
+  auto& pending = pending_[static_cast<size_t>(s)];
+  for (size_t k : pending) {
+    const auto& bucket = buckets_[static_cast<size_t>(s)][k];
+    for (size_t t = 0; t < groups_[static_cast<size_t>(s)].size(); ++t) {
+      GradBuckets b = groups_[static_cast<size_t>(s)][t];
+      const int ti = static_cast<int>(t);
+      b.ready = [&](size_t i, int l) {
+        const OpId r = ready_(s, ti, i, l);
+        if (r != kNoOp) return r;
+        Op gate;  // in no stream: it only holds the member's first step until its gradients exist
+        gate.rank = b.members[i];
+        gate.stream = stream::kDpSend;
+        gate.unordered = true;
+        gate.label.name = g_.intern("grads_ready");
+        gate.label.category = g_.intern("overhead");
+        gate.label.layer = l;
+        gate.label.phase = Phase::Backward;
+        gates_.push_back({g_.add(gate), s, ti, l, i});
+        return gates_.back().op;
+      };
+      add_grad_bucket(g_, topo_, b, bucket, done_[static_cast<size_t>(s)][t]);
+    }
+  }
+  pending.clear();
+}
+
+void QueuedGradBuckets::wire() {
+  for (size_t s = 0; s < pending_.size(); ++s) queue(static_cast<int>(s));
+  for (const Gate& q : gates_) {
+    const OpId r = ready_(q.s, q.t, q.member, q.layer);
+    if (r == kNoOp) throw std::logic_error("a reduce-scatter member's gradients were never built");
+    g_.add_edge(r, q.op);
+  }
+  gates_.clear();
 }
 
 void add_param_allgather(TaskGraph& g, const model::Topology& topo, const std::vector<int>& members,

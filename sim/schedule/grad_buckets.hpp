@@ -40,6 +40,61 @@ std::vector<std::vector<int>> form_buckets(const GradBuckets& b);
 /// nothing was reduced).
 std::vector<OpId> add_grad_buckets(TaskGraph& g, const model::Topology& topo, const GradBuckets& b);
 
+/// Adds the collective(s) of one of form_buckets(b)'s buckets on the DP streams, after each
+/// member's b.ready(i, bucket.back()); sets done[i] (b.members.size() entries) to the op after
+/// which member i's share of it is reduced. (add_grad_buckets is this for every bucket in turn.)
+void add_grad_bucket(TaskGraph& g, const model::Topology& topo, const GradBuckets& b,
+                     const std::vector<int>& bucket, std::vector<OpId>& done);
+
+/// Gradient buckets queued on the DP streams in the order the backward issues them, between
+/// the parameter all-gathers the backward queues there (ZeRO-3 / FSDP), instead of after the
+/// whole backward. A DP stream is one NCCL communicator's queue: its collectives run in the
+/// order they were issued, so a reduce-scatter queued behind the backward's last gather could
+/// not start before the backward's end however early its gradients were ready.
+///
+/// FSDP2 issues block l's reduce-scatter in its post-backward hook, once its gradients exist
+/// (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py, FSDPParamGroup.post_backward:
+/// foreach_reduce on comm_ctx.reduce_scatter_stream), after the pre-backward hook of block l
+/// issued the prefetch of block l - 1's all-gather (pre_backward -> _backward_prefetch ->
+/// _prefetch_unshard) and before block l - 1's pre-backward issues block l - 2's: on the
+/// communicator, ... AG(l - 1), RS(l), AG(l - 2), RS(l - 1) ... The step builder calls
+/// grads_ready once a layer's backward of the last micro-batch is built and queue() once the
+/// next layer's gather is (and at the end of each backward pass).
+class QueuedGradBuckets {
+ public:
+  /// groups[s][t]: the buckets of stage s and TP index t (members, layers, bytes, sizes; their
+  /// `ready` unused). ready(s, t, i, layer): the op after which member i's gradients of
+  /// `layer` are complete, kNoOp while its data-parallel replica is not built yet.
+  QueuedGradBuckets(TaskGraph& g, const model::Topology& topo, std::vector<std::vector<GradBuckets>> groups,
+                    std::function<OpId(int s, int t, size_t i, int layer)> ready);
+  /// Stage s's backward of the last micro-batch has reached `layer`: the bucket it closes is
+  /// ready to queue (once: a replica built later finds it queued).
+  void grads_ready(int s, int layer);
+  /// Queues stage s's ready buckets behind what its DP streams hold so far.
+  void queue(int s);
+  /// Once every replica is built: a member whose replica was built after its bucket was queued
+  /// joined it through a zero-time gate, which now waits for that member's gradients.
+  void wire();
+  /// Per member of groups[s][t]: the op after which its last bucket is reduced.
+  const std::vector<OpId>& done(int s, int t) const { return done_.at(static_cast<size_t>(s)).at(static_cast<size_t>(t)); }
+
+ private:
+  struct Gate {
+    OpId op;
+    int s, t, layer;
+    size_t member;
+  };
+  TaskGraph& g_;
+  const model::Topology& topo_;
+  std::vector<std::vector<GradBuckets>> groups_;
+  std::function<OpId(int, int, size_t, int)> ready_;
+  std::vector<std::vector<std::vector<int>>> buckets_;     ///< per stage: form_buckets
+  std::vector<std::vector<char>> queued_;                   ///< per stage, per bucket
+  std::vector<std::vector<size_t>> pending_;                ///< per stage: ready, not queued
+  std::vector<std::vector<std::vector<OpId>>> done_;       ///< per stage, TP index, member
+  std::vector<Gate> gates_;
+};
+
 /// ZeRO >= 1 (distributed optimizer): the all-gather of the updated weights, `bytes` in total
 /// over `members`, each after its deps (its optimizer step), on the DP streams.
 void add_param_allgather(TaskGraph& g, const model::Topology& topo, const std::vector<int>& members,

@@ -104,6 +104,7 @@ class StageBuilder {
   Widths widths(int layer) const;
   Ops layer_pass(int layer, int mb, bool backward, const Ops& entry, bool recompute = false);
   Ops forward_pass(int layer, int mb, const Ops& entry);
+  // The recomputation passes (recompute.cpp).
   /// torchtitan's op policy: the part of the forward its backward reruns.
   Ops op_sac_recompute(int layer, int mb, const Ops& entry);
   /// Megatron's selective recomputation: the core attention's forward again, in the backward.

@@ -1,20 +1,19 @@
 #include "schedule/step.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include "model/stack_kernels.hpp"
 #include <stdexcept>
 
 #include "log/log.hpp"
-#include "model/data_parallel.hpp"
-#include "model/moe.hpp"
-#include "model/offload.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
 #include "schedule/grad_buckets.hpp"
 #include "schedule/moe_layer.hpp"
 #include "schedule/replicas.hpp"
 #include "schedule/stage_builder.hpp"
+#include "schedule/step_parts.hpp"
 
 namespace cpsim::schedule {
 
@@ -63,37 +62,6 @@ std::vector<Action> one_f_one_b(int s, int p, int m, int v) {
 
 using Ops = std::vector<OpId>;
 
-/// The run's fixed inputs, lent to every piece of the step composition.
-struct StepCtx {
-  const scenario::Scenario& sc;
-  const model::Topology& topo;
-  Pricer& pricer;
-  TaskGraph& g;
-  const Mesh& mesh;
-  const Documents& docs;
-};
-
-/// The model chunks of the pipeline: pp x virtual_stages chunks of consecutive layers; chunk c
-/// runs on stage c % pp.
-struct ChunkLayout {
-  int layers = 0, pp = 1, vs = 1, chunks = 1, mbs = 1;
-  std::pair<int, int> layers_of(int c) const {
-    return {static_cast<int>(static_cast<int64_t>(c) * layers / chunks),
-            static_cast<int>(static_cast<int64_t>(c + 1) * layers / chunks)};
-  }
-  /// The layers stage s owns, in forward order.
-  std::vector<int> stage_layers(int s) const {
-    std::vector<int> ls;
-    for (int k = 0; k < vs; ++k) {
-      const auto [l0, l1] = layers_of(k * pp + s);
-      for (int l = l0; l < l1; ++l) ls.push_back(l);
-    }
-    return ls;
-  }
-};
-
-std::vector<ParamBucket> param_buckets(const scenario::Scenario& sc, const ChunkLayout& cl, int s);
-
 ChunkLayout chunk_layout(const scenario::Scenario& sc) {
   const auto& m = sc.model;
   ChunkLayout cl;
@@ -119,9 +87,10 @@ ChunkLayout chunk_layout(const scenario::Scenario& sc) {
 /// stage's streams receive ops in its own schedule order.
 class ReplicaPipeline {
  public:
+  /// `queued`: the gradient buckets queued as the backward reaches them (ZeRO-3), or null.
   ReplicaPipeline(const StepCtx& x, const ChunkLayout& cl, int d, GatherMap& gathers,
-                  MoeA2aMap& a2a, std::vector<Ops>& last_layer_bwd)
-      : x_(x), cl_(cl), last_layer_bwd_(last_layer_bwd),
+                  MoeA2aMap& a2a, std::vector<Ops>& last_layer_bwd, QueuedGradBuckets* queued)
+      : x_(x), cl_(cl), last_layer_bwd_(last_layer_bwd), queued_(queued),
         fwd_out_(cl.chunks, std::vector<Ops>(cl.mbs)), bwd_out_(cl.chunks, std::vector<Ops>(cl.mbs)),
         fwd_done_(cl.chunks, std::vector<bool>(cl.mbs)), bwd_done_(cl.chunks, std::vector<bool>(cl.mbs)) {
     for (int s = 0; s < cl.pp; ++s) {
@@ -187,9 +156,13 @@ class ReplicaPipeline {
     const auto [l0, l1] = cl_.layers_of(c);
     Ops x = c == cl_.chunks - 1 ? sb.lm_head(mb, true, fwd_out_[c][mb]) : bwd_out_[c + 1][mb];
     for (int l = l1 - 1; l >= l0; --l) {
-      x = sb.layer_backward(l, mb, x);
-      if (mb == cl_.mbs - 1) last_layer_bwd_[l] = x;
+      x = sb.layer_backward(l, mb, x);  // (ZeRO-3: it queued layer l's parameter gather)
+      if (queued_) queued_->queue(s);   // the buckets layer l + 1's backward made ready
+      if (mb != cl_.mbs - 1) continue;
+      last_layer_bwd_[l] = x;
+      if (queued_) queued_->grads_ready(s, l);
     }
+    if (queued_) queued_->queue(s);
     if (c > 0) x = transfer(s, (c - 1 + cl_.pp) % cl_.pp, true, mb, x);
     bwd_out_[c][mb] = x;
     bwd_done_[c][mb] = true;
@@ -225,176 +198,13 @@ class ReplicaPipeline {
   const StepCtx& x_;
   const ChunkLayout& cl_;
   std::vector<Ops>& last_layer_bwd_;
+  QueuedGradBuckets* queued_;
   std::vector<StageBuilder> stages_;
   size_t grid_ = 0;
   /// Outputs per model chunk and micro-batch (after the p2p to the next chunk's stage).
   std::vector<std::vector<Ops>> fwd_out_, bwd_out_;
   std::vector<std::vector<bool>> fwd_done_, bwd_done_;
 };
-
-/// [replica][layer]: each layer's backward of the last micro-batch, per grid rank.
-using GradsReady = std::vector<std::vector<Ops>>;
-
-/// Dense (non-expert) parameters per TP rank of layer l.
-double layer_params(const scenario::Scenario& sc, int l) {
-  const auto& m = sc.model;
-  return (model::layer_ffn_replicated_params(m, l) +
-          (model::layer_kind(m, l) == LayerKind::FullAttention ? model::full_attention_layer_params(m)
-                                                               : model::linear_attention_layer_params(m))) /
-         sc.parallel.tp;
-}
-
-/// Stage s's gradient buckets as Megatron's DDP forms them (model/data_parallel.hpp): its layers,
-/// their reduced bytes, the bucket size, a bucket closing at each model chunk's first layer
-/// (each chunk is a DDP of its own).
-GradBuckets stage_buckets(const scenario::Scenario& sc, const ChunkLayout& cl, int s) {
-  GradBuckets b;
-  b.layers = cl.stage_layers(s);
-  b.bytes = [&sc](int l) { return layer_params(sc, l) * model::grad_reduce_bytes(sc.parallel); };
-  b.bucket_bytes = model::dp_bucket_bytes(sc.parallel, s);
-  b.closes = [cl](int l) {
-    for (int c = 0; c < cl.chunks; ++c)
-      if (cl.layers_of(c).first == l) return true;
-    return false;
-  };
-  return b;
-}
-
-/// Stage s's overlapped parameter gathers (Megatron --overlap-param-gather): its gradient
-/// buckets in forward order, each with its layers and the bytes its all-gather moves (bf16
-/// weights; FP8 training gathers its FP8 copies, --fp8-param-gather: 1 B per parameter).
-std::vector<ParamBucket> param_buckets(const scenario::Scenario& sc, const ChunkLayout& cl, int s) {
-  std::vector<ParamBucket> out;
-  const auto& p = sc.parallel;
-  if (!p.overlap_param_gather || p.zero_stage < 1 || p.zero_stage > 2 || p.dp * p.cp == 1 ||
-      sc.mode == scenario::Mode::Prefill)
-    return out;
-  const GradBuckets b = stage_buckets(sc, cl, s);
-  const auto buckets = form_buckets(b);
-  for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
-    ParamBucket pb;
-    pb.layers.assign(it->rbegin(), it->rend());
-    for (int l : pb.layers) pb.bytes += layer_params(sc, l) * (sc.training.fp8 ? 1.0 : model::kBf16Bytes);
-    out.push_back(pb);
-  }
-  return out;
-}
-
-/// The gradient buckets of stage s for TP index t over the data-parallel x context-parallel
-/// group (members d-major, then c); returns, per member, the op after which its last bucket is
-/// reduced.
-Ops reduce_gradient_buckets(const StepCtx& x, const ChunkLayout& cl, int s,
-                            const std::vector<int>& members, int t, const GradsReady& grads,
-                            const ReplicaPlan& rp) {
-  const auto& p = x.sc.parallel;
-  if (p.dp * p.cp == 1) return Ops(members.size(), kNoOp);
-  GradBuckets b = stage_buckets(x.sc, cl, s);
-  b.members = members;
-  b.ready = [&](size_t i, int l) {
-    const int d = static_cast<int>(i) / p.cp, c = static_cast<int>(i) % p.cp;
-    return grads[rp.source(d)][l][static_cast<size_t>(c * p.tp + t)];
-  };
-  b.reduce_scatter = p.zero_stage >= 1;
-  b.name = p.zero_stage >= 1 ? "dp_reducescatter_grads" : "dp_allreduce_grads";
-  // HSDP: members are d-major, so the dp_replicate shard groups are consecutive runs.
-  b.replicate = p.zero_stage >= 3 ? p.dp_replicate : 1;
-  b.replicate_name = "hsdp_allreduce_grads";
-  return add_grad_buckets(x.g, x.topo, b);
-}
-
-/// The optimizer step of each member on `shard` parameters after its gradients are reduced.
-/// Under optimizer CPU offload the offloaded share steps on the host (model/offload.hpp) on the
-/// copy stream after the GPU's step of the rest; the updated weights are whole once it ends.
-Ops optimizer_steps(const StepCtx& x, const std::vector<int>& members, const Ops& reduced,
-                    double shard, const ReplicaPlan& rp) {
-  const int cp = x.sc.parallel.cp;
-  const double host = x.sc.parallel.zero_stage >= 3 ? 0.0 : x.sc.training.optimizer_offload_fraction;
-  // Fused Adam (multi-tensor apply) streams 30 B per parameter once (fp32 master, m, v read and
-  // written, bf16 grad read, bf16 weight written): a streaming copy-class kernel.
-  const model::Cost c = x.pricer.cost().memory_bound(shard * (1 - host) * 30.0, model::MemClass::Copy, "fused_adam");
-  const model::OptimizerOffloadTime ht = model::optimizer_offload_time(x.sc, shard * host);
-  Ops opt(members.size());
-  auto label = [&](const char* name, const char* cat) {
-    OpLabel l;
-    l.name = x.g.intern(name);
-    l.category = x.g.intern(cat);
-    l.phase = Phase::Optimizer;
-    return l;
-  };
-  // A mirrored member (a bystander) steps when its own part of the reduction ends: members of
-  // one ring finish at different times, and stepping with its twin came out 3.7 % fast on
-  // SimGrid (small_dp_job, a slow GPU and a halved NVLink). A lean build's phantoms (lockstep
-  // lanes) take their twin's. Priced per built member: the kernel-cost counts are the built ops'.
-  double step_s = -1;
-  for (size_t i = 0; i < members.size(); ++i) {
-    const bool built = rp.built[i / cp];
-    if (!built && x.g.has_phantoms()) continue;  // mirrored below
-    if (built || step_s < 0) step_s = x.pricer.time(c, "memory");
-    opt[i] = x.g.add_priced(members[i], stream::kCompute, step_s, label("optimizer_step", "memory"));
-    x.g.add_edge(reduced[i], opt[i]);
-    if (host <= 0) continue;
-    // The copies start once the GPU's step is issued: it follows the backward on the compute
-    // stream even where no gradient reduction precedes it (DP x CP = 1). Megatron issues the
-    // gradients' copy just before the GPU's step; that step is short beside the host's share.
-    OpId prev = opt[i];
-    for (const auto& [name, t] : {std::pair<const char*, double>{"optimizer_offload_d2h", ht.d2h_s},
-                                  {"optimizer_step_cpu", ht.cpu_step_s},
-                                  {"optimizer_offload_h2d", ht.h2d_s}}) {
-      const OpId op = x.g.add_compute(members[i], stream::kOffload, t, label(name, "offload"));
-      x.g.add_edge(prev, op);
-      prev = op;
-    }
-    opt[i] = prev;  // (the last copy back ends the whole step)
-  }
-  // A lean build's phantom member waits as its twin in the representative replica does.
-  for (size_t i = 0; i < members.size(); ++i)
-    if (!rp.built[i / cp] && x.g.has_phantoms()) opt[i] = opt[static_cast<size_t>(rp.rep * cp) + i % cp];
-  return opt;
-}
-
-/// Gradient reduction of stage s over the data-parallel x context-parallel group (CP ranks
-/// hold the same weights), in buckets as the backward produces them, on its own streams so it
-/// overlaps the rest of the backward. ZeRO >= 1 (distributed optimizer) reduce-scatters, steps
-/// its shard and all-gathers the updated bf16 weights; ZeRO 0 all-reduces and steps everything.
-void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsReady& grads,
-                  const ReplicaPlan& rp) {
-  const auto& p = x.sc.parallel;
-  const int dp_group = p.dp * p.cp;
-  const std::vector<int> owned = cl.stage_layers(s);  // in forward order
-  double stage_params = 0;
-  for (int l : owned) stage_params += layer_params(x.sc, l);
-  // The stage's routed experts, reduced over expert DP (moe_layer.cpp), stepped below too.
-  const double experts_held = add_expert_grad_sync(
-      x.g, x.topo, x.sc, x.mesh, s, owned, [&](int rank, int l) {
-        const auto co = x.mesh.coord_of(rank);
-        return grads[rp.source(co[3])][l][static_cast<size_t>(co[1] * p.tp + co[0])];
-      });
-  // Mirrored TP indices (tp_mirror) reduce as index 0 does, over their own GPUs and rails.
-  for (int t = 0; t < (rp.tp_mirrored ? 1 : p.tp); ++t) {
-    std::vector<int> members;
-    for (int d = 0; d < p.dp; ++d)
-      for (int c = 0; c < p.cp; ++c) members.push_back(x.mesh.rank_of({t, c, s, d}));
-    const Ops done = reduce_gradient_buckets(x, cl, s, members, t, grads, rp);
-    // HSDP steps the shard of its shard group (dp / dp_replicate x cp ranks).
-    const int shard_group = p.zero_stage >= 3 ? p.dp_shard() * p.cp : dp_group;
-    double shard = p.zero_stage >= 1 ? stage_params / shard_group : stage_params;
-    shard += p.zero_stage >= 1 ? experts_held / model::expert_dp(p) : experts_held;
-    const Ops opt = optimizer_steps(x, members, done, shard, rp);
-    // FP8 training gathers the updated weights as their FP8 copies (Megatron
-    // --fp8-param-gather): 1 B per parameter.
-    // Overlapped, the gather runs ahead of the next step's forward instead (param_buckets).
-    // HSDP gathers within each shard group (consecutive runs of `members`).
-    if (shard_group > 1 && p.zero_stage >= 1 && !p.overlap_param_gather) {
-      const size_t n = static_cast<size_t>(shard_group);
-      for (size_t r = 0; r < members.size() / n; ++r) {
-        const auto at = [&](const auto& v, size_t k) { return v.begin() + static_cast<std::ptrdiff_t>(k); };
-        add_param_allgather(x.g, x.topo, std::vector<int>(at(members, r * n), at(members, (r + 1) * n)),
-                            Ops(at(opt, r * n), at(opt, (r + 1) * n)),
-                            stage_params * (x.sc.training.fp8 ? 1.0 : model::kBf16Bytes), "dp_allgather_params");
-      }
-    }
-  }
-}
 
 /// Model FLOPs of what was built (no recomputation) for `sequences` sequences of `layers`.
 double step_model_flops(const scenario::Scenario& sc, const Documents& docs, int layers,
@@ -540,6 +350,17 @@ BuildInfo build_step(const StepCtx& x) {
   } else if (rp.symmetric && sc.simulation.bystanders) {  // replicas not built (collectives.cpp)
     x.g.set_bystanders(bystanders(x.mesh, rp.built));
   }
+  // ZeRO-3: the gradient buckets queued between the backward's parameter gathers as the backward
+  // reaches them (QueuedGradBuckets). (Such a build copies no replica: its gathers join them.)
+  std::unique_ptr<QueuedGradBuckets> queued;
+  if (gathers_in_backward(sc)) {
+    std::vector<std::vector<GradBuckets>> groups(static_cast<size_t>(cl.pp));
+    for (int s = 0; s < cl.pp; ++s)
+      for (int t = 0; t < reduced_tp(x, rp); ++t) groups[static_cast<size_t>(s)].push_back(dp_grad_buckets(x, cl, s, t));
+    queued = std::make_unique<QueuedGradBuckets>(
+        x.g, x.topo, std::move(groups),
+        [&p, &grads, &rp](int, int t, size_t i, int l) { return member_grads(p, grads, rp, t, i, l); });
+  }
   // The first built replica is built; the others are copies of its ops when that is exact
   // (why_not_copy): the same graph, op for op, without pricing and partitioning them again.
   ReplicaTemplate tmpl;
@@ -557,7 +378,7 @@ BuildInfo build_step(const StepCtx& x) {
     if (first) {
       tmpl = {d, static_cast<OpId>(x.g.size()), 0, x.g.num_edges(), 0, 0, x.pricer.snapshot()};
     }
-    ReplicaPipeline pipe(x, cl, d, gathers, a2a, grads[d]);
+    ReplicaPipeline pipe(x, cl, d, gathers, a2a, grads[d], queued.get());
     const int layers = pipe.run();
     info.full_layers_built += layers;
     check_spines(x.g, x.topo, rp);  // decided once the first replica exists
@@ -576,8 +397,9 @@ BuildInfo build_step(const StepCtx& x) {
   if (std::count(rp.built.begin(), rp.built.end(), 1) > 1 && copies == 0) info.why_not_copied = why_not;
   if (p.dp > 1) info.symmetry = describe_symmetry(rp, p.dp);
   log_shortcuts(info, dp_lean, rp, tmpl.d, copies);
+  if (queued) queued->wire();
   if (sc.mode != scenario::Mode::Prefill)  // prefill: no gradients, no optimizer
-    for (int s = 0; s < cl.pp; ++s) reduce_stage(x, cl, s, grads, rp);
+    for (int s = 0; s < cl.pp; ++s) reduce_stage(x, cl, s, grads, rp, queued.get());
   info.ranks = x.mesh.size();
   const double sequences = static_cast<double>(sc.training.micro_batch) * cl.mbs * p.dp;
   info.tokens = static_cast<double>(sc.training.seq_len) * sequences;

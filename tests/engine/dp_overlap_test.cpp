@@ -2,6 +2,7 @@
 // overlap options, FSDP's resharding under pipeline parallelism, in the graph and in time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -105,6 +106,62 @@ TEST(Fsdp, UnderPipelineTheWeightsAreGatheredOncePerStep) {
   EXPECT_LT(kept.step_s, resharded.step_s);
 }
 
+/// ZeRO-3 on megatron_job (4 layers, 2 micro-batches), replayed: on GPU `rank`, when the
+/// reduce-scatter of the last layer's gradients (the first the backward makes ready) ends, when
+/// the last micro-batch's backward gathers layer 0's weights (the last gather it queues), and
+/// when that GPU's backward of the last layer ends and its reduce-scatter starts.
+struct FsdpTimes {
+  double rs_last_end = 0, ag_first_start = 1e30, bwd_last_end = 0, rs_last_start = 1e30;
+};
+FsdpTimes fsdp_times(scenario::Symmetry sym, int rank) {
+  auto sc = megatron_job();
+  sc.parallel.zero_stage = 3;
+  sc.simulation.symmetry = sym;
+  model::Topology topo(sc.platform, sc.perturb);
+  auto cost = model::CostModel::roofline(sc.platform.gpu);
+  schedule::Pricer pricer(*cost);
+  schedule::TaskGraph g;
+  schedule::build_scenario(sc, topo, pricer, g);
+  g.finalize();
+  const auto tr = engine::replay_analytic(g, topo);
+  const int last = sc.model.layers - 1, mb = sc.training.micro_batches - 1;
+  FsdpTimes t;
+  for (schedule::OpId id = 0; id < g.size(); ++id) {
+    const auto op = g.op(id);
+    const std::string name = g.str(op.label.name);
+    if (op.kind == schedule::OpKind::Compute && op.rank == rank && op.label.layer == last &&
+        op.label.micro == mb && op.label.phase == schedule::Phase::Backward && op.stream == schedule::stream::kCompute)
+      t.bwd_last_end = std::max(t.bwd_last_end, tr.end_s[id]);
+    if (op.kind != schedule::OpKind::Transfer || (op.rank != rank && op.peer != rank)) continue;
+    if (name == "dp_reducescatter_grads" && op.label.layer == last) {
+      t.rs_last_end = std::max(t.rs_last_end, tr.end_s[id]);
+      t.rs_last_start = std::min(t.rs_last_start, tr.start_s[id]);
+    }
+    if (name == "zero3_allgather_params" && op.label.layer == 0 && op.label.micro == mb &&
+        op.label.phase == schedule::Phase::Backward)
+      t.ag_first_start = std::min(t.ag_first_start, tr.start_s[id]);
+  }
+  return t;
+}
+
+TEST(Fsdp, EachBlocksReduceScatterRunsBetweenTheBackwardsGathers) {
+  // FSDP2 issues a block's reduce-scatter in its post-backward hook, between the prefetched
+  // gathers of the blocks below it, on one communicator that runs them in issue order: the
+  // last layer's gradients are reduced while the backward still gathers, not after its end.
+  for (auto sym : {scenario::Symmetry::Auto, scenario::Symmetry::Off}) {
+    const FsdpTimes t = fsdp_times(sym, 0);
+    ASSERT_GT(t.rs_last_end, 0);
+    ASSERT_LT(t.ag_first_start, 1e30);
+    EXPECT_LT(t.rs_last_end, t.ag_first_start) << static_cast<int>(sym);
+  }
+  // Every replica built (Off): a GPU of the last replica, built after the reduce-scatter was
+  // queued, still reduces only once its own backward has made the gradients.
+  const FsdpTimes last = fsdp_times(scenario::Symmetry::Off, 3 * 8);
+  ASSERT_GT(last.bwd_last_end, 0);
+  EXPECT_GE(last.rs_last_start, last.bwd_last_end);
+  EXPECT_LT(last.rs_last_end, last.ag_first_start);
+}
+
 /// The DP indices (rank / tp, order tp-cp-pp-dp with cp = pp = 1) the transfers of the
 /// collectives named `name` join: {from, to} pairs.
 std::set<std::pair<int, int>> dp_pairs(const Built& b, const std::string& name, int tp) {
@@ -128,8 +185,8 @@ TEST(Fsdp, HsdpGathersInTheShardGroupAndAllReducesAcrossReplicas) {
   for (const auto& [a, b] : dp_pairs(fsdp, "zero3_allgather_params", 8)) crosses |= a / 2 != b / 2;
   EXPECT_TRUE(crosses);
   EXPECT_TRUE(dp_pairs(fsdp, "hsdp_allreduce_grads", 8).empty());
-  // HSDP: gathers, reduce-scatters and the updated weights' gathers within a shard group.
-  for (const char* name : {"zero3_allgather_params", "dp_reducescatter_grads", "dp_allgather_params"}) {
+  // HSDP: gathers and reduce-scatters within a shard group.
+  for (const char* name : {"zero3_allgather_params", "dp_reducescatter_grads"}) {
     const auto pairs = dp_pairs(hsdp, name, 8);
     EXPECT_FALSE(pairs.empty()) << name;
     for (const auto& [a, b] : pairs) EXPECT_EQ(a / 2, b / 2) << name << " " << a << "->" << b;
@@ -156,6 +213,19 @@ TEST(Fsdp, HsdpGathersInTheShardGroupAndAllReducesAcrossReplicas) {
       EXPECT_TRUE(op.stream == schedule::stream::kDpReplicateSend || op.stream == schedule::stream::kDpReplicateRecv);
     }
   }
+}
+
+TEST(Fsdp, ParametersStayShardedAfterTheOptimizerStep) {
+  auto sc = megatron_job();
+  sc.parallel.zero_stage = 3;
+  const Built fsdp = build(sc);
+  // The optimizer steps the sharded parameters; the next step's forward gathers them block by
+  // block. Nothing gathers the updated weights after the step, as the distributed optimizer's
+  // whole bf16 copy needs (zero_stage 1: MegatronDp.WithoutOverlapOneBucketAfterTheBackward).
+  EXPECT_TRUE(fsdp.phases("dp_allgather_params").empty());
+  EXPECT_TRUE(fsdp.phases("zero3_allgather_params").count(schedule::Phase::Forward));
+  sc.parallel.dp_replicate = 2;  // HSDP neither
+  EXPECT_TRUE(build(sc).phases("dp_allgather_params").empty());
 }
 
 TEST(ActivationOffload, CopiesEachOffloadedLayerOutAndBackOnTheCopyStream) {

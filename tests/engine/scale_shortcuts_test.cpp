@@ -94,7 +94,7 @@ TEST(ReplicaSymmetry, PerturbedReplicasAreSimulatedInFullAndTheRestMirrored) {
               "other 1, which take part only in the DP collectives)");
     EXPECT_LT(some.ops, all.ops);
     // Exact: a mirrored replica's GPUs step and start their parameter all-gather when their own
-    // part of the gradient reduce-scatter ends (step.cpp optimizer_steps). Taking their twin's
+    // part of the gradient reduce-scatter ends (optimizer_step.cpp). Taking their twin's
     // step instead came out 3.7 % fast here (SimGrid: 35.857 ms against 37.247 ms).
     EXPECT_NEAR(some.step_s, all.step_s, 1e-9 * all.step_s)
         << (engine == scenario::EngineKind::SimGrid ? "simgrid" : "analytic");

@@ -1,0 +1,158 @@
+#include <algorithm>
+#include <vector>
+
+#include "model/data_parallel.hpp"
+#include "model/moe.hpp"
+#include "model/transformer.hpp"
+#include "schedule/collectives.hpp"
+#include "schedule/moe_layer.hpp"
+#include "schedule/optimizer_step.hpp"
+#include "schedule/step_parts.hpp"
+
+// The data-parallel half of the step: gradient buckets over DP x CP, the optimizer step of
+// each member's shard and the gathers of the updated weights.
+namespace cpsim::schedule {
+
+using scenario::LayerKind;
+
+namespace {
+
+/// Dense (non-expert) parameters per TP rank of layer l.
+double layer_params(const scenario::Scenario& sc, int l) {
+  const auto& m = sc.model;
+  return (model::layer_ffn_replicated_params(m, l) +
+          (model::layer_kind(m, l) == LayerKind::FullAttention ? model::full_attention_layer_params(m)
+                                                               : model::linear_attention_layer_params(m))) /
+         sc.parallel.tp;
+}
+
+/// Stage s's gradient buckets as Megatron's DDP forms them (model/data_parallel.hpp): its layers,
+/// their reduced bytes, the bucket size, a bucket closing at each model chunk's first layer
+/// (each chunk is a DDP of its own).
+GradBuckets stage_buckets(const scenario::Scenario& sc, const ChunkLayout& cl, int s) {
+  GradBuckets b;
+  b.layers = cl.stage_layers(s);
+  b.bytes = [&sc](int l) { return layer_params(sc, l) * model::grad_reduce_bytes(sc.parallel); };
+  b.bucket_bytes = model::dp_bucket_bytes(sc.parallel, s);
+  b.closes = [cl](int l) {
+    for (int c = 0; c < cl.chunks; ++c)
+      if (cl.layers_of(c).first == l) return true;
+    return false;
+  };
+  return b;
+}
+
+/// The members of stage s's data-parallel x context-parallel group of TP index t: d-major, then c.
+std::vector<int> dp_members(const StepCtx& x, int s, int t) {
+  std::vector<int> members;
+  for (int d = 0; d < x.sc.parallel.dp; ++d)
+    for (int c = 0; c < x.sc.parallel.cp; ++c) members.push_back(x.mesh.rank_of({t, c, s, d}));
+  return members;
+}
+
+/// Stage s's gradient buckets for TP index t, queued after the whole backward; returns, per
+/// member, the op after which its last bucket is reduced.
+std::vector<OpId> reduce_gradient_buckets(const StepCtx& x, const ChunkLayout& cl, int s, int t, const GradsReady& grads,
+                            const ReplicaPlan& rp) {
+  const auto& p = x.sc.parallel;
+  if (p.dp * p.cp == 1) return std::vector<OpId>(static_cast<size_t>(p.dp * p.cp), kNoOp);
+  GradBuckets b = dp_grad_buckets(x, cl, s, t);
+  b.ready = [&](size_t i, int l) { return member_grads(p, grads, rp, t, i, l); };
+  return add_grad_buckets(x.g, x.topo, b);
+}
+
+}  // namespace
+
+/// Stage s's overlapped parameter gathers (Megatron --overlap-param-gather): its gradient
+/// buckets in forward order, each with its layers and the bytes its all-gather moves (bf16
+/// weights; FP8 training gathers its FP8 copies, --fp8-param-gather: 1 B per parameter).
+std::vector<ParamBucket> param_buckets(const scenario::Scenario& sc, const ChunkLayout& cl, int s) {
+  std::vector<ParamBucket> out;
+  const auto& p = sc.parallel;
+  if (!p.overlap_param_gather || p.zero_stage < 1 || p.zero_stage > 2 || p.dp * p.cp == 1 ||
+      sc.mode == scenario::Mode::Prefill)
+    return out;
+  const GradBuckets b = stage_buckets(sc, cl, s);
+  const auto buckets = form_buckets(b);
+  for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
+    ParamBucket pb;
+    pb.layers.assign(it->rbegin(), it->rend());
+    for (int l : pb.layers) pb.bytes += layer_params(sc, l) * (sc.training.fp8 ? 1.0 : model::kBf16Bytes);
+    out.push_back(pb);
+  }
+  return out;
+}
+
+/// The TP indices whose gradients are reduced as built: mirrored indices (tp_mirror) reduce as
+/// index 0 does, over their own GPUs and rails.
+int reduced_tp(const StepCtx& x, const ReplicaPlan& rp) { return rp.tp_mirrored ? 1 : x.sc.parallel.tp; }
+
+/// The gradient buckets of stage s for TP index t over dp_members (their `ready` unset).
+GradBuckets dp_grad_buckets(const StepCtx& x, const ChunkLayout& cl, int s, int t) {
+  const auto& p = x.sc.parallel;
+  GradBuckets b = stage_buckets(x.sc, cl, s);
+  b.members = dp_members(x, s, t);
+  b.reduce_scatter = p.zero_stage >= 1;
+  b.name = p.zero_stage >= 1 ? "dp_reducescatter_grads" : "dp_allreduce_grads";
+  // HSDP: members are d-major, so the dp_replicate shard groups are consecutive runs.
+  b.replicate = p.zero_stage >= 3 ? p.dp_replicate : 1;
+  b.replicate_name = "hsdp_allreduce_grads";
+  return b;
+}
+
+/// The op after which member i of dp_members(s, t) holds its gradients of layer l; kNoOp while
+/// its replica (or the one it mirrors) is not built.
+OpId member_grads(const scenario::ParallelSpec& p, const GradsReady& grads, const ReplicaPlan& rp, int t,
+                  size_t i, int l) {
+  const int d = static_cast<int>(i) / p.cp, c = static_cast<int>(i) % p.cp;
+  const std::vector<OpId>& ready = grads[rp.source(d)][l];
+  return ready.empty() ? kNoOp : ready[static_cast<size_t>(c * p.tp + t)];
+}
+
+/// Whether the backward queues parameter gathers on the DP streams (StageBuilder::gather_params),
+/// so that the gradient buckets must be queued between them (QueuedGradBuckets).
+bool gathers_in_backward(const scenario::Scenario& sc) {
+  const auto& p = sc.parallel;
+  return p.zero_stage >= 3 && p.dp_shard() * p.cp > 1 && sc.mode != scenario::Mode::Prefill;
+}
+
+/// Gradient reduction of stage s over the data-parallel x context-parallel group (CP ranks
+/// hold the same weights), in buckets as the backward produces them, on its own streams so it
+/// overlaps the rest of the backward. ZeRO 1-2 (distributed optimizer) reduce-scatters, steps
+/// its shard and all-gathers the updated bf16 weights; ZeRO 3 (FSDP) reduce-scatters and steps
+/// its shard; ZeRO 0 all-reduces and steps everything.
+void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsReady& grads,
+                  const ReplicaPlan& rp, const QueuedGradBuckets* queued) {
+  const auto& p = x.sc.parallel;
+  const int dp_group = p.dp * p.cp;
+  const std::vector<int> owned = cl.stage_layers(s);  // in forward order
+  double stage_params = 0;
+  for (int l : owned) stage_params += layer_params(x.sc, l);
+  // The stage's routed experts, reduced over expert DP (moe_layer.cpp), stepped below too.
+  const double experts_held = add_expert_grad_sync(
+      x.g, x.topo, x.sc, x.mesh, s, owned, [&](int rank, int l) {
+        const auto co = x.mesh.coord_of(rank);
+        return grads[rp.source(co[3])][l][static_cast<size_t>(co[1] * p.tp + co[0])];
+      });
+  for (int t = 0; t < reduced_tp(x, rp); ++t) {
+    const std::vector<int> members = dp_members(x, s, t);
+    const std::vector<OpId> done = queued ? queued->done(s, t) : reduce_gradient_buckets(x, cl, s, t, grads, rp);
+    // HSDP steps the shard of its shard group (dp / dp_replicate x cp ranks).
+    const int shard_group = p.zero_stage >= 3 ? p.dp_shard() * p.cp : dp_group;
+    double shard = p.zero_stage >= 1 ? stage_params / shard_group : stage_params;
+    shard += p.zero_stage >= 1 ? experts_held / model::expert_dp(p) : experts_held;
+    const std::vector<OpId> opt = add_optimizer_steps(x.sc, x.pricer, x.g, members, done, shard, rp);
+    // Megatron's distributed optimizer (zero_stage 1-2) holds whole bf16 weights and gathers
+    // the updated shards after its step; FP8 training gathers their FP8 copies
+    // (--fp8-param-gather): 1 B per parameter. Overlapped, the gather runs ahead of the next
+    // step's forward instead (param_buckets). FSDP (zero_stage 3) gathers nothing here: the
+    // optimizer steps the sharded parameters, which stay sharded until the next forward's
+    // pre-forward unshard (FSDPParamGroup.pre_forward, _fsdp_param_group.py), that is the
+    // forward's own gathers (StageBuilder::gather_params).
+    if (dp_group > 1 && p.zero_stage >= 1 && p.zero_stage <= 2 && !p.overlap_param_gather)
+      add_param_allgather(x.g, x.topo, members, opt, stage_params * (x.sc.training.fp8 ? 1.0 : model::kBf16Bytes),
+                          "dp_allgather_params");
+  }
+}
+
+}  // namespace cpsim::schedule
