@@ -77,7 +77,7 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
     }
     // The backward's transient peak, decided per stage where the base estimate lists it: only
     // the last stage computes the LM head and the loss.
-    if (is_backward_peak_term(t)) {
+    if (sc.mode == scenario::Mode::Train && is_backward_peak_term(t)) {
       if (!peak_added) add_backward_peak_terms(est, sc, k == p.pp - 1);
       peak_added = true;
       continue;
@@ -100,7 +100,8 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
     }
     est.terms.push_back(t);
   }
-  if (!peak_added) add_backward_peak_terms(est, sc, k == p.pp - 1);
+  // Prefill runs no backward and no loss: nothing of its peak to add.
+  if (!peak_added && sc.mode == scenario::Mode::Train) add_backward_peak_terms(est, sc, k == p.pp - 1);
   finish_memory_estimate(est, sc);
   return est;
 }

@@ -106,7 +106,7 @@ TEST(Fsdp, UnderPipelineTheWeightsAreGatheredOncePerStep) {
   EXPECT_LT(kept.step_s, resharded.step_s);
 }
 
-/// ZeRO-3 on megatron_job (4 layers, 2 micro-batches), replayed: on GPU `rank`, when the
+/// ZeRO-3 on llama8b_tp8_job (4 layers, 2 micro-batches), replayed: on GPU `rank`, when the
 /// reduce-scatter of the last layer's gradients (the first the backward makes ready) ends, when
 /// the last micro-batch's backward gathers layer 0's weights (the last gather it queues), and
 /// when that GPU's backward of the last layer ends and its reduce-scatter starts.
@@ -114,7 +114,7 @@ struct FsdpTimes {
   double rs_last_end = 0, ag_first_start = 1e30, bwd_last_end = 0, rs_last_start = 1e30;
 };
 FsdpTimes fsdp_times(scenario::Symmetry sym, int rank) {
-  auto sc = megatron_job();
+  auto sc = test::llama8b_tp8_job();
   sc.parallel.zero_stage = 3;
   sc.simulation.symmetry = sym;
   model::Topology topo(sc.platform, sc.perturb);
@@ -216,16 +216,16 @@ TEST(Fsdp, HsdpGathersInTheShardGroupAndAllReducesAcrossReplicas) {
 }
 
 TEST(Fsdp, ParametersStayShardedAfterTheOptimizerStep) {
-  auto sc = megatron_job();
+  auto sc = test::llama8b_tp8_job();
   sc.parallel.zero_stage = 3;
-  const Built fsdp = build(sc);
+  const Built fsdp(sc);
   // The optimizer steps the sharded parameters; the next step's forward gathers them block by
   // block. Nothing gathers the updated weights after the step, as the distributed optimizer's
   // whole bf16 copy needs (zero_stage 1: MegatronDp.WithoutOverlapOneBucketAfterTheBackward).
   EXPECT_TRUE(fsdp.phases("dp_allgather_params").empty());
   EXPECT_TRUE(fsdp.phases("zero3_allgather_params").count(schedule::Phase::Forward));
   sc.parallel.dp_replicate = 2;  // HSDP neither
-  EXPECT_TRUE(build(sc).phases("dp_allgather_params").empty());
+  EXPECT_TRUE(Built(sc).phases("dp_allgather_params").empty());
 }
 
 TEST(ActivationOffload, CopiesEachOffloadedLayerOutAndBackOnTheCopyStream) {
