@@ -53,13 +53,15 @@ double step(const nlohmann::json& j) { return j["step_time_s"].get<double>(); }
 
 }  // namespace
 
-// The stack decides the host ops: eager issues the most host time, torch.compile the least.
+// The stack decides the host ops: torch.compile issues the least host time (few fused kernels,
+// each launched cheaply); Megatron-TE's module calls (a TE module's backward costs 6-8 eager
+// ops) the most, eager's one op per ATen kernel in between.
 TEST(HostLane, StackDecidesTheHostOps) {
   const auto eager = run_json(kLarge, "l_eager", "--set training.stack=torch-eager");
   const auto te = run_json(kLarge, "l_te", "--set training.stack=megatron-te");
   const auto compiled = run_json(kLarge, "l_compile", "--set training.stack=torch-compile");
-  EXPECT_GT(overhead(eager), 1.5 * overhead(te));
-  EXPECT_GT(overhead(te), 1.5 * overhead(compiled));
+  EXPECT_GT(overhead(eager), 3 * overhead(compiled));
+  EXPECT_GT(overhead(te), 1.2 * overhead(eager));
   // Llama-3 8B at 8K: the kernels outlast the host: its time is hidden, the step barely moves
   // with the host's speed.
   const auto slow = run_json(kLarge, "l_slow", "--set training.stack=torch-eager --set platform.runtime.host_op=20us");
