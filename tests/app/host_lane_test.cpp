@@ -85,4 +85,14 @@ TEST(HostLane, SmallModelExposesTheHostUnderEager) {
   EXPECT_LT(step(compiled), 1.005 * step(compiled_graphs));
 }
 
+// "compute by layer type" is GPU time: the host lane's ops are not in it, so a run with CUDA
+// graphs (no host ops) reports the same per-layer-kind compute as one with eager host ops.
+TEST(HostLane, ComputeByLayerKindLeavesTheHostOut) {
+  const auto eager = run_json(kLarge, "k_eager", "--set training.stack=torch-eager");
+  const auto graphs = run_json(kLarge, "k_graphs", "--set training.stack=torch-eager --set platform.runtime.graphs=true");
+  EXPECT_GT(overhead(eager), 0.01);
+  EXPECT_NEAR(eager["compute_by_layer_kind_s"]["full-attention"].get<double>(),
+              graphs["compute_by_layer_kind_s"]["full-attention"].get<double>(), 1e-9);
+}
+
 }  // namespace CPSIM_TEST_TU
