@@ -95,4 +95,16 @@ TEST(HostLane, ComputeByLayerKindLeavesTheHostOut) {
               graphs["compute_by_layer_kind_s"]["full-attention"].get<double>(), 1e-9);
 }
 
+// A platform that names ops_per_attention keeps the per-call count it names (that many eager
+// ops and a launch before each attention kernel) and no layer host ops: the stack no longer
+// decides, so every stack pays the same.
+TEST(HostLane, NamedOpsPerAttentionOverridesTheStack) {
+  const std::string named = " --set platform.runtime.ops_per_attention=8";
+  const auto eager = run_json(kLarge, "n_eager", "--set training.stack=torch-eager" + named);
+  const auto te = run_json(kLarge, "n_te", "--set training.stack=megatron-te" + named);
+  const auto stack = run_json(kLarge, "n_stack", "--set training.stack=torch-eager");
+  EXPECT_DOUBLE_EQ(overhead(eager), overhead(te));
+  EXPECT_LT(overhead(eager), 0.5 * overhead(stack));
+}
+
 }  // namespace CPSIM_TEST_TU
