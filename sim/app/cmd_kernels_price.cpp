@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "app/cli_checks.hpp"
 #include "app/command_errors.hpp"
@@ -17,6 +18,7 @@
 #include "model/fp8_attention.hpp"
 #include "model/fp8_quantize.hpp"
 #include "model/gemm_cost.hpp"
+#include "model/host_ops.hpp"
 #include "model/stack_kernels.hpp"
 #include "model/unfused_attention.hpp"
 #include "scenario/enum_names.hpp"
@@ -88,6 +90,52 @@ int price_memory(const PriceArgs& a, const scenario::PlatformSpec& platform) {
     std::printf("  %s (%s, %d launch%s): %.3f us, %.0f GB/s\n", k["kernel"].get<std::string>().c_str(),
                 k["class"].get<std::string>().c_str(), k["launches"].get<int>(),
                 k["launches"].get<int>() == 1 ? "" : "es", k["time_s"].get<double>() * 1e6, k["gbps"].get<double>());
+  if (!a.json.empty()) support::write_file_atomic(a.json, out.dump(2) + "\n");
+  return 0;
+}
+
+/// `--op host`: the host ops one layer pass issues under `--stack` (model/host_ops.hpp), forward
+/// or backward, split around the attention call, with their kinds' costs and the platform's
+/// runtime (its `host_op` prices one eager op; `graphs` leaves one graph launch per pass).
+int price_host(const PriceArgs& a, const scenario::PlatformSpec& platform) {
+  const auto stack = scenario::parse_enum<scenario::Stack>(a.stack, scenario::kStackNames);
+  if (!stack)
+    throw std::invalid_argument("--stack: expected " + scenario::enum_choices(scenario::kStackNames) + ", got '" +
+                                a.stack + "'");
+  if (a.direction != "fwd" && a.direction != "bwd")
+    throw std::invalid_argument("--direction: expected fwd or bwd for --op host, got '" + a.direction + "'");
+  if (a.heads < 1 || a.head_dim < 1 || a.kv_heads < 0)
+    throw std::invalid_argument("--heads, --head-dim: positive; --kv-heads: 0 (= --heads) or more");
+  const bool bwd = a.direction == "bwd";
+  const scenario::RuntimeSpec& rt = platform.runtime;
+  model::LayerWidths w;
+  w.tokens = w.hidden = w.ffn = 1;
+  w.q = static_cast<double>(a.heads) * a.head_dim;
+  w.kv = static_cast<double>(a.kv_heads > 0 ? a.kv_heads : a.heads) * a.head_dim;
+  const model::LayerHostOps l = model::layer_host_ops(*stack, bwd, w);
+  const model::HostLoad ring = model::ring_step_host(*stack, bwd);
+  auto part = [&](const model::HostLoad& h) {
+    return nlohmann::json{{"ops", h.ops}, {"eager_op_units", h.units}, {"time_s", model::host_seconds(h, rt)}};
+  };
+  const double total_s = model::host_seconds(l.total(), rt) + model::graph_launch_seconds(rt);
+  nlohmann::json kinds = nlohmann::json::object();
+  for (const auto k : {model::HostOpKind::EagerOp, model::HostOpKind::InductorKernel, model::HostOpKind::CompiledCall,
+                       model::HostOpKind::TeLinearFwd, model::HostOpKind::TeLinearBwd,
+                       model::HostOpKind::TeLnLinearFwd, model::HostOpKind::TeLnLinearBwd})
+    kinds[model::host_op_kind_name(k)] = model::host_op_units(k) * rt.host_op_s;
+  nlohmann::json out = {{"gpu", platform.gpu.name}, {"op", "host"}, {"stack", a.stack}, {"direction", a.direction},
+                        {"eager_op_s", rt.host_op_s}, {"graphs", rt.graphs}, {"kind_s", kinds},
+                        {"before_attention", part(l.before)}, {"attention_call", part(l.attention)},
+                        {"after_attention", part(l.after)}, {"ring_step", part(ring)},
+                        {"ops", l.total().ops}, {"time_s", total_s}};
+  std::printf("%s host ops of one layer pass, %s %s: %d ops, %.1f us (one eager op %.2f us%s)\n",
+              platform.name.c_str(), a.stack.c_str(), a.direction.c_str(), l.total().ops, total_s * 1e6,
+              rt.host_op_s * 1e6, rt.graphs ? "; CUDA graphs: one graph launch per pass" : "");
+  for (const auto& [name, h] : {std::pair<const char*, const model::HostLoad*>{"before the attention call", &l.before},
+                                {"the attention call", &l.attention}, {"after the attention call", &l.after},
+                                {"a CP ring step after the first", &ring}})
+    std::printf("  %s: %d ops, %.2f eager-op units, %.1f us\n", name, h->ops, h->units,
+                model::host_seconds(*h, rt) * 1e6);
   if (!a.json.empty()) support::write_file_atomic(a.json, out.dump(2) + "\n");
   return 0;
 }
@@ -167,10 +215,11 @@ int price(const PriceArgs& a) {
   const scenario::PlatformSpec platform = scenario::load_platform(a.platform);
   static const std::vector<std::string> kMemOps = {"norm", "rope", "residual", "activation", "loss", "cp-merge"};
   const bool mem_op = std::find(kMemOps.begin(), kMemOps.end(), a.op) != kMemOps.end();
-  if (a.op != "attention" && a.op != "gemm" && !mem_op)
-    throw std::invalid_argument("--op: expected attention, gemm, norm, rope, residual, activation, loss or cp-merge, got '" +
-                                a.op + "'");
+  if (a.op != "attention" && a.op != "gemm" && a.op != "host" && !mem_op)
+    throw std::invalid_argument(
+        "--op: expected attention, gemm, norm, rope, residual, activation, loss, cp-merge or host, got '" + a.op + "'");
   if (mem_op) return price_memory(a, platform);
+  if (a.op == "host") return price_host(a, platform);
   if (a.op == "gemm") {
     scenario::CostSpec gspec;
     gspec.profile = a.profile;
@@ -304,7 +353,7 @@ void register_kernels_price(CLI::App* kernels, int& rc) {
   auto a = std::make_shared<PriceArgs>();
   auto* sub = kernels->add_subcommand("price", "price one kernel call (attention, or --op gemm) on a platform's GPU");
   sub->add_option("--op", a->op,
-                  "attention | gemm | norm | rope | residual | activation | loss | cp-merge (default attention)");
+                  "attention | gemm | norm | rope | residual | activation | loss | cp-merge | host (default attention)");
   sub->add_option("--stack", a->stack,
                   "memory-bound ops and --impl unfused: megatron-te | torch-eager | torch-compile (default megatron-te)");
   sub->add_option("--attention-dropout", a->attention_dropout, "--impl unfused: attention dropout probability (default 0)");

@@ -55,6 +55,8 @@ constexpr const char* kOriginMegatronFused =
     "unfused: BF16 batched GEMMs by the GEMM cost + FusedScaleMaskSoftmax at measured memory rates";
 constexpr const char* kOriginMegatronTorch =
     "unfused: BF16 batched GEMMs by the GEMM cost + FP32 torch softmax at measured memory rates";
+constexpr const char* kOriginInductor =
+    "unfused: BF16 batched GEMMs by the GEMM cost + one Inductor softmax kernel each way at measured memory rates";
 constexpr const char* kOriginTorchMath =
     "unfused: math SDPA, FP32 batched GEMMs (FP32 peak x GEMM plateau, floor the BF16 GEMM cost) + eager "
     "kernels at measured memory rates";
@@ -88,11 +90,13 @@ const char* unfused_variant_name(UnfusedVariant v) {
     case UnfusedVariant::MegatronFusedSoftmax: return "Megatron DotProductAttention, fused softmax";
     case UnfusedVariant::MegatronTorchSoftmax: return "Megatron DotProductAttention, FP32 torch softmax";
     case UnfusedVariant::TorchMathFp32: return "PyTorch math SDPA (FP32)";
+    case UnfusedVariant::InductorFusedSoftmax: return "torch.compile (Inductor), fused softmax chain";
   }
   return "?";
 }
 
 UnfusedVariant unfused_variant(Stack stack, const AttentionCall& c) {
+  if (stack == Stack::TorchCompile) return UnfusedVariant::InductorFusedSoftmax;
   if (stack != Stack::MegatronTe) return UnfusedVariant::TorchMathFp32;
   return megatron_fused_softmax(c) ? UnfusedVariant::MegatronFusedSoftmax : UnfusedVariant::MegatronTorchSoftmax;
 }
@@ -183,6 +187,25 @@ UnfusedPrice unfused_attention_price(const CostModel& gemms, const scenario::Gpu
       }
       break;
     }
+    case UnfusedVariant::InductorFusedSoftmax:
+      if (!c.backward) {
+        if (s.gqa) mem("K, V expanded over the query heads", MemClass::Copy, 2 * (s.kv + s.kv_exp) * 2, 2);
+        gemm("mm Q K^T (BF16, extern)", sq, sk, d);
+        // BF16 scores in, BF16 probabilities out; with dropout the 1-byte mask is written too.
+        mem(dropout ? "triton scale-mask-softmax-dropout" : "triton scale-mask-softmax", MemClass::FusedFwd,
+            s.n * (dropout ? 5 : 4), 1);
+        gemm("mm P V (BF16, extern)", sq, d, sk);
+      } else {
+        gemm("dP = dO V^T (BF16, extern)", sq, sk, d);
+        gemm("dV = P^T dO (BF16, extern)", sk, d, sq);
+        // dP and P in, dS out (and the dropout mask in).
+        mem(dropout ? "triton softmax-dropout backward" : "triton softmax backward", MemClass::FusedBwd,
+            s.n * (dropout ? 7 : 6), 1);
+        gemm("dQ = dS K (BF16, extern)", sq, d, sk);
+        gemm("dK = dS^T Q (BF16, extern)", sk, d, sq);
+        if (s.gqa) mem("sum dK, dV over the query heads", MemClass::Add, 2 * (s.kv_exp + s.kv) * 2, 2);
+      }
+      break;
     case UnfusedVariant::TorchMathFp32:
       if (!c.backward) {
         mem("Q, K, V to FP32", MemClass::Copy, (s.q + 2 * s.kv) * 6, 3);
@@ -216,7 +239,8 @@ UnfusedPrice unfused_attention_price(const CostModel& gemms, const scenario::Gpu
   }
 
   r.total.source = CostSource::Derived;
-  r.total.origin = r.variant == UnfusedVariant::TorchMathFp32  ? kOriginTorchMath
+  r.total.origin = r.variant == UnfusedVariant::InductorFusedSoftmax ? kOriginInductor
+                   : r.variant == UnfusedVariant::TorchMathFp32  ? kOriginTorchMath
                    : r.variant == UnfusedVariant::MegatronTorchSoftmax ? kOriginMegatronTorch
                                                                        : kOriginMegatronFused;
   for (const auto& p : r.parts) {
@@ -233,6 +257,7 @@ double unfused_saved_bytes(Stack stack, const AttentionCall& c, double dropout_p
   const bool dropout = dropout_p > 0;
   switch (unfused_variant(stack, c)) {
     case UnfusedVariant::MegatronFusedSoftmax:
+    case UnfusedVariant::InductorFusedSoftmax:
       // The BF16 softmax output (its backward reads only it); with dropout also the 1-byte
       // mask and the dropped-out probabilities bmm keeps: Korthikanti et al. 2022 ("Reducing
       // Activation Recomputation in Large Transformer Models", sec. 4.1) count 2 + 1 + 2 = 5 B.

@@ -31,6 +31,12 @@ enum class UnfusedVariant : uint8_t {
   /// default), FP32 GEMMs, the causal mask built and added as a float tensor, _safe_softmax
   /// (softmax, eq(-inf), all, where), and the weights cast back to BF16 as a second output.
   TorchMathFp32,
+  /// torch.compile (Inductor) over the same code: the GEMMs stay cuBLAS calls in BF16 (extern
+  /// mm), the scale, mask, softmax (and dropout) between them are one generated Triton kernel,
+  /// the mask computed from indices in the kernel: one read and one write of the scores each
+  /// way, as Inductor fuses a pointwise-reduction-pointwise chain over one tensor. BF16 GEMMs as
+  /// model code writing matmul, softmax, matmul traces them (not confirmed against a profile).
+  InductorFusedSoftmax,
 };
 const char* unfused_variant_name(UnfusedVariant v);
 

@@ -122,7 +122,9 @@ void RankTimes::finish() {
 }
 
 void RankTimes::tally(const schedule::Op& op, double s, double e) {
-  if (op.kind == OpKind::Compute) {
+  // Compute by layer kind is GPU time: the host lane's framework ops (category overhead) are
+  // the CPU issuing that layer's kernels, not kernels.
+  if (op.kind == OpKind::Compute && op.stream != schedule::stream::kHost) {
     const int layer = op.label.layer;
     const int kind = layer < 0 || layer >= sc_.model.layers ? 0
                      : model::layer_kind(sc_.model, layer) == scenario::LayerKind::FullAttention ? 1

@@ -50,6 +50,10 @@ json platform(const scenario::PlatformSpec& p) {
                {"pxn", n.pxn}};
   if (n.p2p_max_Bps > 0) nccl["p2p_max_bw"] = n.p2p_max_Bps;
   const auto& rt = p.runtime;
+  json runtime = {{"kernel_launch", rt.kernel_launch_s}, {"host_op", rt.host_op_s}, {"graphs", rt.graphs},
+                  {"ring_step_sync", rt.ring_step_sync_s}, {"nccl_launch", rt.nccl_launch_s}};
+  // -1 (the stack decides the host ops) is what a runtime mapping without the key reads as.
+  if (rt.ops_per_attention >= 0) runtime["ops_per_attention"] = rt.ops_per_attention;
   return {{"name", p.name},
           {"gpu", gpu},
           {"nodes", p.nodes},
@@ -58,9 +62,7 @@ json platform(const scenario::PlatformSpec& p) {
           {"network", network},
           {"nccl", nccl},
           {"compute_interference", p.compute_interference},
-          {"runtime", {{"kernel_launch", rt.kernel_launch_s}, {"host_op", rt.host_op_s},
-                       {"ops_per_attention", rt.ops_per_attention}, {"graphs", rt.graphs},
-                       {"ring_step_sync", rt.ring_step_sync_s}, {"nccl_launch", rt.nccl_launch_s}}}};
+          {"runtime", runtime}};
 }
 
 json model(const scenario::ModelSpec& m) {

@@ -65,25 +65,25 @@ struct NcclSpec {
 /// docs/scenario-format.md and docs/cost-model.md for the sources of the defaults). Zero in a
 /// programmatic spec; a platform file gets kRuntimeDefaults unless it says otherwise.
 struct RuntimeSpec {
-  double kernel_launch_s = 0;   ///< host cost of one cudaLaunchKernel
-  double host_op_s = 0;         ///< host cost of one eager framework op (dispatch, autograd)
-  int ops_per_attention = 0;    ///< framework ops around one attention kernel call
-  bool graphs = false;          ///< CUDA graphs: host op and launch costs vanish
+  double kernel_launch_s = 0;   ///< host cost of one cudaLaunchKernel (under CUDA graphs: one graph launch)
+  double host_op_s = 0;         ///< host cost of one eager framework op (dispatch, autograd, its launch)
+  /// Framework ops around one attention kernel call: -1, the training stack decides them and the
+  /// layer's other host ops (model/host_ops.hpp); a count replaces them by that many eager ops
+  /// plus one kernel launch per attention call.
+  int ops_per_attention = 0;
+  bool graphs = false;          ///< CUDA graphs: per-op host costs vanish (one graph launch per layer pass)
   double ring_step_sync_s = 0;  ///< per ring step: event record + stream wait before the kernel
   double nccl_launch_s = 0;     ///< per NCCL collective and rank: host launch of its kernel
-  bool any() const {
-    return ring_step_sync_s > 0 || nccl_launch_s > 0 ||
-           (!graphs && (kernel_launch_s > 0 || (host_op_s > 0 && ops_per_attention > 0)));
-  }
 };
 
-/// Public order-of-magnitude figures (docs/cost-model.md, "Fixed overheads"):
-/// cudaLaunchKernel 1-3 us on CUDA 12 drivers and 5-25 us of CPU work per eager PyTorch op
-/// (J. Lin, "From PyTorch op to kernel launch", layer table); ring-flash-attention's per-step
-/// forward issues about 8 ops (flash_attn_forward, the out/LSE update's exp, sigmoid, sub, mul,
-/// add and two casts); one event record + cudaStreamWaitEvent per step, and NCCL's host-side
-/// group launch, each a few microseconds.
-inline constexpr RuntimeSpec kRuntimeDefaults{3e-6, 10e-6, 8, false, 5e-6, 5e-6};
+/// Measured and public figures (docs/cost-model.md, "Fixed overheads"): cudaLaunchKernel 1-3 us
+/// on CUDA 12 drivers; one eager PyTorch op 10.3 us of host time (dispatch + launch of a tiny
+/// elementwise op with the GPU idle, measured on an H200 host by tools/bench_block.py:
+/// kernels/profiles/h200-block-measured.csv row tiny-op), inside the public 5-25 us per op
+/// (J. Lin, "From PyTorch op to kernel launch", layer table); the stack decides the ops (-1);
+/// one event record + cudaStreamWaitEvent per ring step, and NCCL's host-side group launch,
+/// each a few microseconds.
+inline constexpr RuntimeSpec kRuntimeDefaults{3e-6, 10.3e-6, -1, false, 5e-6, 5e-6};
 
 /// A cluster: nodes of GPUs joined by an intra-node fabric and (if nodes > 1) a rail-optimised
 /// leaf/spine network.

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "model/fp8_attention.hpp"
+#include "model/host_ops.hpp"
 
 namespace cpsim::schedule {
 
@@ -105,6 +106,17 @@ OpLabel make_label(TaskGraph& g, const AttentionCtx& ctx, const char* name,
   return l;
 }
 
+namespace {
+/// The widths host_ops needs (which kernels a layer runs, not their sizes).
+model::LayerWidths host_widths(const AttnGeometry& geo) {
+  model::LayerWidths w;
+  w.tokens = w.hidden = w.ffn = 1;
+  w.q = static_cast<double>(geo.heads_q) * geo.head_dim;
+  w.kv = static_cast<double>(geo.heads_kv) * geo.head_dim;
+  return w;
+}
+}  // namespace
+
 OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w,
                           const AttnGeometry& geo, bool backward, OpLabel label) {
   if (w.pairs == 0) return kNoOp;
@@ -121,15 +133,22 @@ OpId add_attention_kernel(AttentionCtx& ctx, int rank, const BlockWork& w,
   call.backward = backward;
   const model::Cost c = model::attention_cost(ctx.pricer.cost(), call, ctx.sc.training.fp8_attention);
   label.shape = ctx.g.add_shape(call);
-  // Fixed overheads (platform runtime:): the host thread's framework ops and kernel launch for
-  // this call, which the kernel waits for (the host runs ahead when kernels are long), and for a
-  // ring step after the first the event wait that orders the kernel after its K,V arrival.
+  // Fixed overheads (platform runtime:): the host thread's framework ops for this call (the
+  // stack's attention call, or a ring step's call and merge ops: model/host_ops.hpp), which the
+  // kernel waits for (the host runs ahead when kernels are long), and for a ring step after the
+  // first the event wait that orders the kernel after its K,V arrival.
   const scenario::RuntimeSpec& rt = ctx.sc.platform.runtime;
   OpLabel ov = label;
   ov.shape = -1;
   ov.category = ctx.g.intern("overhead");
   OpId host = kNoOp;
-  const double host_s = rt.graphs ? 0.0 : rt.kernel_launch_s + rt.ops_per_attention * rt.host_op_s;
+  double host_s = 0;
+  if (rt.ops_per_attention >= 0)  // the platform names the count: that many eager ops and a launch
+    host_s = rt.graphs ? 0.0 : rt.kernel_launch_s + rt.ops_per_attention * rt.host_op_s;
+  else if (label.step > 0)
+    host_s = model::host_seconds(model::ring_step_host(ctx.sc.training.stack, backward), rt);
+  else
+    host_s = model::host_seconds(model::layer_host_ops(ctx.sc.training.stack, backward, host_widths(geo)).attention, rt);
   if (host_s > 0) {
     ov.name = ctx.g.intern("host_launch");
     host = ctx.g.add_compute(rank, stream::kHost, host_s, ov);
@@ -201,12 +220,41 @@ std::vector<OpId> dispatch(AttentionCtx& ctx, const std::vector<OpId>& entry, bo
 }
 }  // namespace
 
+namespace {
+/// The layer pass's other host ops on each rank's host lane (model/host_ops.hpp), in issue
+/// order around the attention call: those issued before it ahead of the call's own host op
+/// (the host lane is in order, so the attention kernel waits for all of them), those after it
+/// behind. The GPU ops outside attention are built by the layer's stage and carry no launch
+/// edge: the attention kernel, one per pass, is where a host that falls behind shows, at layer
+/// granularity. Under CUDA graphs the pass is one graph launch. A platform that names
+/// ops_per_attention keeps its per-call count and adds nothing here.
+void add_layer_host(AttentionCtx& ctx, bool backward, bool before) {
+  const scenario::RuntimeSpec& rt = ctx.sc.platform.runtime;
+  if (rt.ops_per_attention >= 0) return;
+  const model::LayerHostOps ops = model::layer_host_ops(ctx.sc.training.stack, backward, host_widths(ctx.geo));
+  const double s = before ? model::host_seconds(ops.before, rt) + model::graph_launch_seconds(rt)
+                          : model::host_seconds(ops.after, rt);
+  if (!(s > 0)) return;
+  OpLabel l = make_label(ctx.g, ctx, before ? "host_ops_before_attention" : "host_ops_after_attention", "host",
+                         backward ? Phase::Backward : Phase::Forward);
+  l.category = ctx.g.intern("overhead");
+  for (const int rank : ctx.group) ctx.g.add_compute(rank, stream::kHost, s, l);
+}
+
+std::vector<OpId> layer_pass(AttentionCtx& ctx, const std::vector<OpId>& entry, bool backward) {
+  add_layer_host(ctx, backward, true);
+  std::vector<OpId> exit = dispatch(ctx, entry, backward);
+  add_layer_host(ctx, backward, false);
+  return exit;
+}
+}  // namespace
+
 std::vector<OpId> attention_forward(AttentionCtx& ctx, const std::vector<OpId>& entry) {
-  return dispatch(ctx, entry, false);
+  return layer_pass(ctx, entry, false);
 }
 
 std::vector<OpId> attention_backward(AttentionCtx& ctx, const std::vector<OpId>& entry) {
-  return dispatch(ctx, entry, true);
+  return layer_pass(ctx, entry, true);
 }
 
 }  // namespace cpsim::schedule

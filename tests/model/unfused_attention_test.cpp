@@ -186,3 +186,45 @@ TEST(UnfusedAttention, ScoresTermScalesWithTheSquareOfTheSequence) {
 }
 
 }  // namespace CPSIM_TEST_TU
+
+namespace CPSIM_TEST_TU {
+using namespace cpsim;
+using scenario::Stack;
+
+// torch.compile fuses the scale-mask-softmax(-dropout) chain between the two GEMMs into one
+// Inductor kernel each way: one BF16 read and one write of the scores forward (4 B per score,
+// 5 B with the dropout mask), dP and P in and dS out backward (6 B), with BF16 GEMMs. Eager
+// PyTorch (the math backend) runs the chain as several FP32 kernels; the compiled path costs
+// far less and keeps 2 B per score for the backward, not 4.
+TEST(UnfusedAttention, TorchCompileRunsTheSoftmaxChainAsOneKernel) {
+  const auto m = unfused(Stack::TorchCompile);
+  EXPECT_EQ(model::unfused_variant(Stack::TorchCompile, call(8192, 32, true, false)),
+            model::UnfusedVariant::InductorFusedSoftmax);
+  const double n = 32.0 * 8192 * 8192;
+  for (const bool bwd : {false, true}) {
+    for (const double p : {0.0, 0.1}) {
+      const auto c = call(8192, 32, true, bwd);
+      const auto compiled = model::unfused_attention_price(*m, h200(), Stack::TorchCompile, c, p);
+      const auto eager = model::unfused_attention_price(*m, h200(), Stack::TorchEager, c, p);
+      int over_scores = 0;
+      double bytes = 0;
+      for (const auto& part : compiled.parts) {
+        if (part.gemm || part.bytes < n) continue;
+        ++over_scores;
+        bytes = part.bytes;
+        EXPECT_NE(part.name.find("triton"), std::string::npos) << part.name;
+      }
+      EXPECT_EQ(over_scores, 1) << "one kernel over the scores, bwd " << bwd << " p " << p;
+      EXPECT_DOUBLE_EQ(bytes, n * (bwd ? (p > 0 ? 7 : 6) : (p > 0 ? 5 : 4)));
+      EXPECT_EQ(gemms(compiled), bwd ? 4 : 2);
+      EXPECT_LT(compiled.total.time_s, 0.5 * eager.total.time_s);
+      EXPECT_NE(std::string(compiled.total.origin).find("Inductor"), std::string::npos);
+    }
+  }
+  EXPECT_DOUBLE_EQ(model::unfused_saved_bytes(Stack::TorchCompile, call(8192, 32, true, false)), 2 * n);
+  // The cost model the scenario builds prices the same.
+  EXPECT_DOUBLE_EQ(m->attention(call(8192, 32, true, false)).time_s,
+                   model::unfused_attention_price(*m, h200(), Stack::TorchCompile, call(8192, 32, true, false))
+                       .total.time_s);
+}
+}  // namespace CPSIM_TEST_TU
