@@ -50,15 +50,29 @@ constexpr double kBwdPlateauRatio = 0.63 / 0.73;
 /// H100 370 TFLOP/s forward = 37 % of 989 (FA3 README figure), FA3 on H100 67 % (fit above);
 /// cuDNN on H100 595-617 TFLOP/s forward d128, about FA3's (same figure). FlexAttention: 90 %
 /// of FA2 forward and 85 % backward (PyTorch blog "FlexAttention", Aug 2024, A100 figures).
-/// Ampere-class kernels (FA2, Flex) on Ada and Blackwell: the Ampere fraction, an assumption.
+/// FA2 on Blackwell: flash_attn 2.7.4 on B200, d128 causal at 128K tokens (cuDNN frontend
+/// SDPA benchmark, b200-fa2-published.csv; at 128K the diagonal tiles and CTA prologues are
+/// under 1 % of the work, so the rate is the plateau): 443.7 TFLOP/s forward and 348.3
+/// backward of B200's 2250 dense BF16 peak, 19.7 % and 15.5 %. flash_attn 2.x has no sm100
+/// path (no tcgen05 / TMEM kernels; its hopper/ tree is FA3, sm90 only): it runs its sm80
+/// mma.sync kernels, so the share is the architecture's, and GB200 (same die) runs it too.
+/// FlexAttention is Triton-generated and Triton lowers tl.dot to Blackwell's tcgen05 MMA, so
+/// FA2's reason does not hold for it; with no published Blackwell Flex figure it keeps the
+/// Ampere-derived share (an assumption), as FA2 and Flex do on Ada.
+constexpr double kFa2B200FwdShare = 443.738 / 2250, kFa2B200BwdShare = 348.253 / 2250;
+
 double impl_scale(scenario::AttnImpl impl, scenario::GpuArch arch, bool backward) {
   using scenario::AttnImpl;
   using scenario::GpuArch;
   const bool hopper = arch == GpuArch::Hopper;
-  const double fa2 = hopper ? 0.37 / 0.67 : 0.73 / 0.67;
+  const double ampere = 0.73 / 0.67;
+  const double fa2 = hopper ? 0.37 / 0.67 : ampere;
   switch (impl) {
-    case AttnImpl::Fa2: return fa2;
-    case AttnImpl::Flex: return fa2 * (backward ? 0.85 : 0.90);
+    case AttnImpl::Fa2:
+      if (arch == GpuArch::Blackwell)
+        return backward ? kFa2B200BwdShare / (0.67 * kBwdPlateauRatio) : kFa2B200FwdShare / 0.67;
+      return fa2;
+    case AttnImpl::Flex: return (hopper ? fa2 : ampere) * (backward ? 0.85 : 0.90);
     case AttnImpl::Cudnn: return hopper || arch == GpuArch::Blackwell ? 1.0 : fa2;
     default: return 1.0;
   }
