@@ -178,9 +178,6 @@ GAP_FA2_BLACKWELL_SHORT = ("flash_attn 2.7.4's B200 figures at 512-2K tokens (12
                            "benchmark's B200 cuDNN figures at these lengths do: time beyond the "
                            "kernel's rate, which the tile model does not price. Scenarios are priced "
                            "from b200-fa2-published.csv; the tile model only outside it")
-GAP_MLA_BWD = ("cuDNN's MLA (192/128) backward on GB200 plateaus at 1080-1190 TFLOP/s, below its "
-               "d128 backward (1230-1400); the tile model has one backward plateau per head dim. "
-               "Scenarios are priced from gb200-cudnn-published.csv")
 GAP_B200_SHORT = ("B200's published cuDNN 9.13 figures (torch SDPA, 128 heads, batch 1) at "
                   "512-4K tokens are 1.4-7x below the tile model, and 1.5-2.1x below GB200's cuDNN "
                   "9.22 frontend figures scaled to B200 at 2K-4K: 0.15-0.5 ms a call beyond the "
@@ -226,8 +223,6 @@ def write_validation():
                 # The tile model's FA2 share on Blackwell is set from these figures at 128K
                 # (roofline_model.cpp); the short calls carry a per-call excess it omits.
                 gap = GAP_FA2_BLACKWELL_SHORT if s <= 2048 and direction == "fwd" or s == 1024 else None
-            elif dqk != dv and direction == "bwd":
-                gap = GAP_MLA_BWD
             elif gpu == "B200" and s <= 4096:
                 gap = GAP_B200_SHORT
             command = ["kernels", "price", "--platform", f'"{PLATFORM[gpu]}"', "--impl", impl, "--profile", "none"]

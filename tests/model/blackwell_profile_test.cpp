@@ -174,6 +174,25 @@ TEST(BlackwellProfiles, Fp8AttentionRatioFromTheGpusOwnFp8Rows) {
   EXPECT_STREQ(r.origin, model::kFp8RuleOrigin);
 }
 
+// Without an MLA profile the tile model runs MLA's backward (192/128, head dim 160) below the
+// d128 backward, as cuDNN 9.22 does on GB200 (1088-1147 TFLOP/s at 16K against d128's
+// 1328-1374), though its forward runs above d128's: within 10 % of the 16K figures.
+TEST(BlackwellProfiles, MlaBackwardTileModelBelowD128Backward) {
+  scenario::CostSpec none;
+  none.attention_kernel = scenario::AttnImpl::Cudnn;
+  none.profile = "none";
+  const auto g = CostModel::make(none, gb200());
+  for (const bool causal : {false, true}) {
+    const AttentionCall mla = call(16384, 256, 256, 160, causal, true), d128 = call(16384, 128, 16, 128, causal, true);
+    const double r = bench_tflops(g->attention(mla), mla);
+    EXPECT_NEAR(r, causal ? 1134 : 1088, 0.10 * (causal ? 1134 : 1088)) << causal;
+    EXPECT_LT(r, bench_tflops(g->attention(d128), d128)) << causal;
+    AttentionCall fwd = mla, fwd128 = d128;
+    fwd.backward = fwd128.backward = false;
+    EXPECT_GT(bench_tflops(g->attention(fwd), fwd), bench_tflops(g->attention(fwd128), fwd128)) << causal;
+  }
+}
+
 // What no Blackwell figure covers (d64; d256 backward) is the tile model, and the cost says
 // there was no row.
 TEST(BlackwellProfiles, ShapesWithoutAFigureSaySo) {
