@@ -278,7 +278,13 @@ int price(const PriceArgs& a) {
                         {"mask", a.mask}, {"heads_q", call.heads_q}, {"heads_kv", call.heads_kv},
                         {"head_dim", call.head_dim}, {"batch", call.batch}, {"dtype", a.dtype}};
   double time = 0, flops = 0;
-  std::string sources;
+  std::string sources, origins;
+  // What set each direction's price within its source class (a profile file, the tile model,
+  // the FP8 ratio's rule): each distinct one once, in direction order.
+  auto add_origin = [&origins](const char* o) {
+    const std::string text = o ? o : "";
+    if (!text.empty() && origins.find(text) == std::string::npos) origins += (origins.empty() ? "" : " + ") + text;
+  };
   for (const bool bwd : {false, true}) {
     if ((a.direction == "fwd" && bwd) || (a.direction == "bwd" && !bwd)) continue;
     call.backward = bwd;
@@ -301,8 +307,10 @@ int price(const PriceArgs& a) {
                                   {"tflops", u.total.time_s > 0 ? u.total.flops / u.total.time_s / 1e12 : 0},
                                   {"source", std::string(model::cost_source_name(u.total.source)) + " (" +
                                                  u.total.origin + ")"},
-                                  {"extrapolated", u.total.extrapolated}, {"parts", parts}};
+                                  {"origin", u.total.origin}, {"extrapolated", u.total.extrapolated},
+                                  {"parts", parts}};
       sources += std::string(sources.empty() ? "" : "+") + model::cost_source_name(u.total.source);
+      add_origin(u.total.origin);
       continue;
     }
     const model::Cost c = model::attention_cost(*cost, call, a.dtype == "fp8");
@@ -311,18 +319,20 @@ int price(const PriceArgs& a) {
     out[bwd ? "bwd" : "fwd"] = {{"time_s", c.time_s},
                                 {"tflops", c.time_s > 0 ? c.flops / c.time_s / 1e12 : 0},
                                 {"source", model::cost_source_name(c.source)},
-                                {"extrapolated", c.extrapolated}};
+                                {"origin", c.origin ? c.origin : ""}, {"extrapolated", c.extrapolated}};
     sources += std::string(sources.empty() ? "" : "+") + model::cost_source_name(c.source);
+    add_origin(c.origin);
   }
   out["time_s"] = time;
   out["tflops"] = time > 0 ? flops / time / 1e12 : 0;
   out["source"] = sources;
+  out["origin"] = origins;
   out["cost_model"] = cost->describe();
-  std::printf("%s %s %s %lldx%lld %s, %d/%d heads, d%d, batch %d: %.3f us, %.1f TFLOP/s (%s)\n",
+  std::printf("%s %s %s %lldx%lld %s, %d/%d heads, d%d, batch %d: %.3f us, %.1f TFLOP/s (%s: %s)\n",
               platform.gpu.name.c_str(), out["impl"].get<std::string>().c_str(), a.direction.c_str(),
               static_cast<long long>(call.q_len), static_cast<long long>(call.kv_len), a.mask.c_str(),
               call.heads_q, call.heads_kv, call.head_dim, call.batch, time * 1e6,
-              out["tflops"].get<double>(), sources.c_str());
+              out["tflops"].get<double>(), sources.c_str(), origins.c_str());
   if (unfused) {
     // FLOPs performed: the whole q x kv square, whatever the mask.
     std::printf("  %s (%s stack, attention dropout %g): the full %lldx%lld scores, no masked tile skipped\n",

@@ -4,6 +4,7 @@
 /// to a roofline with an efficiency curve. Every cost says which source priced it.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,14 @@ class CostModel {
                             c.backward);
   }
   virtual std::string describe() const = 0;
+  /// FP8 attention's throughput factor over BF16 for this call where the model holds the GPU's
+  /// own FP8 figures (a profile's FP8 rows covering the shape), with what set it; none otherwise
+  /// (fp8_attention.hpp then applies its published H100 rule).
+  struct Fp8Ratio {
+    double speedup = 1;
+    const char* origin = nullptr;
+  };
+  virtual std::optional<Fp8Ratio> fp8_attention_ratio(const AttentionCall&) const { return std::nullopt; }
 
   /// Roofline: FLOPs / (peak x efficiency(shape)), bytes / HBM bandwidth.
   static std::unique_ptr<CostModel> roofline(const scenario::GpuSpec& gpu);

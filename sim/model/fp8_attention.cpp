@@ -9,7 +9,9 @@ double fp8_attention_speedup(bool backward) {
 Cost attention_cost(const CostModel& model, const AttentionCall& call, bool fp8) {
   Cost c = model.attention(call);
   if (fp8 && c.time_s > 0) {
-    c.time_s /= fp8_attention_speedup(call.backward);
+    const auto own = model.fp8_attention_ratio(call);
+    c.time_s /= own ? own->speedup : fp8_attention_speedup(call.backward);
+    c.origin = own ? own->origin : kFp8RuleOrigin;
     // Scaled from a published ratio: never reported as a measured or published row itself.
     if (c.source != CostSource::Roofline) c.source = CostSource::Derived;
   }

@@ -1,8 +1,9 @@
 #pragma once
 /// FP8 attention as TransformerEngine's FP8 DotProductAttention runs it (recipe fp8_dpa: the
 /// cuDNN FP8 fused-attention backend; TE has no FP8 path through FlashAttention). Priced from
-/// the BF16 kernel cost of the same call, its compute time divided by the published FP8 / BF16
-/// throughput ratio of cuDNN's attention at the long-sequence plateau.
+/// the BF16 kernel cost of the same call divided by an FP8 / BF16 throughput ratio: the GPU's
+/// own, where its profile holds published FP8 rows covering the shape (GB200: cuDNN 9.22's
+/// FP8 figures, 1.26-1.55x forward and 0.94-1.89x backward by shape), else H100's below.
 #include "model/cost_model.hpp"
 
 namespace cpsim::model {
@@ -17,11 +18,15 @@ inline constexpr double kCudnnFp8FwdTflops = 1005, kCudnnBf16FwdTflops = 595;
 /// (NVIDIA/cudnn-frontend issue 659), so the backward keeps the BF16 rate.
 inline constexpr double kFp8BwdSpeedup = 1.0;
 
-/// Throughput factor of FP8 over BF16 attention for a forward or backward call.
+/// Throughput factor of FP8 over BF16 attention for a forward or backward call by the H100 rule.
 double fp8_attention_speedup(bool backward);
+/// What the H100 rule says it is, as a cost's origin.
+inline constexpr const char* kFp8RuleOrigin =
+    "FP8 at cuDNN's H100 FP8/BF16 ratio (1.69 forward, 1.0 backward): no FP8 rows for this GPU and shape";
 
 /// The call's cost with the kernel in FP8 (`fp8` false: the BF16 cost unchanged): the same
-/// FLOPs, the whole BF16 time divided by the speedup (at the shapes long-context CP runs the
+/// FLOPs, the whole BF16 time divided by the speedup (the model's fp8_attention_ratio where it
+/// has one, else the H100 rule; the origin says which) (at the shapes long-context CP runs the
 /// kernel is compute-bound, which is where the published ratio was measured).
 Cost attention_cost(const CostModel& model, const AttentionCall& call, bool fp8);
 

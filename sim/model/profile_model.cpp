@@ -84,9 +84,25 @@ double ProfileModel::interpolate(const Curve& curve, double x) {
   return ys[i - 1] + w * (ys[i] - ys[i - 1]);
 }
 
+/// The number format a row's dtype names: fp8 for every FP8 recipe (fp8, fp8-tensorwise, ...),
+/// else bf16 (a 16-bit row: FP16 runs the same tensor-core rate).
+static std::string row_format(const std::string& dtype) { return dtype.rfind("fp8", 0) == 0 ? "fp8" : "bf16"; }
+
 ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
                            scenario::AttnImpl impl, std::shared_ptr<const GdnProfile> gdn,
                            std::shared_ptr<const GemmTable> gemm_table)
+    : ProfileModel(table, gpu, impl, std::move(gdn), std::move(gemm_table), "bf16") {
+  const bool has_fp8 = std::any_of(table.rows.begin(), table.rows.end(),
+                                   [](const scenario::ProfileRow& r) { return row_format(r.dtype) == "fp8"; });
+  if (has_fp8) {
+    fp8_.reset(new ProfileModel(table, gpu, impl, nullptr, nullptr, "fp8"));
+    fp8_origin_ = "FP8 at the FP8/BF16 ratio of " + file_ + "'s FP8 and BF16 rows";
+  }
+}
+
+ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
+                           scenario::AttnImpl impl, std::shared_ptr<const GdnProfile> gdn,
+                           std::shared_ptr<const GemmTable> gemm_table, const std::string& format)
     : path_(table.path), file_(path_.substr(path_.find_last_of('/') + 1)), fallback_(gpu, impl, std::move(gdn), std::move(gemm_table)),
       sms_(gpu.sm_count > 0 ? gpu.sm_count : 132) {
   struct Point {
@@ -97,6 +113,7 @@ ProfileModel::ProfileModel(const scenario::ProfileTable& table, const scenario::
   std::map<std::string, int> sources, gpus;
   for (const scenario::ProfileRow& row : table.rows) {
     if (row.fwdbwd) continue;  // a pair of kernels: validation only
+    if (row_format(row.dtype) != format) continue;  // the other format's profile holds it
     AttentionCall call;
     call.q_len = row.q_len;
     call.kv_len = row.kv_len;
@@ -230,6 +247,13 @@ Cost ProfileModel::priced(const AttentionCall& c) const {
   return r;
 }
 
+std::optional<CostModel::Fp8Ratio> ProfileModel::fp8_attention_ratio(const AttentionCall& c) const {
+  if (!fp8_) return std::nullopt;
+  const Cost f = fp8_->attention(c), b = attention(c);
+  if (f.extrapolated || b.extrapolated || !(f.time_s > 0) || !(b.time_s > 0)) return std::nullopt;
+  return Fp8Ratio{b.time_s / f.time_s, fp8_origin_.c_str()};
+}
+
 std::string ProfileModel::describe() const {
   std::string classes;
   for (const auto& [key, curve] : curves_) {
@@ -241,7 +265,9 @@ std::string ProfileModel::describe() const {
                   std::exp(curve.log_flops.back()), cost_source_name(curve.source));
     classes += buf;
   }
-  return "profile " + path_ + " (" + std::to_string(rows_) + " rows, " + source_names_ +
+  return "profile " + path_ + " (" + std::to_string(rows_) + " BF16 rows" +
+         (fp8_ ? " and " + std::to_string(fp8_->rows_) + " FP8 rows, read for FP8 attention's ratio" : std::string()) +
+         ", " + source_names_ +
          ", gpu " + gpus_ + "; attention interpolated in log-log between measured FLOPs per " +
          "direction / head dim / mask class (one wave's time against one CTA's FLOPs, times the call's waves over " +
          std::to_string(sms_) + " SMs): " + classes + "); outside that range and for " +

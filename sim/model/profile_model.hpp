@@ -17,11 +17,16 @@ namespace cpsim::model {
 /// other kernels, and attention shapes outside the table, priced by the roofline.
 class ProfileModel final : public CostModel {
  public:
+  /// Attention curves from the table's BF16 rows; its FP8 rows (dtype fp8...) make a profile
+  /// of their own, read only for the FP8/BF16 ratio (fp8_attention_ratio).
   ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu,
                scenario::AttnImpl impl = scenario::AttnImpl::Auto,
                std::shared_ptr<const GdnProfile> gdn = nullptr,
                std::shared_ptr<const GemmTable> gemm_table = nullptr);
   Cost attention(const AttentionCall& c) const override;
+  /// The BF16 price over the FP8 rows' price of the same call, where both are read from this
+  /// profile's rows (not extrapolated).
+  std::optional<Fp8Ratio> fp8_attention_ratio(const AttentionCall& c) const override;
   using CostModel::gemm;
   Cost gemm(const GemmCall& c) const override { return fallback_.gemm(c); }
   Cost memory_kernels(const std::vector<MemKernel>& ks) const override { return fallback_.memory_kernels(ks); }
@@ -33,6 +38,10 @@ class ProfileModel final : public CostModel {
   std::string describe() const override;
 
  private:
+  /// The profile of the table's rows of one number format: "bf16" or "fp8" (every fp8 recipe).
+  ProfileModel(const scenario::ProfileTable& table, const scenario::GpuSpec& gpu, scenario::AttnImpl impl,
+               std::shared_ptr<const GdnProfile> gdn, std::shared_ptr<const GemmTable> gemm_table,
+               const std::string& format);
   /// One interpolation curve: log(one wave's time) piecewise linear in log(one CTA's FLOPs)
   /// through the rows' points,
   /// made monotone (time never falls as FLOPs grow) by pooling adjacent violators.
@@ -71,6 +80,8 @@ class ProfileModel final : public CostModel {
   int sms_ = 132;
   int rows_ = 0;
   std::string source_names_, gpus_;
+  std::unique_ptr<const ProfileModel> fp8_;  ///< the FP8 rows' profile; null without FP8 rows
+  std::string fp8_origin_;
 };
 
 }  // namespace cpsim::model

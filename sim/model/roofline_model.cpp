@@ -43,6 +43,15 @@ constexpr double kLaunchFloor_s = 5e-6;
 // triangle holding the call's pairs; min(q_len, kv_len) for document masks).
 // The curve is a fraction of peak, so it scales with each GPU's peak_flops.
 constexpr double kBwdPlateauRatio = 0.63 / 0.73;
+// MLA backward (DeepSeek-V3 / Kimi-K2 attention, Q.K over 192 and P.V over 128, which a
+// scenario's MLA runs at its mean head dim 160, moe_keys.cpp): cuDNN 9.22 on GB200 runs it
+// below its d128 backward though its forward runs above the d128 forward
+// (gb200-cudnn-published.csv, NVIDIA/cudnn-frontend SDPA benchmark): at 16K, MLA backward 1088
+// and 1122 TFLOP/s unmasked, 1134 and 1147 causal (dsv3, 128 heads; kimiK26, 64 heads) against
+// d128's 1374 and 1328: 0.831 of it. So MLA's backward plateau is the d128 backward plateau
+// times that, not the forward's d160 interpolation times the backward ratio (1.05 x d128's).
+constexpr int kMlaHeadDim = (192 + 128) / 2;
+constexpr double kMlaBwdOverD128Bwd = (1088.0 + 1122 + 1134 + 1147) / 4 / ((1374.0 + 1328) / 2);
 
 /// Dense plateau of an implementation on an architecture, relative to FlashAttention-3 on
 /// Hopper (the curve above). From the published dense figures at 16K, d128 (profiles'
@@ -50,18 +59,41 @@ constexpr double kBwdPlateauRatio = 0.63 / 0.73;
 /// H100 370 TFLOP/s forward = 37 % of 989 (FA3 README figure), FA3 on H100 67 % (fit above);
 /// cuDNN on H100 595-617 TFLOP/s forward d128, about FA3's (same figure). FlexAttention: 90 %
 /// of FA2 forward and 85 % backward (PyTorch blog "FlexAttention", Aug 2024, A100 figures).
-/// Ampere-class kernels (FA2, Flex) on Ada and Blackwell: the Ampere fraction, an assumption.
+/// FA2 on Blackwell: flash_attn 2.7.4 on B200, d128 causal at 128K tokens (cuDNN frontend
+/// SDPA benchmark, b200-fa2-published.csv; at 128K the diagonal tiles and CTA prologues are
+/// under 1 % of the work, so the rate is the plateau): 443.7 TFLOP/s forward and 348.3
+/// backward of B200's 2250 dense BF16 peak, 19.7 % and 15.5 %. flash_attn 2.x has no sm100
+/// path (no tcgen05 / TMEM kernels; its hopper/ tree is FA3, sm90 only): it runs its sm80
+/// mma.sync kernels, so the share is the architecture's, and GB200 (same die) runs it too.
+/// FlexAttention is Triton-generated and Triton lowers tl.dot to Blackwell's tcgen05 MMA, so
+/// FA2's reason does not hold for it; with no published Blackwell Flex figure it keeps the
+/// Ampere-derived share (an assumption), as FA2 and Flex do on Ada.
+constexpr double kFa2B200FwdShare = 443.738 / 2250, kFa2B200BwdShare = 348.253 / 2250;
+
 double impl_scale(scenario::AttnImpl impl, scenario::GpuArch arch, bool backward) {
   using scenario::AttnImpl;
   using scenario::GpuArch;
   const bool hopper = arch == GpuArch::Hopper;
-  const double fa2 = hopper ? 0.37 / 0.67 : 0.73 / 0.67;
+  const double ampere = 0.73 / 0.67;
+  const double fa2 = hopper ? 0.37 / 0.67 : ampere;
   switch (impl) {
-    case AttnImpl::Fa2: return fa2;
-    case AttnImpl::Flex: return fa2 * (backward ? 0.85 : 0.90);
+    case AttnImpl::Fa2:
+      if (arch == GpuArch::Blackwell)
+        return backward ? kFa2B200BwdShare / (0.67 * kBwdPlateauRatio) : kFa2B200FwdShare / 0.67;
+      return fa2;
+    case AttnImpl::Flex: return (hopper ? fa2 : ampere) * (backward ? 0.85 : 0.90);
     case AttnImpl::Cudnn: return hopper || arch == GpuArch::Blackwell ? 1.0 : fa2;
     default: return 1.0;
   }
+}
+
+double forward_plateau(int head_dim);
+
+/// The dense plateau of one direction at `head_dim`, before the implementation's scale.
+double plateau(int head_dim, bool backward) {
+  if (!backward) return forward_plateau(head_dim);
+  if (head_dim == kMlaHeadDim) return forward_plateau(128) * kBwdPlateauRatio * kMlaBwdOverD128Bwd;
+  return forward_plateau(head_dim) * kBwdPlateauRatio;
 }
 
 double forward_plateau(int head_dim) {
@@ -126,11 +158,10 @@ Cost RooflineModel::priced(const AttentionCall& c) const {
   // Tile level (tile_cost.hpp): each tile at the implementation's dense plateau, partially
   // masked tiles computed whole, CTA prologues, waves over the SMs.
   const TileShape tile = tile_shape(impl_, c.head_dim, c.backward, c.mask != scenario::Mask::Full);
-  const double plateau = forward_plateau(c.head_dim) * impl_scale(impl_, gpu_.arch, c.backward) *
-                         (c.backward ? kBwdPlateauRatio : 1.0);
+  const double share = plateau(c.head_dim, c.backward) * impl_scale(impl_, gpu_.arch, c.backward);
   const double tile_flops = 4.0 * tile.m * tile.n * c.head_dim * (c.backward ? 2.5 : 1.0);
   // One SM runs a tile at 1/sms of the GPU rate.
-  const double tile_s = tile_flops * sms_ / (gpu_.peak_flops * plateau);
+  const double tile_s = tile_flops * sms_ / (gpu_.peak_flops * share);
   const double t_compute = tile_time(c, tile, tile_s, sms_);
   const double elems_q = c.batch * q * c.heads_q * c.head_dim;
   const double elems_kv = c.batch * kv * c.heads_kv * c.head_dim;

@@ -208,6 +208,10 @@ class Reader {
     r.heads_q = static_cast<int>(whole("heads_q", 1e6));
     r.heads_kv = static_cast<int>(whole("heads_kv", 1e6));
     r.head_dim = static_cast<int>(whole("head_dim", 65536));
+    r.dtype = lower(cell("dtype"));
+    if (r.dtype != "bf16" && r.dtype != "fp16" && r.dtype.rfind("fp8", 0) != 0) {
+      fail(line_no, at("dtype"), "column 'dtype': expected bf16, fp16 or fp8 (fp8-<recipe>), got '" + cell("dtype") + "'");
+    }
     // MLA rows (Q.K over head_dim, P.V over head_dim_v, as DeepSeek-V3's 192/128) are keyed by
     // the mean of the two, the head dim a scenario's MLA attention runs at (moe_keys.cpp): the
     // same FLOPs, 2 x s^2 x (d_qk + d_v) per head.

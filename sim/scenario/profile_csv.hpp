@@ -28,6 +28,9 @@ struct ProfileRow {
   Mask mask = Mask::Full;
   double unmasked_fraction = 1;
   int heads_q = 0, heads_kv = 0, head_dim = 0;
+  /// Number format, lower case: bf16 (or fp16) rows price attention; fp8 rows (fp8 or
+  /// fp8-<recipe>) are FP8 attention's own profile, read for its FP8/BF16 ratio.
+  std::string dtype = "bf16";
   double time_s = 0;
   RowSource source = RowSource::Published;
   std::string reference;        ///< the `commit` column: commit measured at, or the citation

@@ -65,6 +65,31 @@ TEST_F(KernelsJson, JsonReplacesAnOldFileWholeAndLeavesNoTemporary) {
   EXPECT_EQ(files, 1);  // k.json alone: the temporary was renamed over it
 }
 
+// Each price names what set it, on the text line and in the JSON, per direction: a profile
+// file, the tile model, or for FP8 attention which ratio (the GPU's own FP8 rows or H100's rule).
+TEST_F(KernelsJson, PriceNamesItsOriginOnTheLineAndInTheJson) {
+  const fs::path out = dir_ / "k.json";
+  Output o = run(kCpsim + " kernels price --platform dgx-h100 --impl fa3 --q 8K --heads 32 --kv-heads 8 --json " +
+                 out.string());
+  ASSERT_EQ(o.rc, 0) << o.text;
+  EXPECT_NE(o.text.find("TFLOP/s (published: h100-fa3-published.csv)"), std::string::npos) << o.text;
+  nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["origin"], "h100-fa3-published.csv");
+  EXPECT_EQ(j["fwd"]["origin"], "h100-fa3-published.csv");
+  o = run(kCpsim + " kernels price --platform gb200-nvl72 --impl cudnn --dtype fp8 --direction fwdbwd --q 16K "
+                   "--heads 128 --kv-heads 16 --json " + out.string());
+  ASSERT_EQ(o.rc, 0) << o.text;
+  EXPECT_NE(o.text.find("(derived+derived: FP8 at the FP8/BF16 ratio of gb200-cudnn-published.csv's FP8 and BF16 rows)"),
+            std::string::npos) << o.text;
+  j = nlohmann::json::parse(slurp(out));
+  EXPECT_NE(j["bwd"]["origin"].get<std::string>().find("gb200-cudnn-published.csv's FP8"), std::string::npos);
+  o = run(kCpsim + " kernels price --platform dgx-h100 --impl cudnn --dtype fp8 --q 8K --profile none --json " +
+          out.string());
+  ASSERT_EQ(o.rc, 0) << o.text;
+  j = nlohmann::json::parse(slurp(out));
+  EXPECT_NE(j["origin"].get<std::string>().find("H100 FP8/BF16 ratio"), std::string::npos) << j.dump();
+}
+
 }  // namespace
 
 }  // namespace CPSIM_TEST_TU

@@ -51,7 +51,7 @@ std::vector<Priced> models() {
                         {"dgx-h100", AttnImpl::Fa2, "none"},   {"dgx-a100", AttnImpl::Fa2, "auto"},
                         {"dgx-a100", AttnImpl::Fa2, "none"},   {"hgx-h200", AttnImpl::Auto, "auto"},
                         {"hgx-h800", AttnImpl::Auto, "auto"},  {"gb200-nvl72", AttnImpl::Auto, "auto"},
-                        {B200, AttnImpl::Cudnn, "auto"}};
+                        {"gb200-nvl72", AttnImpl::Fa2, "auto"}, {B200, AttnImpl::Cudnn, "auto"}};
   std::vector<Priced> out;
   for (const Spec& s : specs) {
     Priced p;

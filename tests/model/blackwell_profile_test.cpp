@@ -3,6 +3,7 @@
 // head dim the figures cover is priced from them, not the tile model, and every shape they do
 // not cover says so.
 #include "model/cost_model.hpp"
+#include "model/fp8_attention.hpp"
 
 #include <gtest/gtest.h>
 
@@ -127,6 +128,69 @@ TEST(BlackwellProfiles, B200Fa2PricedFromItsPublishedFigure) {
   EXPECT_EQ(c.source, CostSource::Published);
   EXPECT_EQ(origin(c), "b200-fa2-published.csv");
   EXPECT_NEAR(bench_tflops(c, f), 399.925, 0.5);
+}
+
+// Outside the FA2 profile (GB200 has none; B200 with `--profile none`) the tile model runs FA2
+// at flash_attn 2.7.4's Blackwell share of peak (its sm80 kernels: 443.7 / 348.3 TFLOP/s of
+// B200's 2250 at 128K), not its A100 share: within 10 % of the published 16K figures, and
+// GB200 at the same share of its own peak.
+TEST(BlackwellProfiles, Fa2TileModelRunsAtItsBlackwellShare) {
+  scenario::CostSpec none;
+  none.attention_kernel = scenario::AttnImpl::Fa2;
+  none.profile = "none";
+  const auto b = CostModel::make(none, b200());
+  const auto g = CostModel::make(none, gb200());
+  for (const bool bwd : {false, true}) {
+    const AttentionCall a = call(16384, 128, 8, 128, true, bwd);
+    const model::Cost c = b->attention(a);
+    EXPECT_EQ(c.source, CostSource::Roofline);
+    EXPECT_NEAR(bench_tflops(c, a), bwd ? 336.635 : 425.128, 0.10 * (bwd ? 336.635 : 425.128)) << bwd;
+    EXPECT_NEAR(bench_tflops(g->attention(a), a) / bench_tflops(c, a), 2500.0 / 2250.0, 0.02) << bwd;
+  }
+}
+
+// FP8 attention on GB200 runs at the FP8/BF16 ratio of the profile's own FP8 rows (cuDNN 9.22:
+// Llama-3.1 d128 causal 16K backward 1632 vs 1328 TFLOP/s, MLA full 8K forward 2582 vs 1759),
+// and says so; where no FP8 row covers the shape (d256) and on a GPU without FP8 rows (H100),
+// H100's published ratio (1.69 forward, 1.0 backward), and the origin says that instead.
+TEST(BlackwellProfiles, Fp8AttentionRatioFromTheGpusOwnFp8Rows) {
+  const auto g = model_for(gb200(), scenario::AttnImpl::Cudnn);
+  struct Figure {
+    int heads_q, heads_kv, d;
+    bool causal, bwd;
+    double bf16, fp8;
+  };
+  for (const Figure f : {Figure{128, 16, 128, true, true, 1328, 1632}, Figure{256, 256, 160, false, false, 1759, 2582}}) {
+    const AttentionCall a = call(f.causal ? 16384 : 8192, f.heads_q, f.heads_kv, f.d, f.causal, f.bwd);
+    const model::Cost c = model::attention_cost(*g, a, true);
+    EXPECT_NEAR(bench_tflops(c, a), f.fp8, 0.01 * f.fp8) << f.d;
+    EXPECT_NE(origin(c).find("gb200-cudnn-published.csv's FP8 and BF16 rows"), std::string::npos) << origin(c);
+    // The BF16 price is the BF16 rows', untouched by the FP8 rows of the same shape.
+    EXPECT_NEAR(bench_tflops(g->attention(a), a), f.bf16, 0.01 * f.bf16) << f.d;
+  }
+  const AttentionCall d256 = call(16384, 32, 2, 256, true, false);
+  const model::Cost r = model::attention_cost(*g, d256, true);
+  EXPECT_NEAR(g->attention(d256).time_s / r.time_s, 1005.0 / 595.0, 1e-9);
+  EXPECT_STREQ(r.origin, model::kFp8RuleOrigin);
+}
+
+// Without an MLA profile the tile model runs MLA's backward (192/128, head dim 160) below the
+// d128 backward, as cuDNN 9.22 does on GB200 (1088-1147 TFLOP/s at 16K against d128's
+// 1328-1374), though its forward runs above d128's: within 10 % of the 16K figures.
+TEST(BlackwellProfiles, MlaBackwardTileModelBelowD128Backward) {
+  scenario::CostSpec none;
+  none.attention_kernel = scenario::AttnImpl::Cudnn;
+  none.profile = "none";
+  const auto g = CostModel::make(none, gb200());
+  for (const bool causal : {false, true}) {
+    const AttentionCall mla = call(16384, 256, 256, 160, causal, true), d128 = call(16384, 128, 16, 128, causal, true);
+    const double r = bench_tflops(g->attention(mla), mla);
+    EXPECT_NEAR(r, causal ? 1134 : 1088, 0.10 * (causal ? 1134 : 1088)) << causal;
+    EXPECT_LT(r, bench_tflops(g->attention(d128), d128)) << causal;
+    AttentionCall fwd = mla, fwd128 = d128;
+    fwd.backward = fwd128.backward = false;
+    EXPECT_GT(bench_tflops(g->attention(fwd), fwd), bench_tflops(g->attention(fwd128), fwd128)) << causal;
+  }
 }
 
 // What no Blackwell figure covers (d64; d256 backward) is the tile model, and the cost says

@@ -460,6 +460,18 @@ TEST(Profile, BadRowNamesFileLineColumnWithCaret) {
       dir.write("mask.csv",
                 std::string(kHeader) + "G,k,fwd,1024,1024,diag,1,16,16,128,bf16,1,0,measured,x\n");
   EXPECT_THROW(CostModel::from_profile(bad_mask, h100()), scenario::InputError);
+  // The dtype decides which profile a row joins (BF16 prices, FP8 ratio): an unknown one is an
+  // error naming the column, not a row silently read as BF16.
+  const std::string bad_dtype =
+      dir.write("dtype.csv", std::string(kHeader) + "G,k,fwd,1024,1024,full,1,16,16,128,int8,1,0,measured,x\n");
+  try {
+    CostModel::from_profile(bad_dtype, h100());
+    FAIL() << "no exception";
+  } catch (const scenario::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("column 'dtype': expected bf16, fp16 or fp8 (fp8-<recipe>), got 'int8'"),
+              std::string::npos) << e.what();
+    EXPECT_EQ(e.line(), 2);
+  }
   const std::string no_column = dir.write("col.csv", "gpu,kernel\nG,k\n");
   EXPECT_THROW(CostModel::from_profile(no_column, h100()), scenario::InputError);
   EXPECT_THROW(CostModel::from_profile(dir.path.string() + "/missing.csv", h100()),
