@@ -83,10 +83,14 @@ TEST_F(MemoryPlanTest, PlanIsDeterministicAndRanksOnlyLayoutsThatFit) {
   json ja = load("a.json"), jb = load("b.json");
   ASSERT_FALSE(ja["ranked"].empty()) << a.text;
   EXPECT_EQ(ja["candidates"], jb["candidates"]);
-  // --budget 6 layouts, and the variants of the axes the scenario leaves free (plan_axes.hpp).
+  // At most --budget 6 layouts simulated, each with the variants of the axes the scenario leaves
+  // free (plan_axes.hpp); a layout whose lower bound cannot beat the simulated best is not run,
+  // so fewer may be ranked, and the budget left others out.
   int layouts = 0;
   for (const auto& c : ja["ranked"]) layouts += c["axes"] == json({"off", "bf16"});
-  EXPECT_EQ(layouts, 6);
+  EXPECT_GE(layouts, 2);
+  EXPECT_LE(layouts, 6);
+  EXPECT_GT(ja["counts"]["budget"].get<int>(), 0);
   const double cap = ja["capacity_bytes"].get<double>();
   double prev = 1e300;
   for (size_t k = 0; k < ja["ranked"].size(); ++k) {
