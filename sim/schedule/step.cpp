@@ -354,12 +354,9 @@ BuildInfo build_step(const StepCtx& x) {
   // reaches them (QueuedGradBuckets). (Such a build copies no replica: its gathers join them.)
   std::unique_ptr<QueuedGradBuckets> queued;
   if (gathers_in_backward(sc)) {
-    std::vector<std::vector<GradBuckets>> groups(static_cast<size_t>(cl.pp));
-    for (int s = 0; s < cl.pp; ++s)
-      for (int t = 0; t < reduced_tp(x, rp); ++t) groups[static_cast<size_t>(s)].push_back(dp_grad_buckets(x, cl, s, t));
-    queued = std::make_unique<QueuedGradBuckets>(
-        x.g, x.topo, std::move(groups),
-        [&p, &grads, &rp](int, int t, size_t i, int l) { return member_grads(p, grads, rp, t, i, l); });
+    std::vector<std::vector<GradBuckets>> groups;
+    for (int s = 0; s < cl.pp; ++s) groups.push_back(stage_grad_groups(x, cl, s, grads, rp));
+    queued = std::make_unique<QueuedGradBuckets>(x.g, x.topo, std::move(groups));
   }
   // The first built replica is built; the others are copies of its ops when that is exact
   // (why_not_copy): the same graph, op for op, without pricing and partitioning them again.

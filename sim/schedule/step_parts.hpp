@@ -65,6 +65,12 @@ GradBuckets dp_grad_buckets(const StepCtx& x, const ChunkLayout& cl, int s, int 
 OpId member_grads(const scenario::ParallelSpec& p, const GradsReady& grads, const ReplicaPlan& rp, int t,
                   size_t i, int l);
 
+/// Stage s's gradient reduction groups with their `ready` set (kNoOp while a member's replica
+/// is not built): the DP x CP group of each reduced TP index (reduced_tp), then the stage's
+/// expert-DP groups (expert_grad_buckets).
+std::vector<GradBuckets> stage_grad_groups(const StepCtx& x, const ChunkLayout& cl, int s, const GradsReady& grads,
+                                           const ReplicaPlan& rp);
+
 /// Whether the backward queues parameter gathers on the DP streams (StageBuilder::gather_params),
 /// so that the gradient buckets must be queued between them (QueuedGradBuckets).
 bool gathers_in_backward(const scenario::Scenario& sc);

@@ -162,6 +162,44 @@ TEST(Fsdp, EachBlocksReduceScatterRunsBetweenTheBackwardsGathers) {
   EXPECT_LT(last.rs_last_end, last.ag_first_start);
 }
 
+TEST(Fsdp, EachMoeBlocksExpertReduceScatterRunsBetweenTheBackwardsGathers) {
+  // FSDP2 shards a MoE block's experts over the expert data-parallel group (a fully_shard of
+  // their own inside the block's): their reduce-scatter is issued by the block's backward on
+  // the same communicator's queue, so the last layer's experts are reduced while the backward
+  // still gathers the layers below, not after its end.
+  auto sc = test::llama8b_tp8_job();  // tp 8, dp 4, 4 layers, 2 micro-batches
+  sc.model.moe.experts = 8;
+  sc.model.moe.top_k = 2;
+  sc.model.moe.expert_ffn_hidden = 2048;
+  sc.parallel.ep = 8;  // expert DP: 32 / 8 = 4 ranks
+  sc.parallel.zero_stage = 3;
+  const Built b(sc);
+  const auto tr = engine::replay_analytic(b.g, b.topo);
+  const int last = sc.model.layers - 1, mb = sc.training.micro_batches - 1;
+  double rs_last_end = 0, ag_first_start = 1e30, rs_end = 0, opt_start = 1e30;
+  for (schedule::OpId id = 0; id < b.g.size(); ++id) {
+    const auto& op = b.g.op(id);
+    const std::string name = b.g.str(op.label.name);
+    if (name == "optimizer_step" && op.rank == 0) opt_start = std::min(opt_start, tr.start_s[id]);
+    if (op.kind != schedule::OpKind::Transfer || (op.rank != 0 && op.peer != 0)) continue;
+    if (name == "expert_dp_reducescatter_grads") rs_end = std::max(rs_end, tr.end_s[id]);
+    if (name == "expert_dp_reducescatter_grads" && op.label.layer == last)
+      rs_last_end = std::max(rs_last_end, tr.end_s[id]);
+    if (name == "zero3_allgather_params" && op.label.layer == 0 && op.label.micro == mb &&
+        op.label.phase == schedule::Phase::Backward)
+      ag_first_start = std::min(ag_first_start, tr.start_s[id]);
+  }
+  ASSERT_GT(rs_last_end, 0);
+  ASSERT_LT(ag_first_start, 1e30);
+  EXPECT_LT(rs_last_end, ag_first_start);
+  // The optimizer steps the experts' shard once their gradients are reduced.
+  ASSERT_LT(opt_start, 1e30);
+  EXPECT_GE(opt_start, rs_end);
+  // The forward gathers the experts with the block: nothing gathers them after the step.
+  EXPECT_TRUE(b.phases("expert_dp_allgather_params").empty());
+  EXPECT_FALSE(b.phases("expert_dp_reducescatter_grads").empty());
+}
+
 /// The DP indices (rank / tp, order tp-cp-pp-dp with cp = pp = 1) the transfers of the
 /// collectives named `name` join: {from, to} pairs.
 std::set<std::pair<int, int>> dp_pairs(const Built& b, const std::string& name, int tp) {
