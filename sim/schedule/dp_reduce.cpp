@@ -107,20 +107,42 @@ OpId member_grads(const scenario::ParallelSpec& p, const GradsReady& grads, cons
   return ready.empty() ? kNoOp : ready[static_cast<size_t>(c * p.tp + t)];
 }
 
+bool reduces_every_micro_batch(const scenario::Scenario& sc) {
+  // torchtitan's train_step runs forward_backward_step once per gradient-accumulation step with
+  // a plain loss.backward() (torchtitan/train.py) and never calls set_requires_gradient_sync,
+  // whose default is to reduce: FSDP2 reduce-scatters each block in every backward and adds the
+  // output into the sharded gradient (FSDPModule.set_requires_gradient_sync,
+  // torch/distributed/fsdp/_fully_shard/_fully_shard.py: "gradient accumulation *without
+  // communication*" only when turned off). PyTorch's pipelining stages turn it off for all but
+  // the last micro-batch ("accumulate gradients on previous steps and reduce them on the last
+  // step", _PipelineStageBase.backward_maybe_with_nosync, torch/distributed/pipelining/stage.py).
+  return gathers_in_backward(sc) && sc.parallel.pp == 1 && sc.training.micro_batches > 1;
+}
+
 std::vector<GradBuckets> stage_grad_groups(const StepCtx& x, const ChunkLayout& cl, int s, const GradsReady& grads,
-                                           const ReplicaPlan& rp) {
+                                           const ReplicaPlan& rp, const std::vector<GradsReady>* micro) {
   const auto& p = x.sc.parallel;
   std::vector<GradBuckets> out;
   for (int t = 0; t < reduced_tp(x, rp); ++t) {
     out.push_back(dp_grad_buckets(x, cl, s, t));
     out.back().ready = [&p, &grads, &rp, t](size_t i, int l) { return member_grads(p, grads, rp, t, i, l); };
+    if (micro)
+      out.back().ready_micro = [&p, micro, &rp, t](size_t i, int l, int mb) {
+        return member_grads(p, (*micro)[static_cast<size_t>(mb)], rp, t, i, l);
+      };
   }
   for (GradBuckets& b : expert_grad_buckets(x.sc, x.mesh, s, cl.stage_layers(s))) {
-    b.ready = [&x, &grads, &rp, members = b.members](size_t i, int l) {
+    // (expert groups join ranks of any TP and CP index: their grid slot read directly)
+    auto expert_grads = [&x, &rp, members = b.members](const GradsReady& from, size_t i, int l) {
       const auto co = x.mesh.coord_of(members[i]);
-      const std::vector<OpId>& ready = grads[rp.source(co[Mesh::kDp])][l];
+      const std::vector<OpId>& ready = from[rp.source(co[Mesh::kDp])][l];
       return ready.empty() ? kNoOp : ready[static_cast<size_t>(co[Mesh::kCp] * x.sc.parallel.tp + co[Mesh::kTp])];
     };
+    b.ready = [expert_grads, &grads](size_t i, int l) { return expert_grads(grads, i, l); };
+    if (micro)
+      b.ready_micro = [expert_grads, micro](size_t i, int l, int mb) {
+        return expert_grads((*micro)[static_cast<size_t>(mb)], i, l);
+      };
     out.push_back(std::move(b));
   }
   return out;

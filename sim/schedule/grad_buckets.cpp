@@ -48,6 +48,7 @@ void add_grad_bucket(TaskGraph& g, const model::Topology& topo, const GradBucket
   req.label.category = g.intern("collective");
   req.label.scheme = g.intern("dp");
   req.label.layer = l;
+  req.label.micro = b.micro;
   req.label.phase = Phase::Backward;
   for (size_t r = 0; r < groups; ++r) {
     req.ranks.assign(b.members.begin() + static_cast<std::ptrdiff_t>(r * n),
@@ -85,37 +86,33 @@ QueuedGradBuckets::QueuedGradBuckets(TaskGraph& g, const model::Topology& topo,
     : g_(g), topo_(topo), groups_(std::move(groups)) {
   for (const auto& stage : groups_) {
     buckets_.emplace_back();
-    queued_.emplace_back();
     pending_.emplace_back();
     done_.emplace_back();
     for (const auto& b : stage) {
       buckets_.back().push_back(form_buckets(b));
-      queued_.back().emplace_back(buckets_.back().back().size(), 0);
       done_.back().emplace_back(b.members.size(), kNoOp);
     }
   }
 }
 
-void QueuedGradBuckets::grads_ready(int s, int layer) {
+void QueuedGradBuckets::grads_ready(int s, int layer, int mb) {
   const auto su = static_cast<size_t>(s);
   // The expert groups (listed last) first: a block's experts finish their backward, and their
   // post-backward hook issues their reduce-scatter, before the block's attention does.
   for (size_t k = buckets_[su].size(); k-- > 0;)
     for (size_t j = 0; j < buckets_[su][k].size(); ++j)
-      if (buckets_[su][k][j].back() == layer && !queued_[su][k][j]) {
-        queued_[su][k][j] = 1;
-        pending_[su].emplace_back(k, j);
-      }
+      if (buckets_[su][k][j].back() == layer && queued_.insert({s, k, j, mb}).second) pending_[su].emplace_back(k, j, mb);
 }
 
 void QueuedGradBuckets::queue(int s) {
   const auto su = static_cast<size_t>(s);
-  for (const auto& [k, j] : pending_[su]) {
+  for (const auto& [k, j, m] : pending_[su]) {
     GradBuckets b = groups_[su][k];
-    const int ki = static_cast<int>(k);
-    const auto& own = groups_[su][k].ready;
+    const int ki = static_cast<int>(k), mb = m;
+    const GradBuckets& own = groups_[su][k];
+    if (own.ready_micro) b.micro = mb;
     b.ready = [&](size_t i, int l) {
-      const OpId r = own(i, l);
+      const OpId r = own.ready_micro ? own.ready_micro(i, l, mb) : own.ready(i, l);
       if (r != kNoOp) return r;
       Op gate;  // in no stream: it only holds the member's first step until its gradients exist
       gate.rank = b.members[i];
@@ -125,10 +122,10 @@ void QueuedGradBuckets::queue(int s) {
       gate.label.category = g_.intern("overhead");
       gate.label.layer = l;
       gate.label.phase = Phase::Backward;
-      gates_.push_back({g_.add(gate), s, ki, l, i});
+      gates_.push_back({g_.add(gate), s, ki, l, mb, i});
       return gates_.back().op;
     };
-    add_grad_bucket(g_, topo_, b, buckets_[su][k][j], done_[su][k]);
+    add_grad_bucket(g_, topo_, b, buckets_[su][ki][j], done_[su][k]);
   }
   pending_[su].clear();
 }
@@ -136,7 +133,8 @@ void QueuedGradBuckets::queue(int s) {
 void QueuedGradBuckets::wire() {
   for (size_t s = 0; s < pending_.size(); ++s) queue(static_cast<int>(s));
   for (const Gate& q : gates_) {
-    const OpId r = groups_[static_cast<size_t>(q.s)][static_cast<size_t>(q.k)].ready(q.member, q.layer);
+    const GradBuckets& own = groups_[static_cast<size_t>(q.s)][static_cast<size_t>(q.k)];
+    const OpId r = own.ready_micro ? own.ready_micro(q.member, q.layer, q.mb) : own.ready(q.member, q.layer);
     if (r == kNoOp) throw std::logic_error("a reduce-scatter member's gradients were never built");
     g_.add_edge(r, q.op);
   }

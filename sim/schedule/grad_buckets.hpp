@@ -4,6 +4,8 @@
 /// reduced once it holds `bucket_bytes`, or at the stage's first layer. Serves both the dense
 /// DP x CP gradients (step.cpp) and the expert-DP gradients of MoE layers (moe_layer.cpp).
 #include <functional>
+#include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -18,6 +20,10 @@ struct GradBuckets {
   std::function<double(int layer)> bytes;  ///< gradient bytes of `layer` per member
   /// The op after which member i's gradients of `layer` are complete.
   std::function<OpId(size_t member, int layer)> ready;
+  /// When each micro-batch's gradients are reduced (QueuedGradBuckets): the op after which
+  /// member i's gradients of `layer` from micro-batch `mb` are complete; unset otherwise.
+  std::function<OpId(size_t member, int layer, int mb)> ready_micro;
+  int micro = -1;                          ///< the micro-batch the collectives reduce (labels)
   double bucket_bytes = 0;
   /// Layers at which a bucket closes whatever it holds (a model chunk's first layer: Megatron
   /// wraps each chunk in its own DDP); may be empty.
@@ -62,18 +68,20 @@ void add_grad_bucket(TaskGraph& g, const model::Topology& topo, const GradBucket
 /// sharded over the expert data-parallel group (torchtitan's apply_fsdp,
 /// torchtitan/models/llama4/infra/parallelize.py, wraps transformer_block.moe.experts in a
 /// fully_shard of its own on the dp_mod_ep mesh, inside the block's): the same backward issues
-/// their reduce-scatter, at the same block, on the same reduce-scatter stream. The step builder calls grads_ready once a layer's backward of the last
-/// micro-batch is built and queue() once the next layer's gather is (and at the end of each
-/// backward pass).
+/// their reduce-scatter, at the same block, on the same reduce-scatter stream. The step builder
+/// calls grads_ready once a layer's backward is built (of the last micro-batch, or of each
+/// where every micro-batch is reduced: reduces_every_micro_batch) and queue() once the next
+/// layer's gather is (and at the end of each backward pass).
 class QueuedGradBuckets {
  public:
   /// groups[s]: the reducing groups of stage s (the DP x CP group of each TP index, then the
   /// expert-DP groups), each with its members, layers, bytes, bucket size; its `ready(i, layer)`
-  /// returns kNoOp while member i's data-parallel replica is not built yet.
+  /// (or `ready_micro(i, layer, mb)` where set) returns kNoOp while member i's data-parallel
+  /// replica is not built yet.
   QueuedGradBuckets(TaskGraph& g, const model::Topology& topo, std::vector<std::vector<GradBuckets>> groups);
-  /// Stage s's backward of the last micro-batch has reached `layer`: the buckets it closes are
-  /// ready to queue (once: a replica built later finds them queued).
-  void grads_ready(int s, int layer);
+  /// Stage s's backward of micro-batch `mb` has reached `layer`: the buckets it closes are
+  /// ready to queue (once per micro-batch: a replica built later finds them queued).
+  void grads_ready(int s, int layer, int mb);
   /// Queues stage s's ready buckets behind what its DP streams hold so far.
   void queue(int s);
   /// Once every replica is built: a member whose replica was built after its bucket was queued
@@ -85,15 +93,15 @@ class QueuedGradBuckets {
  private:
   struct Gate {
     OpId op;
-    int s, k, layer;
+    int s, k, layer, mb;
     size_t member;
   };
   TaskGraph& g_;
   const model::Topology& topo_;
   std::vector<std::vector<GradBuckets>> groups_;
   std::vector<std::vector<std::vector<std::vector<int>>>> buckets_;  ///< per stage, group: form_buckets
-  std::vector<std::vector<std::vector<char>>> queued_;               ///< per stage, group, bucket
-  std::vector<std::vector<std::pair<size_t, size_t>>> pending_;     ///< per stage: (group, bucket) ready, not queued
+  std::set<std::tuple<int, size_t, size_t, int>> queued_;        ///< (stage, group, bucket, micro-batch)
+  std::vector<std::vector<std::tuple<size_t, size_t, int>>> pending_;  ///< per stage: ready, not queued
   std::vector<std::vector<std::vector<OpId>>> done_;                ///< per stage, group, member
   std::vector<Gate> gates_;
 };

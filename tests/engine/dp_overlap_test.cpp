@@ -107,7 +107,8 @@ TEST(Fsdp, UnderPipelineTheWeightsAreGatheredOncePerStep) {
 }
 
 /// ZeRO-3 on llama8b_tp8_job (4 layers, 2 micro-batches), replayed: on GPU `rank`, when the
-/// reduce-scatter of the last layer's gradients (the first the backward makes ready) ends, when
+/// last micro-batch's reduce-scatter of the last layer's gradients (the first its backward
+/// makes ready) ends, when
 /// the last micro-batch's backward gathers layer 0's weights (the last gather it queues), and
 /// when that GPU's backward of the last layer ends and its reduce-scatter starts.
 struct FsdpTimes {
@@ -133,7 +134,7 @@ FsdpTimes fsdp_times(scenario::Symmetry sym, int rank) {
         op.label.micro == mb && op.label.phase == schedule::Phase::Backward && op.stream == schedule::stream::kCompute)
       t.bwd_last_end = std::max(t.bwd_last_end, tr.end_s[id]);
     if (op.kind != schedule::OpKind::Transfer || (op.rank != rank && op.peer != rank)) continue;
-    if (name == "dp_reducescatter_grads" && op.label.layer == last) {
+    if (name == "dp_reducescatter_grads" && op.label.layer == last && op.label.micro == mb) {
       t.rs_last_end = std::max(t.rs_last_end, tr.end_s[id]);
       t.rs_last_start = std::min(t.rs_last_start, tr.start_s[id]);
     }
@@ -160,6 +161,39 @@ TEST(Fsdp, EachBlocksReduceScatterRunsBetweenTheBackwardsGathers) {
   ASSERT_GT(last.bwd_last_end, 0);
   EXPECT_GE(last.rs_last_start, last.bwd_last_end);
   EXPECT_LT(last.rs_last_end, last.ag_first_start);
+}
+
+/// Transfers of the collectives named `name` whose label is layer `layer`.
+size_t transfers(const Built& b, const std::string& name, int layer) {
+  size_t n = 0;
+  for (schedule::OpId id = 0; id < b.g.size(); ++id) {
+    const auto& op = b.g.op(id);
+    n += op.kind == schedule::OpKind::Transfer && op.label.layer == layer && b.g.str(op.label.name) == name;
+  }
+  return n;
+}
+
+TEST(Fsdp, EveryMicroBatchReduceScattersItsGradientsWithoutPipelining) {
+  // torchtitan accumulates gradients with plain backwards, which FSDP2 reduce-scatters each
+  // (set_requires_gradient_sync is never turned off); PyTorch's pipelining stages turn it off
+  // for all but the last micro-batch.
+  auto sc = test::llama8b_tp8_job();  // 2 micro-batches
+  sc.parallel.zero_stage = 3;
+  const Built two(sc);
+  EXPECT_EQ(two.micros("dp_reducescatter_grads"), (std::set<int>{0, 1}));
+  sc.training.micro_batches = 1;
+  const Built one(sc);
+  ASSERT_GT(transfers(one, "dp_reducescatter_grads", 3), 0u);
+  EXPECT_EQ(transfers(two, "dp_reducescatter_grads", 3), 2 * transfers(one, "dp_reducescatter_grads", 3));
+  // Under PP: the last micro-batch only, however many there are.
+  sc.parallel.tp = 1;
+  sc.parallel.pp = 2;
+  sc.parallel.dp = 16;
+  const Built pp_one(sc);
+  sc.training.micro_batches = 4;
+  const Built pp_four(sc);
+  ASSERT_GT(transfers(pp_one, "dp_reducescatter_grads", 3), 0u);
+  EXPECT_EQ(transfers(pp_four, "dp_reducescatter_grads", 3), transfers(pp_one, "dp_reducescatter_grads", 3));
 }
 
 TEST(Fsdp, EachMoeBlocksExpertReduceScatterRunsBetweenTheBackwardsGathers) {
