@@ -113,18 +113,29 @@ double full_recompute_bytes(int64_t s, int b, int h, int layers) {
   return 2.0 * static_cast<double>(s) * b * h * layers;
 }
 
-double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_flight) {
+namespace {
+/// One layer's full activations per micro-batch on one rank: tokens split by CP, and by TP
+/// under SP.
+double full_layer_activation_bytes(const scenario::Scenario& sc) {
   const auto& m = sc.model;
   const auto& p = sc.parallel;
   const auto& tr = sc.training;
-  // Activations per micro-batch on one rank: tokens split by CP, and by TP under SP.
   const int64_t s_local = tr.seq_len / p.cp;
   const double sp_div = p.sequence_parallel ? p.tp : 1.0;
   // FP8: TE saves the inputs of the QKV, output, FC1 and FC2 GEMMs for the backward in FP8:
   // 2 + 2 + 2 + 8 of Korthikanti's 34 s b h bytes halve (34 -> 27).
   const double fp8_act = tr.fp8 ? 27.0 / 34.0 : 1.0;
-  const double full_layer =
-      activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
+  return activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
+}
+}  // namespace
+
+double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_flight) {
+  const auto& m = sc.model;
+  const auto& p = sc.parallel;
+  const auto& tr = sc.training;
+  const int64_t s_local = tr.seq_len / p.cp;
+  const double sp_div = p.sequence_parallel ? p.tp : 1.0;
+  const double full_layer = full_layer_activation_bytes(sc);
   const double input = full_recompute_bytes(s_local, tr.micro_batch, m.hidden, 1) / sp_div;
   using SelectiveAc = scenario::TrainingSpec::SelectiveAc;
   if (tr.recompute == scenario::Recompute::Selective && layers > 0 && tr.selective_ac == SelectiveAc::Op) {
@@ -158,14 +169,8 @@ double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_f
 double recomputing_activation_bytes(const scenario::Scenario& sc, int layers) {
   const auto& tr = sc.training;
   if (layers <= 0) return 0;
-  // The recomputed share of each policy above: the same full_layer / op_sac_layer_bytes terms.
-  const auto& m = sc.model;
-  const auto& p = sc.parallel;
-  const int64_t s_local = tr.seq_len / p.cp;
-  const double sp_div = p.sequence_parallel ? p.tp : 1.0;
-  const double fp8_act = tr.fp8 ? 27.0 / 34.0 : 1.0;
-  const double full_layer =
-      activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
+  // The recomputed share of each policy of stage_activation_bytes.
+  const double full_layer = full_layer_activation_bytes(sc);
   using SelectiveAc = scenario::TrainingSpec::SelectiveAc;
   if (tr.recompute == scenario::Recompute::Selective && tr.selective_ac == SelectiveAc::Op)
     return std::max(0.0, full_layer - op_sac_layer_bytes(sc));
