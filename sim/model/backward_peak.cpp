@@ -171,10 +171,22 @@ BackwardPeak backward_peak(const scenario::Scenario& sc) {
   return out;
 }
 
-void add_backward_peak_terms(MemoryEstimate& est, const scenario::Scenario& sc, bool holds_loss) {
+void add_backward_peak_terms(MemoryEstimate& est, const scenario::Scenario& sc, bool holds_loss,
+                             double recomputing) {
   BackwardPeak bp = backward_peak(sc);
   // Both moments hold every saved activation of the stage (the loss's before the first block's
-  // backward frees any, a block's after its own recomputation); they differ in these buffers.
+  // backward frees any, a block's after its own recomputation); they differ in these buffers,
+  // and the block's holds the recomputed block's activations again beside them.
+  if (recomputing > 0) {
+    const auto& p = sc.parallel;
+    const double tensor = static_cast<double>(sc.training.seq_len / p.cp) * sc.training.micro_batch *
+                          sc.model.hidden * kBf16Bytes / (p.sequence_parallel ? p.tp : 1);
+    bp.block.push_back({std::string(kBlockBackwardPrefix) + "activations of the block being recomputed",
+                        recomputing, tensor,
+                        std::string("training.recompute: ") +
+                            std::string(scenario::name_of(sc.training.recompute, scenario::kRecomputeNames))});
+    bp.block_bytes += recomputing;
+  }
   if (holds_loss && bp.loss.bytes >= bp.block_bytes) {
     bp.loss.source += "; above a block's backward " + gb(bp.block_bytes);
     est.terms.push_back(bp.loss);

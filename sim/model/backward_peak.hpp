@@ -31,7 +31,10 @@ BackwardPeak backward_peak(const scenario::Scenario& sc);
 
 /// Adds the terms of the moment that peaks: the loss's on a stage that `holds_loss` when they
 /// are at least one block's working set, else the block's, each naming the other in its source.
-void add_backward_peak_terms(MemoryEstimate& est, const scenario::Scenario& sc, bool holds_loss);
+/// `recomputing`: the activations of the block being recomputed
+/// (recomputing_activation_bytes), which only the block's moment holds: a term of the block's.
+void add_backward_peak_terms(MemoryEstimate& est, const scenario::Scenario& sc, bool holds_loss,
+                             double recomputing = 0);
 
 /// Whether `t` is one of the terms add_backward_peak_terms adds.
 bool is_backward_peak_term(const MemoryTerm& t);

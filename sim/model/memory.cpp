@@ -29,8 +29,11 @@ double activation_share(const scenario::Scenario& sc, int k) {
   const auto& tr = sc.training;
   const int per = (sc.model.layers + p.pp - 1) / p.pp;
   const auto [b, e] = stage_layers(sc, k);
-  const double ref = stage_activation_bytes(sc, per, std::min(p.pp, tr.micro_batches));
-  const double mine = stage_activation_bytes(sc, e - b, std::min(p.pp - k, tr.micro_batches));
+  // (less the block being recomputed, counted with the backward's peak)
+  const double ref = stage_activation_bytes(sc, per, std::min(p.pp, tr.micro_batches)) -
+                     recomputing_activation_bytes(sc, per);
+  const double mine = stage_activation_bytes(sc, e - b, std::min(p.pp - k, tr.micro_batches)) -
+                      recomputing_activation_bytes(sc, e - b);
   return ref > 0 ? mine / ref : 1.0;
 }
 
@@ -78,7 +81,7 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
     // The backward's transient peak, decided per stage where the base estimate lists it: only
     // the last stage computes the LM head and the loss.
     if (sc.mode == scenario::Mode::Train && is_backward_peak_term(t)) {
-      if (!peak_added) add_backward_peak_terms(est, sc, k == p.pp - 1);
+      if (!peak_added) add_backward_peak_terms(est, sc, k == p.pp - 1, recomputing_activation_bytes(sc, e - b));
       peak_added = true;
       continue;
     }
@@ -101,7 +104,8 @@ MemoryEstimate for_stages(const scenario::Scenario& sc, const MemoryEstimate& ba
     est.terms.push_back(t);
   }
   // Prefill runs no backward and no loss: nothing of its peak to add.
-  if (!peak_added && sc.mode == scenario::Mode::Train) add_backward_peak_terms(est, sc, k == p.pp - 1);
+  if (!peak_added && sc.mode == scenario::Mode::Train)
+    add_backward_peak_terms(est, sc, k == p.pp - 1, recomputing_activation_bytes(sc, e - b));
   finish_memory_estimate(est, sc);
   return est;
 }

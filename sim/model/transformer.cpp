@@ -113,18 +113,29 @@ double full_recompute_bytes(int64_t s, int b, int h, int layers) {
   return 2.0 * static_cast<double>(s) * b * h * layers;
 }
 
-double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_flight) {
+namespace {
+/// One layer's full activations per micro-batch on one rank: tokens split by CP, and by TP
+/// under SP.
+double full_layer_activation_bytes(const scenario::Scenario& sc) {
   const auto& m = sc.model;
   const auto& p = sc.parallel;
   const auto& tr = sc.training;
-  // Activations per micro-batch on one rank: tokens split by CP, and by TP under SP.
   const int64_t s_local = tr.seq_len / p.cp;
   const double sp_div = p.sequence_parallel ? p.tp : 1.0;
   // FP8: TE saves the inputs of the QKV, output, FC1 and FC2 GEMMs for the backward in FP8:
   // 2 + 2 + 2 + 8 of Korthikanti's 34 s b h bytes halve (34 -> 27).
   const double fp8_act = tr.fp8 ? 27.0 / 34.0 : 1.0;
-  const double full_layer =
-      activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
+  return activation_bytes_per_layer(s_local, tr.micro_batch, m.hidden, m.heads_q, true) / sp_div * fp8_act;
+}
+}  // namespace
+
+double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_flight) {
+  const auto& m = sc.model;
+  const auto& p = sc.parallel;
+  const auto& tr = sc.training;
+  const int64_t s_local = tr.seq_len / p.cp;
+  const double sp_div = p.sequence_parallel ? p.tp : 1.0;
+  const double full_layer = full_layer_activation_bytes(sc);
   const double input = full_recompute_bytes(s_local, tr.micro_batch, m.hidden, 1) / sp_div;
   using SelectiveAc = scenario::TrainingSpec::SelectiveAc;
   if (tr.recompute == scenario::Recompute::Selective && layers > 0 && tr.selective_ac == SelectiveAc::Op) {
@@ -153,6 +164,22 @@ double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_f
   }
   const int groups = (layers + n - 1) / n;
   return input * groups * in_flight + full_layer * std::min(n, layers);
+}
+
+double recomputing_activation_bytes(const scenario::Scenario& sc, int layers) {
+  const auto& tr = sc.training;
+  if (layers <= 0) return 0;
+  // The recomputed share of each policy of stage_activation_bytes.
+  const double full_layer = full_layer_activation_bytes(sc);
+  using SelectiveAc = scenario::TrainingSpec::SelectiveAc;
+  if (tr.recompute == scenario::Recompute::Selective && tr.selective_ac == SelectiveAc::Op)
+    return std::max(0.0, full_layer - op_sac_layer_bytes(sc));
+  if (tr.recompute == scenario::Recompute::Selective && tr.selective_ac == SelectiveAc::Layer)
+    return layers / std::max(1, tr.selective_ac_every) > 0 ? full_layer : 0.0;
+  if (tr.recompute != scenario::Recompute::Full) return 0;
+  const int n = std::max(1, tr.recompute_layers);
+  if (tr.recompute_method == scenario::TrainingSpec::RecomputeMethod::Block) return full_layer;
+  return full_layer * std::min(n, layers);
 }
 
 namespace {
@@ -347,7 +374,9 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
   const int64_t s_local = tr.seq_len / p.cp;
   const int layers_stage = (m.layers + p.pp - 1) / p.pp;
   const int in_flight = std::min(p.pp, tr.micro_batches);  // 1F1B: stage 0 holds pp micro-batches
-  const double act = stage_activation_bytes(sc, layers_stage, in_flight);
+  // (the block being recomputed is counted with the backward's peak, add_backward_peak_terms)
+  const double recomputing = recomputing_activation_bytes(sc, layers_stage);
+  const double act = stage_activation_bytes(sc, layers_stage, in_flight) - recomputing;
   // Saved tensors are mostly s x b x h activations in bf16 (split by TP under sequence parallelism).
   const double act_tensor = static_cast<double>(s_local) * tr.micro_batch * m.hidden * kBf16Bytes /
                             (p.sequence_parallel ? p.tp : 1);
@@ -362,7 +391,7 @@ MemoryEstimate estimate_memory(const scenario::Scenario& sc) {
 
   // The backward's transient peak (model/backward_peak.hpp): the loss's buffers, as if this
   // rank held the loss (memory.cpp decides per stage), or one block's working set.
-  add_backward_peak_terms(est, sc, true);
+  add_backward_peak_terms(est, sc, true, recomputing);
   est.terms.push_back({"context-parallel buffers", cp_buffer_bytes(sc) * tr.micro_batch,
                        cp_buffer_bytes(sc) * tr.micro_batch / 4, "parallel.attention.scheme"});
   add_fixed_memory_terms(est, sc);

@@ -59,6 +59,10 @@ double full_recompute_bytes(int64_t s, int b, int h, int layers);
 /// block's saved op outputs plus one block's rest while it is recomputed; layer every N, as
 /// block with every Nth layer checkpointed.
 double stage_activation_bytes(const scenario::Scenario& sc, int layers, int in_flight);
+/// The share of stage_activation_bytes(sc, layers, ...) that only a block's backward holds:
+/// the activations of the block (uniform: the group of N) being recomputed, 0 when the stage
+/// recomputes none. The loss's moment, before any recomputation, holds the rest only.
+double recomputing_activation_bytes(const scenario::Scenario& sc, int layers);
 /// Whether the backward recomputes `layer`'s forward: every layer under full uniform
 /// recomputation, the first recompute_layers of each model chunk (pp x virtual_stages chunks
 /// of consecutive layers) under block, every Nth block of a chunk under torchtitan's layer policy.

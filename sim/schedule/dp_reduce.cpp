@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "model/data_parallel.hpp"
@@ -50,14 +52,10 @@ std::vector<int> dp_members(const StepCtx& x, int s, int t) {
   return members;
 }
 
-/// Stage s's gradient buckets for TP index t, queued after the whole backward; returns, per
-/// member, the op after which its last bucket is reduced.
-std::vector<OpId> reduce_gradient_buckets(const StepCtx& x, const ChunkLayout& cl, int s, int t, const GradsReady& grads,
-                            const ReplicaPlan& rp) {
-  const auto& p = x.sc.parallel;
-  if (p.dp * p.cp == 1) return std::vector<OpId>(static_cast<size_t>(p.dp * p.cp), kNoOp);
-  GradBuckets b = dp_grad_buckets(x, cl, s, t);
-  b.ready = [&](size_t i, int l) { return member_grads(p, grads, rp, t, i, l); };
+/// Gradient buckets reduced after the whole backward; returns, per member, the op after which
+/// its last bucket is reduced.
+std::vector<OpId> reduce_after_backward(const StepCtx& x, GradBuckets b) {
+  if (b.members.size() <= 1) return std::vector<OpId>(b.members.size(), kNoOp);
   return add_grad_buckets(x.g, x.topo, b);
 }
 
@@ -109,6 +107,47 @@ OpId member_grads(const scenario::ParallelSpec& p, const GradsReady& grads, cons
   return ready.empty() ? kNoOp : ready[static_cast<size_t>(c * p.tp + t)];
 }
 
+bool reduces_every_micro_batch(const scenario::Scenario& sc) {
+  // torchtitan's train_step runs forward_backward_step once per gradient-accumulation step with
+  // a plain loss.backward() (torchtitan/train.py) and never calls set_requires_gradient_sync,
+  // whose default is to reduce: FSDP2 reduce-scatters each block in every backward and adds the
+  // output into the sharded gradient (FSDPModule.set_requires_gradient_sync,
+  // torch/distributed/fsdp/_fully_shard/_fully_shard.py: "gradient accumulation *without
+  // communication*" only when turned off). PyTorch's pipelining stages turn it off for all but
+  // the last micro-batch ("accumulate gradients on previous steps and reduce them on the last
+  // step", _PipelineStageBase.backward_maybe_with_nosync, torch/distributed/pipelining/stage.py).
+  return gathers_in_backward(sc) && sc.parallel.pp == 1 && sc.training.micro_batches > 1;
+}
+
+std::vector<GradBuckets> stage_grad_groups(const StepCtx& x, const ChunkLayout& cl, int s, const GradsReady& grads,
+                                           const ReplicaPlan& rp, const std::vector<GradsReady>* micro) {
+  const auto& p = x.sc.parallel;
+  std::vector<GradBuckets> out;
+  for (int t = 0; t < reduced_tp(x, rp); ++t) {
+    out.push_back(dp_grad_buckets(x, cl, s, t));
+    out.back().ready = [&p, &grads, &rp, t](size_t i, int l) { return member_grads(p, grads, rp, t, i, l); };
+    if (micro)
+      out.back().ready_micro = [&p, micro, &rp, t](size_t i, int l, int mb) {
+        return member_grads(p, (*micro)[static_cast<size_t>(mb)], rp, t, i, l);
+      };
+  }
+  for (GradBuckets& b : expert_grad_buckets(x.sc, x.mesh, s, cl.stage_layers(s))) {
+    // (expert groups join ranks of any TP and CP index: their grid slot read directly)
+    auto expert_grads = [&x, &rp, members = b.members](const GradsReady& from, size_t i, int l) {
+      const auto co = x.mesh.coord_of(members[i]);
+      const std::vector<OpId>& ready = from[rp.source(co[Mesh::kDp])][l];
+      return ready.empty() ? kNoOp : ready[static_cast<size_t>(co[Mesh::kCp] * x.sc.parallel.tp + co[Mesh::kTp])];
+    };
+    b.ready = [expert_grads, &grads](size_t i, int l) { return expert_grads(grads, i, l); };
+    if (micro)
+      b.ready_micro = [expert_grads, micro](size_t i, int l, int mb) {
+        return expert_grads((*micro)[static_cast<size_t>(mb)], i, l);
+      };
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 /// Whether the backward queues parameter gathers on the DP streams (StageBuilder::gather_params),
 /// so that the gradient buckets must be queued between them (QueuedGradBuckets).
 bool gathers_in_backward(const scenario::Scenario& sc) {
@@ -128,20 +167,30 @@ void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsRea
   const std::vector<int> owned = cl.stage_layers(s);  // in forward order
   double stage_params = 0;
   for (int l : owned) stage_params += layer_params(x.sc, l);
-  // The stage's routed experts, reduced over expert DP (moe_layer.cpp), stepped below too.
-  const double experts_held = add_expert_grad_sync(
-      x.g, x.topo, x.sc, x.mesh, s, owned, [&](int rank, int l) {
-        const auto co = x.mesh.coord_of(rank);
-        return grads[rp.source(co[3])][l][static_cast<size_t>(co[1] * p.tp + co[0])];
-      });
-  for (int t = 0; t < reduced_tp(x, rp); ++t) {
-    const std::vector<int> members = dp_members(x, s, t);
-    const std::vector<OpId> done = queued ? queued->done(s, t) : reduce_gradient_buckets(x, cl, s, t, grads, rp);
+  const double experts_held = stage_expert_params(x.sc, owned);
+  const std::vector<GradBuckets> groups = stage_grad_groups(x, cl, s, grads, rp);
+  const size_t dense = static_cast<size_t>(reduced_tp(x, rp));
+  // The stage's routed experts, reduced over their expert-DP groups (moe_layer.cpp): each
+  // rank's optimizer step waits for its expert gradients too, as Megatron's finish_grad_sync
+  // and FSDP2's root post-backward wait for every bucket before the step.
+  std::map<int, OpId> experts_done;
+  for (size_t k = dense; k < groups.size(); ++k) {
+    const GradBuckets& b = groups[k];
+    const std::vector<OpId> done = queued ? queued->done(s, static_cast<int>(k)) : reduce_after_backward(x, b);
+    for (size_t i = 0; i < b.members.size(); ++i) experts_done[b.members[i]] = done[i];
+    // Megatron's distributed optimizer gathers the updated expert shards; FSDP (zero_stage 3)
+    // gathers them in the next forward with the block's (zero3_gather_bytes).
+    if (p.zero_stage >= 1 && p.zero_stage <= 2)
+      add_param_allgather(x.g, x.topo, b.members, done, experts_held * model::kBf16Bytes, "expert_dp_allgather_params");
+  }
+  for (size_t t = 0; t < dense; ++t) {
+    const std::vector<int>& members = groups[t].members;
+    const std::vector<OpId> done = queued ? queued->done(s, static_cast<int>(t)) : reduce_after_backward(x, groups[t]);
     // HSDP steps the shard of its shard group (dp / dp_replicate x cp ranks).
     const int shard_group = p.zero_stage >= 3 ? p.dp_shard() * p.cp : dp_group;
     double shard = p.zero_stage >= 1 ? stage_params / shard_group : stage_params;
     shard += p.zero_stage >= 1 ? experts_held / model::expert_dp(p) : experts_held;
-    const std::vector<OpId> opt = add_optimizer_steps(x.sc, x.pricer, x.g, members, done, shard, rp);
+    const std::vector<OpId> opt = add_optimizer_steps(x.sc, x.pricer, x.g, members, done, shard, rp, &experts_done);
     // Megatron's distributed optimizer (zero_stage 1-2) holds whole bf16 weights and gathers
     // the updated shards after its step; FP8 training gathers their FP8 copies
     // (--fp8-param-gather): 1 B per parameter. Overlapped, the gather runs ahead of the next

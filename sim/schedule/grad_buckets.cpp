@@ -48,6 +48,7 @@ void add_grad_bucket(TaskGraph& g, const model::Topology& topo, const GradBucket
   req.label.category = g.intern("collective");
   req.label.scheme = g.intern("dp");
   req.label.layer = l;
+  req.label.micro = b.micro;
   req.label.phase = Phase::Backward;
   for (size_t r = 0; r < groups; ++r) {
     req.ranks.assign(b.members.begin() + static_cast<std::ptrdiff_t>(r * n),
@@ -81,59 +82,59 @@ void add_grad_bucket(TaskGraph& g, const model::Topology& topo, const GradBucket
 }
 
 QueuedGradBuckets::QueuedGradBuckets(TaskGraph& g, const model::Topology& topo,
-                                     std::vector<std::vector<GradBuckets>> groups,
-                                     std::function<OpId(int, int, size_t, int)> ready)
-    : g_(g), topo_(topo), groups_(std::move(groups)), ready_(std::move(ready)) {
+                                     std::vector<std::vector<GradBuckets>> groups)
+    : g_(g), topo_(topo), groups_(std::move(groups)) {
   for (const auto& stage : groups_) {
-    // (the TP indices of a stage share its layers and bytes, so its buckets)
-    buckets_.push_back(stage.empty() ? std::vector<std::vector<int>>{} : form_buckets(stage.front()));
-    queued_.emplace_back(buckets_.back().size(), 0);
+    buckets_.emplace_back();
     pending_.emplace_back();
     done_.emplace_back();
-    for (const auto& b : stage) done_.back().emplace_back(b.members.size(), kNoOp);
+    for (const auto& b : stage) {
+      buckets_.back().push_back(form_buckets(b));
+      done_.back().emplace_back(b.members.size(), kNoOp);
+    }
   }
 }
 
-void QueuedGradBuckets::grads_ready(int s, int layer) {
-  const auto& bs = buckets_[static_cast<size_t>(s)];
-  for (size_t k = 0; k < bs.size(); ++k)
-    if (bs[k].back() == layer && !queued_[static_cast<size_t>(s)][k]) {
-      queued_[static_cast<size_t>(s)][k] = 1;
-      pending_[static_cast<size_t>(s)].push_back(k);
-    }
+void QueuedGradBuckets::grads_ready(int s, int layer, int mb) {
+  const auto su = static_cast<size_t>(s);
+  // The expert groups (listed last) first: a block's experts finish their backward, and their
+  // post-backward hook issues their reduce-scatter, before the block's attention does.
+  for (size_t k = buckets_[su].size(); k-- > 0;)
+    for (size_t j = 0; j < buckets_[su][k].size(); ++j)
+      if (buckets_[su][k][j].back() == layer && queued_.insert({s, k, j, mb}).second) pending_[su].emplace_back(k, j, mb);
 }
 
 void QueuedGradBuckets::queue(int s) {
-  auto& pending = pending_[static_cast<size_t>(s)];
-  for (size_t k : pending) {
-    const auto& bucket = buckets_[static_cast<size_t>(s)][k];
-    for (size_t t = 0; t < groups_[static_cast<size_t>(s)].size(); ++t) {
-      GradBuckets b = groups_[static_cast<size_t>(s)][t];
-      const int ti = static_cast<int>(t);
-      b.ready = [&](size_t i, int l) {
-        const OpId r = ready_(s, ti, i, l);
-        if (r != kNoOp) return r;
-        Op gate;  // in no stream: it only holds the member's first step until its gradients exist
-        gate.rank = b.members[i];
-        gate.stream = stream::kDpSend;
-        gate.unordered = true;
-        gate.label.name = g_.intern("grads_ready");
-        gate.label.category = g_.intern("overhead");
-        gate.label.layer = l;
-        gate.label.phase = Phase::Backward;
-        gates_.push_back({g_.add(gate), s, ti, l, i});
-        return gates_.back().op;
-      };
-      add_grad_bucket(g_, topo_, b, bucket, done_[static_cast<size_t>(s)][t]);
-    }
+  const auto su = static_cast<size_t>(s);
+  for (const auto& [k, j, m] : pending_[su]) {
+    GradBuckets b = groups_[su][k];
+    const int ki = static_cast<int>(k), mb = m;
+    const GradBuckets& own = groups_[su][k];
+    if (own.ready_micro) b.micro = mb;
+    b.ready = [&](size_t i, int l) {
+      const OpId r = own.ready_micro ? own.ready_micro(i, l, mb) : own.ready(i, l);
+      if (r != kNoOp) return r;
+      Op gate;  // in no stream: it only holds the member's first step until its gradients exist
+      gate.rank = b.members[i];
+      gate.stream = stream::kDpSend;
+      gate.unordered = true;
+      gate.label.name = g_.intern("grads_ready");
+      gate.label.category = g_.intern("overhead");
+      gate.label.layer = l;
+      gate.label.phase = Phase::Backward;
+      gates_.push_back({g_.add(gate), s, ki, l, mb, i});
+      return gates_.back().op;
+    };
+    add_grad_bucket(g_, topo_, b, buckets_[su][ki][j], done_[su][k]);
   }
-  pending.clear();
+  pending_[su].clear();
 }
 
 void QueuedGradBuckets::wire() {
   for (size_t s = 0; s < pending_.size(); ++s) queue(static_cast<int>(s));
   for (const Gate& q : gates_) {
-    const OpId r = ready_(q.s, q.t, q.member, q.layer);
+    const GradBuckets& own = groups_[static_cast<size_t>(q.s)][static_cast<size_t>(q.k)];
+    const OpId r = own.ready_micro ? own.ready_micro(q.member, q.layer, q.mb) : own.ready(q.member, q.layer);
     if (r == kNoOp) throw std::logic_error("a reduce-scatter member's gradients were never built");
     g_.add_edge(r, q.op);
   }

@@ -4,6 +4,9 @@
 /// reduced once it holds `bucket_bytes`, or at the stage's first layer. Serves both the dense
 /// DP x CP gradients (step.cpp) and the expert-DP gradients of MoE layers (moe_layer.cpp).
 #include <functional>
+#include <set>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "model/topology.hpp"
@@ -17,6 +20,10 @@ struct GradBuckets {
   std::function<double(int layer)> bytes;  ///< gradient bytes of `layer` per member
   /// The op after which member i's gradients of `layer` are complete.
   std::function<OpId(size_t member, int layer)> ready;
+  /// When each micro-batch's gradients are reduced (QueuedGradBuckets): the op after which
+  /// member i's gradients of `layer` from micro-batch `mb` are complete; unset otherwise.
+  std::function<OpId(size_t member, int layer, int mb)> ready_micro;
+  int micro = -1;                          ///< the micro-batch the collectives reduce (labels)
   double bucket_bytes = 0;
   /// Layers at which a bucket closes whatever it holds (a model chunk's first layer: Megatron
   /// wraps each chunk in its own DDP); may be empty.
@@ -57,41 +64,45 @@ void add_grad_bucket(TaskGraph& g, const model::Topology& topo, const GradBucket
 /// foreach_reduce on comm_ctx.reduce_scatter_stream), after the pre-backward hook of block l
 /// issued the prefetch of block l - 1's all-gather (pre_backward -> _backward_prefetch ->
 /// _prefetch_unshard) and before block l - 1's pre-backward issues block l - 2's: on the
-/// communicator, ... AG(l - 1), RS(l), AG(l - 2), RS(l - 1) ... The step builder calls
-/// grads_ready once a layer's backward of the last micro-batch is built and queue() once the
-/// next layer's gather is (and at the end of each backward pass).
+/// communicator, ... AG(l - 1), RS(l), AG(l - 2), RS(l - 1) ... A MoE block's experts are
+/// sharded over the expert data-parallel group (torchtitan's apply_fsdp,
+/// torchtitan/models/llama4/infra/parallelize.py, wraps transformer_block.moe.experts in a
+/// fully_shard of its own on the dp_mod_ep mesh, inside the block's): the same backward issues
+/// their reduce-scatter, at the same block, on the same reduce-scatter stream. The step builder
+/// calls grads_ready once a layer's backward is built (of the last micro-batch, or of each
+/// where every micro-batch is reduced: reduces_every_micro_batch) and queue() once the next
+/// layer's gather is (and at the end of each backward pass).
 class QueuedGradBuckets {
  public:
-  /// groups[s][t]: the buckets of stage s and TP index t (members, layers, bytes, sizes; their
-  /// `ready` unused). ready(s, t, i, layer): the op after which member i's gradients of
-  /// `layer` are complete, kNoOp while its data-parallel replica is not built yet.
-  QueuedGradBuckets(TaskGraph& g, const model::Topology& topo, std::vector<std::vector<GradBuckets>> groups,
-                    std::function<OpId(int s, int t, size_t i, int layer)> ready);
-  /// Stage s's backward of the last micro-batch has reached `layer`: the bucket it closes is
-  /// ready to queue (once: a replica built later finds it queued).
-  void grads_ready(int s, int layer);
+  /// groups[s]: the reducing groups of stage s (the DP x CP group of each TP index, then the
+  /// expert-DP groups), each with its members, layers, bytes, bucket size; its `ready(i, layer)`
+  /// (or `ready_micro(i, layer, mb)` where set) returns kNoOp while member i's data-parallel
+  /// replica is not built yet.
+  QueuedGradBuckets(TaskGraph& g, const model::Topology& topo, std::vector<std::vector<GradBuckets>> groups);
+  /// Stage s's backward of micro-batch `mb` has reached `layer`: the buckets it closes are
+  /// ready to queue (once per micro-batch: a replica built later finds them queued).
+  void grads_ready(int s, int layer, int mb);
   /// Queues stage s's ready buckets behind what its DP streams hold so far.
   void queue(int s);
   /// Once every replica is built: a member whose replica was built after its bucket was queued
   /// joined it through a zero-time gate, which now waits for that member's gradients.
   void wire();
-  /// Per member of groups[s][t]: the op after which its last bucket is reduced.
-  const std::vector<OpId>& done(int s, int t) const { return done_.at(static_cast<size_t>(s)).at(static_cast<size_t>(t)); }
+  /// Per member of groups[s][k]: the op after which its last bucket is reduced.
+  const std::vector<OpId>& done(int s, int k) const { return done_.at(static_cast<size_t>(s)).at(static_cast<size_t>(k)); }
 
  private:
   struct Gate {
     OpId op;
-    int s, t, layer;
+    int s, k, layer, mb;
     size_t member;
   };
   TaskGraph& g_;
   const model::Topology& topo_;
   std::vector<std::vector<GradBuckets>> groups_;
-  std::function<OpId(int, int, size_t, int)> ready_;
-  std::vector<std::vector<std::vector<int>>> buckets_;     ///< per stage: form_buckets
-  std::vector<std::vector<char>> queued_;                   ///< per stage, per bucket
-  std::vector<std::vector<size_t>> pending_;                ///< per stage: ready, not queued
-  std::vector<std::vector<std::vector<OpId>>> done_;       ///< per stage, TP index, member
+  std::vector<std::vector<std::vector<std::vector<int>>>> buckets_;  ///< per stage, group: form_buckets
+  std::set<std::tuple<int, size_t, size_t, int>> queued_;        ///< (stage, group, bucket, micro-batch)
+  std::vector<std::vector<std::tuple<size_t, size_t, int>>> pending_;  ///< per stage: ready, not queued
+  std::vector<std::vector<std::vector<OpId>>> done_;                ///< per stage, group, member
   std::vector<Gate> gates_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <utility>
 
 #include "model/data_parallel.hpp"
 #include "model/moe.hpp"
@@ -273,24 +274,25 @@ Ops moe_block(MoeCtx& c, const Ops& entry) {
   return x;
 }
 
-double add_expert_grad_sync(TaskGraph& g, const model::Topology& topo, const scenario::Scenario& sc,
-                            const Mesh& mesh, int stage, const std::vector<int>& owned_layers,
-                            const std::function<OpId(int rank, int layer)>& ready) {
-  const auto& p = sc.parallel;
-  const auto& m = sc.model;
-  auto rank_params = [&](int l) {
-    return model::layer_expert_params(m, l) / (static_cast<double>(p.ep) * p.expert_tp);
-  };
+double stage_expert_params(const scenario::Scenario& sc, const std::vector<int>& owned_layers) {
   double held = 0;
-  for (int l : owned_layers) held += rank_params(l);
+  for (int l : owned_layers)
+    held += model::layer_expert_params(sc.model, l) / (static_cast<double>(sc.parallel.ep) * sc.parallel.expert_tp);
+  return held;
+}
+
+std::vector<GradBuckets> expert_grad_buckets(const scenario::Scenario& sc, const Mesh& mesh, int stage,
+                                             const std::vector<int>& owned_layers) {
+  const auto& p = sc.parallel;
+  std::vector<GradBuckets> out;
   const int edp = model::expert_dp(p);
-  if (!(held > 0) || edp == 1) return held;
+  if (!(stage_expert_params(sc, owned_layers) > 0) || edp == 1) return out;
   // Expert-DP groups: the ranks with the same EP index in every EP group (and the same TP index
   // when expert_tp > 1). Enumerate them from EP group 0's members.
   const int key_tps = p.expert_tp == 1 ? 1 : p.tp;
   for (int kt = 0; kt < key_tps; ++kt) {
     for (int j = 0; j < p.ep; ++j) {
-      std::vector<int> members;
+      GradBuckets b;
       for (int grp = 0; grp < edp; ++grp) {
         // rank with EP index j in EP group grp: shift the flat index by grp x ep
         const int64_t f = static_cast<int64_t>(grp) * p.ep + j;
@@ -303,22 +305,20 @@ double add_expert_grad_sync(TaskGraph& g, const model::Topology& topo, const sce
           c = static_cast<int>(f % p.cp);
           d = static_cast<int>(f / p.cp);
         }
-        members.push_back(mesh.rank_of({t, c, stage, d}));
+        b.members.push_back(mesh.rank_of({t, c, stage, d}));
       }
-      GradBuckets b;
-      b.members = members;
       b.layers = owned_layers;
-      b.bytes = [&](int l) { return rank_params(l) * model::grad_reduce_bytes(p); };
-      b.ready = [&](size_t i, int l) { return ready(members[i], l); };
+      b.bytes = [&sc](int l) {
+        return model::layer_expert_params(sc.model, l) / (static_cast<double>(sc.parallel.ep) * sc.parallel.expert_tp) *
+               model::grad_reduce_bytes(sc.parallel);
+      };
       b.bucket_bytes = model::dp_bucket_bytes(p, stage);
       b.reduce_scatter = p.zero_stage >= 1;
       b.name = p.zero_stage >= 1 ? "expert_dp_reducescatter_grads" : "expert_dp_allreduce_grads";
-      const Ops done = add_grad_buckets(g, topo, b);
-      if (p.zero_stage >= 1)
-        add_param_allgather(g, topo, members, done, held * model::kBf16Bytes, "expert_dp_allgather_params");
+      out.push_back(std::move(b));
     }
   }
-  return held;
+  return out;
 }
 
 }  // namespace cpsim::schedule

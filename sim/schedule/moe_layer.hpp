@@ -11,6 +11,8 @@
 #include "model/topology.hpp"
 #include "scenario/specs.hpp"
 #include "schedule/attention.hpp"
+#include "schedule/grad_buckets.hpp"
+#include "schedule/mesh.hpp"
 #include "schedule/step.hpp"
 #include "schedule/task_graph.hpp"
 
@@ -53,13 +55,14 @@ std::vector<OpId> moe_block(MoeCtx& ctx, const std::vector<OpId>& entry);
 /// rank's experts x hidden x 2 B (uniform routing: tokens per rank x top_k x hidden x 2 B).
 double moe_a2a_bytes(const scenario::Scenario& sc, double tokens_per_cp_rank, int layer, int mb);
 
-/// Reduce-scatter of the stage's expert gradients over the expert data-parallel group, in
-/// buckets as the backward produces them, then the all-gather of updated weights (ZeRO >= 1),
-/// or an all-reduce (ZeRO 0). `ready(rank, layer)`: the op after which rank's gradients of
-/// layer are complete. Returns expert parameters held per rank on the stage (for the
-/// optimizer), 0 when the model has no experts.
-double add_expert_grad_sync(TaskGraph& g, const model::Topology& topo, const scenario::Scenario& sc,
-                            const Mesh& mesh, int stage, const std::vector<int>& owned_layers,
-                            const std::function<OpId(int rank, int layer)>& ready);
+/// Expert parameters held per rank on a stage owning `owned_layers` (0 without experts).
+double stage_expert_params(const scenario::Scenario& sc, const std::vector<int>& owned_layers);
+
+/// The stage's expert gradient buckets, one GradBuckets per expert data-parallel group (the
+/// ranks holding the same experts): reduce-scatter (ZeRO >= 1) or all-reduce (ZeRO 0) of each
+/// layer's expert gradients as the backward produces them; their `ready` unset. Empty when the
+/// stage holds no experts or the expert-DP group is one rank.
+std::vector<GradBuckets> expert_grad_buckets(const scenario::Scenario& sc, const Mesh& mesh, int stage,
+                                             const std::vector<int>& owned_layers);
 
 }  // namespace cpsim::schedule

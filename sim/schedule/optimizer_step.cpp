@@ -10,7 +10,7 @@ namespace cpsim::schedule {
 // copy stream after the GPU's step of the rest; the updated weights are whole once it ends.
 std::vector<OpId> add_optimizer_steps(const scenario::Scenario& sc, Pricer& pricer, TaskGraph& g,
                                       const std::vector<int>& members, const std::vector<OpId>& reduced,
-                                      double shard, const ReplicaPlan& rp) {
+                                      double shard, const ReplicaPlan& rp, const std::map<int, OpId>* also) {
   const int cp = sc.parallel.cp;
   const double host = sc.parallel.zero_stage >= 3 ? 0.0 : sc.training.optimizer_offload_fraction;
   // Fused Adam (multi-tensor apply) streams 30 B per parameter once (fp32 master, m, v read and
@@ -36,6 +36,8 @@ std::vector<OpId> add_optimizer_steps(const scenario::Scenario& sc, Pricer& pric
     if (built || step_s < 0) step_s = pricer.time(c, "memory");
     opt[i] = g.add_priced(members[i], stream::kCompute, step_s, optimizer_label("optimizer_step", "memory"));
     g.add_edge(reduced[i], opt[i]);
+    if (also)
+      if (const auto it = also->find(members[i]); it != also->end()) g.add_edge(it->second, opt[i]);
     if (host <= 0) continue;
     // The copies start once the GPU's step is issued: it follows the backward on the compute
     // stream even where no gradient reduction precedes it (DP x CP = 1). Megatron issues the

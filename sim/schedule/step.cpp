@@ -87,10 +87,12 @@ ChunkLayout chunk_layout(const scenario::Scenario& sc) {
 /// stage's streams receive ops in its own schedule order.
 class ReplicaPipeline {
  public:
-  /// `queued`: the gradient buckets queued as the backward reaches them (ZeRO-3), or null.
+  /// `queued`: the gradient buckets queued as the backward reaches them (ZeRO-3), or null;
+  /// `micro`: where every micro-batch is reduced, each micro-batch's layer backwards, or null.
   ReplicaPipeline(const StepCtx& x, const ChunkLayout& cl, int d, GatherMap& gathers,
-                  MoeA2aMap& a2a, std::vector<Ops>& last_layer_bwd, QueuedGradBuckets* queued)
-      : x_(x), cl_(cl), last_layer_bwd_(last_layer_bwd), queued_(queued),
+                  MoeA2aMap& a2a, std::vector<Ops>& last_layer_bwd, QueuedGradBuckets* queued,
+                  std::vector<GradsReady>* micro)
+      : x_(x), cl_(cl), d_(d), last_layer_bwd_(last_layer_bwd), queued_(queued), micro_(micro),
         fwd_out_(cl.chunks, std::vector<Ops>(cl.mbs)), bwd_out_(cl.chunks, std::vector<Ops>(cl.mbs)),
         fwd_done_(cl.chunks, std::vector<bool>(cl.mbs)), bwd_done_(cl.chunks, std::vector<bool>(cl.mbs)) {
     for (int s = 0; s < cl.pp; ++s) {
@@ -158,9 +160,13 @@ class ReplicaPipeline {
     for (int l = l1 - 1; l >= l0; --l) {
       x = sb.layer_backward(l, mb, x);  // (ZeRO-3: it queued layer l's parameter gather)
       if (queued_) queued_->queue(s);   // the buckets layer l + 1's backward made ready
+      if (micro_) {
+        (*micro_)[static_cast<size_t>(mb)][static_cast<size_t>(d_)][static_cast<size_t>(l)] = x;
+        queued_->grads_ready(s, l, mb);
+      }
       if (mb != cl_.mbs - 1) continue;
       last_layer_bwd_[l] = x;
-      if (queued_) queued_->grads_ready(s, l);
+      if (queued_ && !micro_) queued_->grads_ready(s, l, mb);
     }
     if (queued_) queued_->queue(s);
     if (c > 0) x = transfer(s, (c - 1 + cl_.pp) % cl_.pp, true, mb, x);
@@ -197,8 +203,10 @@ class ReplicaPipeline {
 
   const StepCtx& x_;
   const ChunkLayout& cl_;
+  int d_;
   std::vector<Ops>& last_layer_bwd_;
   QueuedGradBuckets* queued_;
+  std::vector<GradsReady>* micro_;
   std::vector<StageBuilder> stages_;
   size_t grid_ = 0;
   /// Outputs per model chunk and micro-batch (after the p2p to the next chunk's stage).
@@ -352,14 +360,16 @@ BuildInfo build_step(const StepCtx& x) {
   }
   // ZeRO-3: the gradient buckets queued between the backward's parameter gathers as the backward
   // reaches them (QueuedGradBuckets). (Such a build copies no replica: its gathers join them.)
+  // Where every micro-batch's gradients are reduced (reduces_every_micro_batch), each
+  // micro-batch's layer backwards, [micro-batch][replica][layer].
   std::unique_ptr<QueuedGradBuckets> queued;
+  std::vector<GradsReady> micro;
+  if (reduces_every_micro_batch(sc)) micro.assign(static_cast<size_t>(cl.mbs), GradsReady(p.dp, std::vector<Ops>(cl.layers)));
   if (gathers_in_backward(sc)) {
-    std::vector<std::vector<GradBuckets>> groups(static_cast<size_t>(cl.pp));
+    std::vector<std::vector<GradBuckets>> groups;
     for (int s = 0; s < cl.pp; ++s)
-      for (int t = 0; t < reduced_tp(x, rp); ++t) groups[static_cast<size_t>(s)].push_back(dp_grad_buckets(x, cl, s, t));
-    queued = std::make_unique<QueuedGradBuckets>(
-        x.g, x.topo, std::move(groups),
-        [&p, &grads, &rp](int, int t, size_t i, int l) { return member_grads(p, grads, rp, t, i, l); });
+      groups.push_back(stage_grad_groups(x, cl, s, grads, rp, micro.empty() ? nullptr : &micro));
+    queued = std::make_unique<QueuedGradBuckets>(x.g, x.topo, std::move(groups));
   }
   // The first built replica is built; the others are copies of its ops when that is exact
   // (why_not_copy): the same graph, op for op, without pricing and partitioning them again.
@@ -378,7 +388,7 @@ BuildInfo build_step(const StepCtx& x) {
     if (first) {
       tmpl = {d, static_cast<OpId>(x.g.size()), 0, x.g.num_edges(), 0, 0, x.pricer.snapshot()};
     }
-    ReplicaPipeline pipe(x, cl, d, gathers, a2a, grads[d], queued.get());
+    ReplicaPipeline pipe(x, cl, d, gathers, a2a, grads[d], queued.get(), micro.empty() ? nullptr : &micro);
     const int layers = pipe.run();
     info.full_layers_built += layers;
     check_spines(x.g, x.topo, rp);  // decided once the first replica exists

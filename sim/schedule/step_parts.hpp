@@ -50,6 +50,10 @@ struct ChunkLayout {
 /// [replica][layer]: each layer's backward of the last micro-batch, per grid rank.
 using GradsReady = std::vector<std::vector<std::vector<OpId>>>;
 
+/// Whether FSDP reduce-scatters the gradients of every micro-batch's backward, not only the
+/// last one's: ZeRO-3 without pipeline parallelism, gradient accumulation.
+bool reduces_every_micro_batch(const scenario::Scenario& sc);
+
 /// Stage s's overlapped parameter gathers (Megatron --overlap-param-gather), in forward order.
 std::vector<ParamBucket> param_buckets(const scenario::Scenario& sc, const ChunkLayout& cl, int s);
 
@@ -64,6 +68,13 @@ GradBuckets dp_grad_buckets(const StepCtx& x, const ChunkLayout& cl, int s, int 
 /// l; kNoOp while its replica (or the one it mirrors) is not built.
 OpId member_grads(const scenario::ParallelSpec& p, const GradsReady& grads, const ReplicaPlan& rp, int t,
                   size_t i, int l);
+
+/// Stage s's gradient reduction groups with their `ready` set (kNoOp while a member's replica
+/// is not built): the DP x CP group of each reduced TP index (reduced_tp), then the stage's
+/// expert-DP groups (expert_grad_buckets). `micro` ([micro-batch] -> each layer's backward of
+/// that micro-batch), where every micro-batch is reduced: sets their `ready_micro` too.
+std::vector<GradBuckets> stage_grad_groups(const StepCtx& x, const ChunkLayout& cl, int s, const GradsReady& grads,
+                                           const ReplicaPlan& rp, const std::vector<GradsReady>* micro = nullptr);
 
 /// Whether the backward queues parameter gathers on the DP streams (StageBuilder::gather_params),
 /// so that the gradient buckets must be queued between them (QueuedGradBuckets).

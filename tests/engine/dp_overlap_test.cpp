@@ -107,7 +107,8 @@ TEST(Fsdp, UnderPipelineTheWeightsAreGatheredOncePerStep) {
 }
 
 /// ZeRO-3 on llama8b_tp8_job (4 layers, 2 micro-batches), replayed: on GPU `rank`, when the
-/// reduce-scatter of the last layer's gradients (the first the backward makes ready) ends, when
+/// last micro-batch's reduce-scatter of the last layer's gradients (the first its backward
+/// makes ready) ends, when
 /// the last micro-batch's backward gathers layer 0's weights (the last gather it queues), and
 /// when that GPU's backward of the last layer ends and its reduce-scatter starts.
 struct FsdpTimes {
@@ -133,7 +134,7 @@ FsdpTimes fsdp_times(scenario::Symmetry sym, int rank) {
         op.label.micro == mb && op.label.phase == schedule::Phase::Backward && op.stream == schedule::stream::kCompute)
       t.bwd_last_end = std::max(t.bwd_last_end, tr.end_s[id]);
     if (op.kind != schedule::OpKind::Transfer || (op.rank != rank && op.peer != rank)) continue;
-    if (name == "dp_reducescatter_grads" && op.label.layer == last) {
+    if (name == "dp_reducescatter_grads" && op.label.layer == last && op.label.micro == mb) {
       t.rs_last_end = std::max(t.rs_last_end, tr.end_s[id]);
       t.rs_last_start = std::min(t.rs_last_start, tr.start_s[id]);
     }
@@ -160,6 +161,77 @@ TEST(Fsdp, EachBlocksReduceScatterRunsBetweenTheBackwardsGathers) {
   ASSERT_GT(last.bwd_last_end, 0);
   EXPECT_GE(last.rs_last_start, last.bwd_last_end);
   EXPECT_LT(last.rs_last_end, last.ag_first_start);
+}
+
+/// Transfers of the collectives named `name` whose label is layer `layer`.
+size_t transfers(const Built& b, const std::string& name, int layer) {
+  size_t n = 0;
+  for (schedule::OpId id = 0; id < b.g.size(); ++id) {
+    const auto& op = b.g.op(id);
+    n += op.kind == schedule::OpKind::Transfer && op.label.layer == layer && b.g.str(op.label.name) == name;
+  }
+  return n;
+}
+
+TEST(Fsdp, EveryMicroBatchReduceScattersItsGradientsWithoutPipelining) {
+  // torchtitan accumulates gradients with plain backwards, which FSDP2 reduce-scatters each
+  // (set_requires_gradient_sync is never turned off); PyTorch's pipelining stages turn it off
+  // for all but the last micro-batch.
+  auto sc = test::llama8b_tp8_job();  // 2 micro-batches
+  sc.parallel.zero_stage = 3;
+  const Built two(sc);
+  EXPECT_EQ(two.micros("dp_reducescatter_grads"), (std::set<int>{0, 1}));
+  sc.training.micro_batches = 1;
+  const Built one(sc);
+  ASSERT_GT(transfers(one, "dp_reducescatter_grads", 3), 0u);
+  EXPECT_EQ(transfers(two, "dp_reducescatter_grads", 3), 2 * transfers(one, "dp_reducescatter_grads", 3));
+  // Under PP: the last micro-batch only, however many there are.
+  sc.parallel.tp = 1;
+  sc.parallel.pp = 2;
+  sc.parallel.dp = 16;
+  const Built pp_one(sc);
+  sc.training.micro_batches = 4;
+  const Built pp_four(sc);
+  ASSERT_GT(transfers(pp_one, "dp_reducescatter_grads", 3), 0u);
+  EXPECT_EQ(transfers(pp_four, "dp_reducescatter_grads", 3), transfers(pp_one, "dp_reducescatter_grads", 3));
+}
+
+TEST(Fsdp, EachMoeBlocksExpertReduceScatterRunsBetweenTheBackwardsGathers) {
+  // FSDP2 shards a MoE block's experts over the expert data-parallel group (a fully_shard of
+  // their own inside the block's): their reduce-scatter is issued by the block's backward on
+  // the same communicator's queue, so the last layer's experts are reduced while the backward
+  // still gathers the layers below, not after its end.
+  auto sc = test::llama8b_tp8_job();  // tp 8, dp 4, 4 layers, 2 micro-batches
+  sc.model.moe.experts = 8;
+  sc.model.moe.top_k = 2;
+  sc.model.moe.expert_ffn_hidden = 2048;
+  sc.parallel.ep = 8;  // expert DP: 32 / 8 = 4 ranks
+  sc.parallel.zero_stage = 3;
+  const Built b(sc);
+  const auto tr = engine::replay_analytic(b.g, b.topo);
+  const int last = sc.model.layers - 1, mb = sc.training.micro_batches - 1;
+  double rs_last_end = 0, ag_first_start = 1e30, rs_end = 0, opt_start = 1e30;
+  for (schedule::OpId id = 0; id < b.g.size(); ++id) {
+    const auto& op = b.g.op(id);
+    const std::string name = b.g.str(op.label.name);
+    if (name == "optimizer_step" && op.rank == 0) opt_start = std::min(opt_start, tr.start_s[id]);
+    if (op.kind != schedule::OpKind::Transfer || (op.rank != 0 && op.peer != 0)) continue;
+    if (name == "expert_dp_reducescatter_grads") rs_end = std::max(rs_end, tr.end_s[id]);
+    if (name == "expert_dp_reducescatter_grads" && op.label.layer == last)
+      rs_last_end = std::max(rs_last_end, tr.end_s[id]);
+    if (name == "zero3_allgather_params" && op.label.layer == 0 && op.label.micro == mb &&
+        op.label.phase == schedule::Phase::Backward)
+      ag_first_start = std::min(ag_first_start, tr.start_s[id]);
+  }
+  ASSERT_GT(rs_last_end, 0);
+  ASSERT_LT(ag_first_start, 1e30);
+  EXPECT_LT(rs_last_end, ag_first_start);
+  // The optimizer steps the experts' shard once their gradients are reduced.
+  ASSERT_LT(opt_start, 1e30);
+  EXPECT_GE(opt_start, rs_end);
+  // The forward gathers the experts with the block: nothing gathers them after the step.
+  EXPECT_TRUE(b.phases("expert_dp_allgather_params").empty());
+  EXPECT_FALSE(b.phases("expert_dp_reducescatter_grads").empty());
 }
 
 /// The DP indices (rank / tp, order tp-cp-pp-dp with cp = pp = 1) the transfers of the

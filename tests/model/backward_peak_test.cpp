@@ -99,13 +99,18 @@ TEST(BackwardPeak, TheRankThatHoldsTheLossPeaksThereOthersInABlock) {
   ASSERT_EQ(one.size(), 1u);
   EXPECT_DOUBLE_EQ(term(one[0].memory, "logits"), kTokens * kVocab * 12);
   EXPECT_EQ(term(one[0].memory, "backward working set"), 0.0);
+  // At the loss no block is being recomputed: the activations are every layer's input only.
+  const double recomputed = model::recomputing_activation_bytes(sc, 32);
+  EXPECT_GT(recomputed, 0);
+  EXPECT_NEAR(term(one[0].memory, "activations"), model::stage_activation_bytes(sc, 32, 1) - recomputed, 1);
   // Under PP 2 the first stage has no loss: it peaks in a block's backward.
   sc.parallel.pp = 2;
   sc.parallel.dp = 4;
   sc.training.micro_batches = 4;
   const auto two = model::memory_by_rank_class(sc);
   ASSERT_EQ(two.size(), 2u);
-  const double block = model::backward_peak(sc).block_bytes;
+  // A block's moment holds its working set and the activations of the block it recomputed.
+  const double block = model::backward_peak(sc).block_bytes + model::recomputing_activation_bytes(sc, 16);
   EXPECT_EQ(term(two[0].memory, "logits"), 0.0);
   EXPECT_DOUBLE_EQ(term(two[0].memory, "backward working set"), block);
   EXPECT_DOUBLE_EQ(term(two[1].memory, "logits"), kTokens * kVocab * 12);
