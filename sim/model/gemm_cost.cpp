@@ -176,7 +176,10 @@ Cost gemm_tile_cost(const GemmShape& s, GemmFormat f, const scenario::GpuSpec& g
   Cost r;
   r.flops = 2 * s.m * s.n * s.k * s.batch;
   r.source = CostSource::Published;
-  r.origin = "cuBLAS tile/wave model";
+  // Where the power limit throttles the clock, its headroom is a component fit to our measured
+  // H200 cuBLAS grid: the origin says so beside the tile model's published tiles and peaks.
+  r.origin = power_headroom(f, gpu) < 1 ? "cuBLAS tile/wave model, clock at the power limit fitted to the measured H200 grid"
+                                        : "cuBLAS tile/wave model";
   if (!(r.flops > 0)) return r;
   const Format fm = format(f, gpu);
   const int sms = gpu.sm_count > 0 ? gpu.sm_count : 132;
