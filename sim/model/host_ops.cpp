@@ -323,10 +323,13 @@ int layer_param_tensors(Stack s, bool full_attention, int local_experts) {
 
 HostLoad optimizer_host_ops(Stack s, double tensors, double elements) {
   HostLoad h;
-  // multi_tensor_apply (ATen's multi_tensor_apply_for_fused_optimizer and TE's
-  // multi_tensor_apply.cuh alike): chunks of 65536 values, a kernel per 320 chunks or per
-  // depth_to_max_tensors tensors (depth 4: 36; TE's FusedAdam with fp32 master weights, depth 5:
-  // 30), whichever fills first.
+  // multi_tensor_apply (ATen's MultiTensorApply.cuh, kChunkSize 65536, and TE's, whose Python
+  // applier passes chunk_size 2048 * 32, transformer_engine/pytorch/optimizers/
+  // multi_tensor_apply.py): a kernel per 320 chunks or per depth_to_max_tensors tensors of the
+  // 4 KB kernel-argument tables {110, 64, 48, 36, 30} (depth 4, AdamW's p, g, m, v: 36; TE
+  // FusedAdam with fp32 master weights, depth 5: 30), whichever fills first. Without a profile
+  // of the optimizer's host time this is a lower bound on the launches (a launch also ends at a
+  // tensor boundary when blocks fill mid-tensor).
   const double per_launch = s == Stack::MegatronTe ? 30 : 36;
   const double launches = std::max(std::ceil(tensors / per_launch), std::ceil(elements / (65536.0 * 320.0)));
   h.add(HostOpKind::CudaLaunch, static_cast<int>(launches));
