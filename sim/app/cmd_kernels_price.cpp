@@ -36,6 +36,7 @@ struct PriceArgs {
   std::string m, n, k;
   std::string stack = "megatron-te", tokens = "8K";
   int hidden = 4096, ffn = 14336;
+  int experts = 8, tp = 1;
   std::string vocab = "128256";
   double attention_dropout = 0;
 };
@@ -119,7 +120,8 @@ int price_host(const PriceArgs& a, const scenario::PlatformSpec& platform) {
   };
   const double total_s = model::host_seconds(l.total(), rt) + model::graph_launch_seconds(rt);
   nlohmann::json kinds = nlohmann::json::object();
-  for (const auto k : {model::HostOpKind::EagerOp, model::HostOpKind::InductorKernel, model::HostOpKind::CompiledCall,
+  for (const auto k : {model::HostOpKind::EagerOp, model::HostOpKind::InductorKernel, model::HostOpKind::TritonLaunch,
+                       model::HostOpKind::CudaLaunch, model::HostOpKind::CompiledCall,
                        model::HostOpKind::TeLinearFwd, model::HostOpKind::TeLinearBwd,
                        model::HostOpKind::TeLnLinearFwd, model::HostOpKind::TeLnLinearBwd})
     kinds[model::host_op_kind_name(k)] = model::host_op_units(k) * rt.host_op_s;
@@ -128,12 +130,32 @@ int price_host(const PriceArgs& a, const scenario::PlatformSpec& platform) {
                         {"before_attention", part(l.before)}, {"attention_call", part(l.attention)},
                         {"after_attention", part(l.after)}, {"ring_step", part(ring)},
                         {"ops", l.total().ops}, {"time_s", total_s}};
+  // The regions outside the softmax layers (each before its first kernel in the schedule).
+  if (a.experts < 1 || a.tp < 1) throw std::invalid_argument("--experts, --tp: positive");
+  const model::LayerHostOps gdn = model::gdn_layer_host_ops(*stack, bwd, w);
+  const model::HostLoad embed = bwd ? model::HostLoad{} : model::embedding_host_ops(*stack, a.tp);
+  const model::HostLoad head = model::lm_head_host_ops(*stack, bwd, 1, a.tp);
+  const model::HostLoad moe = model::moe_host_ops(*stack, bwd, a.experts, true);
+  const model::HostLoad moe_loop = model::moe_host_ops(*stack, bwd, a.experts, false);
+  out["gdn_layer"] = part(gdn.total());
+  out["embedding"] = part(embed);
+  out["lm_head_loss"] = part(head);
+  out["moe_extra_grouped"] = part(moe);
+  out["moe_extra_per_expert"] = part(moe_loop);
   std::printf("%s host ops of one layer pass, %s %s: %d ops, %.1f us (one eager op %.2f us%s)\n",
               platform.name.c_str(), a.stack.c_str(), a.direction.c_str(), l.total().ops, total_s * 1e6,
               rt.host_op_s * 1e6, rt.graphs ? "; CUDA graphs: one graph launch per pass" : "");
   for (const auto& [name, h] : {std::pair<const char*, const model::HostLoad*>{"before the attention call", &l.before},
                                 {"the attention call", &l.attention}, {"after the attention call", &l.after},
                                 {"a CP ring step after the first", &ring}})
+    std::printf("  %s: %d ops, %.2f eager-op units, %.1f us\n", name, h->ops, h->units,
+                model::host_seconds(*h, rt) * 1e6);
+  std::printf("outside the softmax layers (--tp %d, --experts %d local):\n", a.tp, a.experts);
+  const model::HostLoad gdn_total = gdn.total();
+  for (const auto& [name, h] : {std::pair<const char*, const model::HostLoad*>{"a Gated DeltaNet layer pass", &gdn_total},
+                                {"the embedding (forward)", &embed}, {"the LM head and loss (one chunk)", &head},
+                                {"a MoE layer beyond the dense MLP, grouped GEMMs", &moe},
+                                {"a MoE layer beyond the dense MLP, one GEMM call per expert", &moe_loop}})
     std::printf("  %s: %d ops, %.2f eager-op units, %.1f us\n", name, h->ops, h->units,
                 model::host_seconds(*h, rt) * 1e6);
   if (!a.json.empty()) support::write_file_atomic(a.json, out.dump(2) + "\n");
@@ -370,6 +392,8 @@ void register_kernels_price(CLI::App* kernels, int& rc) {
   sub->add_option("--tokens", a->tokens, "memory-bound ops: tokens (default 8K)");
   sub->add_option("--hidden", a->hidden, "norm / residual: hidden size (default 4096)");
   sub->add_option("--ffn", a->ffn, "activation: SwiGLU intermediate size (default 14336)");
+  sub->add_option("--experts", a->experts, "host: a MoE layer's local experts (default 8)");
+  sub->add_option("--tp", a->tp, "host: tensor-parallel size for the embedding and loss (default 1)");
   sub->add_option("--vocab", a->vocab, "loss: vocabulary (default 128256)");
   sub->add_option("--m", a->m, "gemm: rows of the output (tokens for fprop/dgrad)");
   sub->add_option("--n", a->n, "gemm: columns of the output");

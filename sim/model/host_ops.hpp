@@ -17,6 +17,8 @@ namespace cpsim::model {
 enum class HostOpKind : uint8_t {
   EagerOp,          ///< one eager ATen op through the dispatcher (and autograd), with its launch
   InductorKernel,   ///< one kernel launched from Inductor's generated wrapper (Triton or extern mm)
+  TritonLaunch,     ///< one Triton kernel launched from a library's Python (FLA's chunk kernels)
+  CudaLaunch,       ///< one cudaLaunchKernel from a C++ loop (multi_tensor_apply's chunks)
   CompiledCall,     ///< entering one compiled graph (guards, AOTAutograd wrapper, CompiledFxGraph)
   TeLinearFwd,      ///< one TransformerEngine Linear module forward (BF16)
   TeLinearBwd,      ///< its backward
@@ -61,6 +63,30 @@ LayerHostOps layer_host_ops(scenario::Stack stack, bool backward, const LayerWid
 /// out/LSE merge ops the framework issues for it (PyTorch CP: cp_merge_kernels' eager ops;
 /// Megatron-TE's CP path: the per-step Python of its ring loop).
 HostLoad ring_step_host(scenario::Stack stack, bool backward);
+
+/// The host ops outside the layers, each issued just before the first kernel of its region.
+/// The embedding lookup (first pipeline stage, forward): `tp` > 1 adds the vocab-parallel mask.
+HostLoad embedding_host_ops(scenario::Stack stack, int tp);
+/// The LM head GEMM and the loss over `chunks` token chunks (last pipeline stage).
+HostLoad lm_head_host_ops(scenario::Stack stack, bool backward, int chunks, int tp);
+
+/// A Gated DeltaNet layer pass: `before` (norm, input projections, short convolution, gates;
+/// backward: the MLP half, the output gate and projection), `attention` (FLA's
+/// chunk_gated_delta_rule call: its autograd Function and Triton kernels) and `after`.
+LayerHostOps gdn_layer_host_ops(scenario::Stack stack, bool backward, const LayerWidths& w);
+
+/// A MoE layer's host ops beyond the dense MLP's (layer_host_ops counts those): the router,
+/// token permute / unpermute and the expert GEMMs of `local_experts` experts, one GEMM call per
+/// expert (eager) or one grouped call (TE GroupedLinear, torch._grouped_mm).
+HostLoad moe_host_ops(scenario::Stack stack, bool backward, int local_experts, bool grouped);
+
+/// Parameter tensors of one layer as the stack declares them (TE modules hold the norm weight
+/// inside LayerNormLinear; GroupedLinear one weight per expert).
+int layer_param_tensors(scenario::Stack stack, bool full_attention, int local_experts);
+
+/// The optimizer step of one rank: `tensors` parameter tensors (or shards) of `elements`
+/// values. Megatron-TE: TE FusedAdam's multi_tensor_apply; PyTorch: fused AdamW.
+HostLoad optimizer_host_ops(scenario::Stack stack, double tensors, double elements);
 
 /// Seconds of host time for `load` on a platform's runtime: eager-op units x `host_op`; zero
 /// under CUDA graphs (`graphs: true`, torch.compile mode="reduce-overhead" or Megatron's

@@ -1,9 +1,11 @@
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "model/data_parallel.hpp"
+#include "model/host_ops.hpp"
 #include "model/moe.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
@@ -190,7 +192,17 @@ void reduce_stage(const StepCtx& x, const ChunkLayout& cl, int s, const GradsRea
     const int shard_group = p.zero_stage >= 3 ? p.dp_shard() * p.cp : dp_group;
     double shard = p.zero_stage >= 1 ? stage_params / shard_group : stage_params;
     shard += p.zero_stage >= 1 ? experts_held / model::expert_dp(p) : experts_held;
-    const std::vector<OpId> opt = add_optimizer_steps(x.sc, x.pricer, x.g, members, done, shard, rp, &experts_done);
+    // Parameter tensors stepped per member: Megatron's distributed optimizer steps a contiguous
+    // range of the stage's buffer (its tensors over the group, plus the one it starts inside);
+    // FSDP shards every tensor (zero_stage 3) and ZeRO 0 steps them all.
+    double tensors = 0;
+    for (int l : owned)
+      tensors += model::layer_param_tensors(
+          x.sc.training.stack, model::layer_kind(x.sc.model, l) == scenario::LayerKind::FullAttention,
+          model::is_moe_layer(x.sc.model, l) ? x.sc.model.moe.experts / std::max(1, p.ep) : 0);
+    if (p.zero_stage >= 1 && p.zero_stage <= 2) tensors = std::ceil(tensors / shard_group) + 1;
+    const std::vector<OpId> opt =
+        add_optimizer_steps(x.sc, x.pricer, x.g, members, done, shard, tensors, rp, &experts_done);
     // Megatron's distributed optimizer (zero_stage 1-2) holds whole bf16 weights and gathers
     // the updated shards after its step; FP8 training gathers their FP8 copies
     // (--fp8-param-gather): 1 B per parameter. Overlapped, the gather runs ahead of the next

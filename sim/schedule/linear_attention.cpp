@@ -17,9 +17,11 @@
 // linear_attention_a2a.cpp.)
 #include <algorithm>
 
+#include "model/host_ops.hpp"
 #include "model/transformer.hpp"
 #include "schedule/attention.hpp"
 #include "schedule/collectives.hpp"
+#include "schedule/host_lane.hpp"
 
 namespace cpsim::schedule {
 
@@ -190,14 +192,40 @@ std::vector<OpId> pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>
   return out;
 }
 
+/// The layer pass with its host ops (model/host_ops.hpp gdn_layer_host_ops) on each rank's host
+/// lane, as attention.cpp places a softmax layer's: those issued up to FLA's chunk call before
+/// the mixer's first kernel, which waits for them; the rest after. Under CUDA graphs the pass
+/// is one graph launch; a platform naming ops_per_attention adds nothing here.
+std::vector<OpId> layer_pass(AttentionCtx& ctx, bool backward, const std::vector<OpId>& entry) {
+  const scenario::RuntimeSpec& rt = ctx.sc.platform.runtime;
+  const auto first = static_cast<OpId>(ctx.g.size());
+  std::vector<OpId> out = pass(ctx, backward, entry);
+  if (rt.ops_per_attention >= 0) return out;
+  model::LayerWidths w;
+  w.tokens = w.hidden = w.ffn = w.q = w.kv = 1;
+  const model::LayerHostOps ops = model::gdn_layer_host_ops(ctx.sc.training.stack, backward, w);
+  model::HostLoad before = ops.before;
+  before += ops.attention;
+  const Phase ph = backward ? Phase::Backward : Phase::Forward;
+  OpLabel l = make_label(ctx.g, ctx, "host_ops_before_linear_attention", "host", ph);
+  l.category = ctx.g.intern("overhead");
+  const double before_s = model::host_seconds(before, rt) + model::graph_launch_seconds(rt);
+  for (const int rank : ctx.group) add_region_host(ctx.g, rank, before_s, l, first);
+  l.name = ctx.g.intern("host_ops_after_linear_attention");
+  const double after_s = model::host_seconds(ops.after, rt);
+  if (after_s > 0)
+    for (const int rank : ctx.group) ctx.g.add_compute(rank, stream::kHost, after_s, l);
+  return out;
+}
+
 }  // namespace
 
 std::vector<OpId> linear_attention_forward(AttentionCtx& ctx, const std::vector<OpId>& entry) {
-  return pass(ctx, false, entry);
+  return layer_pass(ctx, false, entry);
 }
 
 std::vector<OpId> linear_attention_backward(AttentionCtx& ctx, const std::vector<OpId>& entry) {
-  return pass(ctx, true, entry);
+  return layer_pass(ctx, true, entry);
 }
 
 }  // namespace cpsim::schedule

@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "model/host_ops.hpp"
 #include "model/offload.hpp"
+#include "schedule/host_lane.hpp"
 
 namespace cpsim::schedule {
 
@@ -10,13 +12,22 @@ namespace cpsim::schedule {
 // copy stream after the GPU's step of the rest; the updated weights are whole once it ends.
 std::vector<OpId> add_optimizer_steps(const scenario::Scenario& sc, Pricer& pricer, TaskGraph& g,
                                       const std::vector<int>& members, const std::vector<OpId>& reduced,
-                                      double shard, const ReplicaPlan& rp, const std::map<int, OpId>* also) {
+                                      double shard, double tensors, const ReplicaPlan& rp,
+                                      const std::map<int, OpId>* also) {
   const int cp = sc.parallel.cp;
   const double host = sc.parallel.zero_stage >= 3 ? 0.0 : sc.training.optimizer_offload_fraction;
   // Fused Adam (multi-tensor apply) streams 30 B per parameter once (fp32 master, m, v read and
   // written, bf16 grad read, bf16 weight written): a streaming copy-class kernel.
   const model::Cost c = pricer.cost().memory_bound(shard * (1 - host) * 30.0, model::MemClass::Copy, "fused_adam");
   const model::OptimizerOffloadTime ht = model::optimizer_offload_time(sc, shard * host);
+  // The step's Python and its kernels' launches (multi_tensor_apply chunks) on the host lane,
+  // issued once the backward's ops are: the GPU's step waits for them. A platform naming
+  // ops_per_attention adds no host ops outside attention.
+  const double host_s = sc.platform.runtime.ops_per_attention >= 0
+                            ? 0.0
+                            : model::host_seconds(model::optimizer_host_ops(sc.training.stack, tensors,
+                                                                            shard * (1 - host)),
+                                                  sc.platform.runtime);
   std::vector<OpId> opt(members.size());
   auto optimizer_label = [&](const char* name, const char* cat) {
     OpLabel l;
@@ -36,6 +47,7 @@ std::vector<OpId> add_optimizer_steps(const scenario::Scenario& sc, Pricer& pric
     if (built || step_s < 0) step_s = pricer.time(c, "memory");
     opt[i] = g.add_priced(members[i], stream::kCompute, step_s, optimizer_label("optimizer_step", "memory"));
     g.add_edge(reduced[i], opt[i]);
+    add_region_host(g, members[i], host_s, optimizer_label("host_ops_optimizer", "overhead"), opt[i]);
     if (also)
       if (const auto it = also->find(members[i]); it != also->end()) g.add_edge(it->second, opt[i]);
     if (host <= 0) continue;

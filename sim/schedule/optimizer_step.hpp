@@ -14,11 +14,12 @@ namespace cpsim::schedule {
 
 /// Adds the optimizer step of each of `members` (d-major, then CP index) on `shard` parameters,
 /// after reduced[i] (and after (*also)[members[i]] where `also` names one: the member's expert
-/// gradients, reduced over another group); returns, per member, the op after which its updated weights are whole (a
+/// gradients, reduced over another group), `tensors` parameter tensors (or shards of them) per
+/// member, whose host ops (model/host_ops.hpp optimizer_host_ops) the step waits for; returns, per member, the op after which its updated weights are whole (a
 /// lean build's phantom member takes its twin's in replica rp.rep).
 std::vector<OpId> add_optimizer_steps(const scenario::Scenario& sc, Pricer& pricer, TaskGraph& g,
                                       const std::vector<int>& members, const std::vector<OpId>& reduced,
-                                      double shard, const ReplicaPlan& rp,
+                                      double shard, double tensors, const ReplicaPlan& rp,
                                       const std::map<int, OpId>* also = nullptr);
 
 }  // namespace cpsim::schedule

@@ -8,11 +8,13 @@
 #include "model/cost_source.hpp"
 #include "model/data_parallel.hpp"
 #include "model/fp8_quantize.hpp"
+#include "model/host_ops.hpp"
 #include "model/moe.hpp"
 #include "model/offload.hpp"
 #include "model/stack_kernels.hpp"
 #include "model/transformer.hpp"
 #include "schedule/collectives.hpp"
+#include "schedule/host_lane.hpp"
 #include "schedule/replicas.hpp"
 #include "schedule/tp_overlap.hpp"
 
@@ -38,10 +40,24 @@ StageBuilder::StageBuilder(const scenario::Scenario& sc, const model::Topology& 
   overlap_ = sp_ && sc.parallel.tp_comm_overlap;  // the scenario refuses it without SP
 }
 
+// A platform naming ops_per_attention keeps its per-call count and adds no other host ops.
+void StageBuilder::region_host(const char* name, const model::HostLoad& load, int mb, int layer, Phase ph,
+                               OpId first) {
+  const scenario::RuntimeSpec& rt = sc_.platform.runtime;
+  if (rt.ops_per_attention >= 0) return;
+  const double s = model::host_seconds(load, rt);
+  for (size_t i = 0; i < ranks_.size(); ++i)
+    if (!mirrored_[i]) add_region_host(g_, ranks_[i], s, label(name, mb, layer, ph, "overhead"), first);
+}
+
 StageBuilder::Ops StageBuilder::embedding(int mb, const Ops& entry) {
   // The lookup gathers each token's row: a copy-class kernel.
-  return memory_all("embedding", tokens_ * m_.hidden * model::kBf16Bytes * 2, model::MemClass::Copy, mb, -1,
-                    Phase::Forward, entry);
+  const auto first = static_cast<OpId>(g_.size());
+  Ops x = memory_all("embedding", tokens_ * m_.hidden * model::kBf16Bytes * 2, model::MemClass::Copy, mb, -1,
+                     Phase::Forward, entry);
+  region_host("host_ops_embedding", model::embedding_host_ops(sc_.training.stack, tp_), mb, -1, Phase::Forward,
+              first);
+  return x;
 }
 StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry) {
   const Phase ph = backward ? Phase::Backward : Phase::Forward;
@@ -53,7 +69,9 @@ StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry)
   const double chunk = sc_.training.loss == scenario::Loss::Chunked
                            ? std::min(tokens_, model::loss_chunk_tokens(sc_))
                            : tokens_;
-  for (double done = 0; done < tokens_; done += chunk) {
+  const auto first = static_cast<OpId>(g_.size());
+  int chunks = 0;
+  for (double done = 0; done < tokens_; done += chunk, ++chunks) {
     const double t = std::min(chunk, tokens_ - done);
     x = gemm_all(backward ? "lm_head_bwd" : "lm_head", t, m_.vocab / tp_, m_.hidden, mb, -1, ph, x);
     // cross-entropy over the vocabulary shard, as the stack runs it (stack_kernels.hpp)
@@ -62,6 +80,8 @@ StageBuilder::Ops StageBuilder::lm_head(int mb, bool backward, const Ops& entry)
                             model::loss_kernels(sc_.training.stack, backward, t, m_.vocab / tp_)),
                         mb, -1, ph, x);
   }
+  region_host(backward ? "host_ops_lm_head_loss_bwd" : "host_ops_lm_head_loss",
+              model::lm_head_host_ops(sc_.training.stack, backward, chunks, tp_), mb, -1, ph, first);
   return x;
 }
 
@@ -480,7 +500,13 @@ StageBuilder::Ops StageBuilder::moe(int layer, int mb, bool backward, const Ops&
   auto exit = [&](const Ops& d) { return tp_exit(backward, mb, layer, ph, d); };
   MoeCtx c{g_,    topo_,    pricer_,    sc_,     mesh_, a2a_,   ranks_, pp_i_, dp_i_,
            layer, mb,       backward,   recompute_, tokens_, gemm, memory, enter, exit};
-  return moe_block(c, entry);
+  const auto first = static_cast<OpId>(g_.size());
+  Ops x = moe_block(c, entry);
+  // Grouped expert GEMMs, as moe_block prices them (TE GroupedLinear, torch._grouped_mm).
+  const int local = m_.moe.experts / std::max(1, sc_.parallel.ep);
+  region_host("host_ops_moe", model::moe_host_ops(sc_.training.stack, backward, local, true), mb, layer, ph,
+              first);
+  return x;
 }
 
 StageBuilder::Widths StageBuilder::widths(int layer) const {

@@ -9,6 +9,7 @@
 
 #include "model/stack_kernels.hpp"
 #include "model/cost_model.hpp"
+#include "model/host_ops.hpp"
 #include "model/topology.hpp"
 #include "scenario/specs.hpp"
 #include "schedule/attention.hpp"
@@ -95,6 +96,8 @@ class StageBuilder {
   Ops tp_enter(bool backward, int mb, int layer, Phase ph, const Ops& deps);
   Ops tp_exit(bool backward, int mb, int layer, Phase ph, const Ops& deps);
   Ops sequence_mixing(int layer, int mb, bool backward, const Ops& deps);
+  /// The framework's host ops of a region built from op `first` on (schedule/host_lane.hpp).
+  void region_host(const char* name, const model::HostLoad& load, int mb, int layer, Phase ph, OpId first);
   void gather_params(int layer, int mb, int pass);
   /// Activation CPU offloading: the copy of `layer`'s activations to host memory after its
   /// forward, and back before its backward (model/offload.hpp).

@@ -99,7 +99,9 @@ TEST(Golden, Llama8bOnFourNodes) {
   // p2p across the network paid its per-channel rate and step latency (+0.84 %).
   // 3.7493869776420046 s until a busy GEMM's main loop ran at Hopper's power-limited SM clock
   // (+2.0 %).
-  EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.8255698832321223, 3.83e-9);
+  // 3.8255698832321223 s until the optimizer step waited for its host ops (Megatron's applier
+  // calls and multi_tensor_apply launches, model/host_ops.hpp): 72 us at the step's end (+0.0019 %).
+  EXPECT_NEAR(step_time("llama3-8b-128k-4nodes.yaml"), 3.8256419832321251, 3.83e-9);
 }
 
 }  // namespace

@@ -28,6 +28,29 @@ parallel: {tp: 1, cp: 1, dp: 8}
 simulation: {engine: analytic, scope: step}
 )";
 
+// The same small shape with Gated DeltaNet layers only: no softmax attention kernel at all, so
+// the host's ops show only where the GDN mixer, the MLP, the LM head and the optimizer wait.
+const char* const kSmallGdn = R"(name: small-gdn-host-bound
+platform: dgx-h100
+model: {name: gdn-1b, layers: 16, hidden: 2048, heads_q: 16, heads_kv: 16, head_dim: 128,
+        ffn_hidden: 8192, vocab: 128256, tied_embeddings: true, pattern: [linear],
+        linear_attention: {heads_v: 16, heads_k: 16, key_dim: 128, value_dim: 128, conv_width: 4}}
+training: {seq_len: 128, micro_batch: 1, micro_batches: 1, recompute: none}
+parallel: {tp: 1, cp: 1, dp: 8}
+simulation: {engine: analytic, scope: step}
+)";
+
+// A small MoE model (Qwen3-30B-A3B's block at 8 layers, 64 experts, all local, 128 tokens).
+const char* const kSmallMoe = R"(name: small-moe-host-bound
+platform: dgx-h100
+model: {name: moe-small, layers: 8, hidden: 2048, heads_q: 32, heads_kv: 4, head_dim: 128,
+        ffn_hidden: 6144, vocab: 151936, tied_embeddings: false,
+        moe: {experts: 64, top_k: 8, expert_ffn_hidden: 768}}
+training: {seq_len: 128, micro_batch: 1, micro_batches: 1, recompute: none}
+parallel: {tp: 1, cp: 1, dp: 8, ep: 1}
+simulation: {engine: analytic, scope: step}
+)";
+
 const char* const kLarge = R"(name: large-gpu-bound
 platform: dgx-h100
 model: llama3-8b
@@ -83,6 +106,27 @@ TEST(HostLane, SmallModelExposesTheHostUnderEager) {
   EXPECT_GT(step(eager), 1.03 * step(graphs));
   EXPECT_GT(step(te), 1.05 * step(te_graphs));
   EXPECT_LT(step(compiled), 1.005 * step(compiled_graphs));
+}
+
+// Linear-attention layers issue host ops too (FLA's chunk kernels launched from Python, the
+// projections, the MLP): a GDN-only small model's host falls behind its kernels, and CUDA graphs
+// shorten its step.
+TEST(HostLane, GdnOnlySmallModelExposesTheHost) {
+  const auto eager = run_json(kSmallGdn, "g_eager", "--set training.stack=torch-eager");
+  const auto graphs = run_json(kSmallGdn, "g_graphs", "--set training.stack=torch-eager --set platform.runtime.graphs=true");
+  EXPECT_GT(overhead(eager), overhead(graphs) + 1e-3);
+  EXPECT_GT(step(eager), 1.03 * step(graphs));
+}
+
+// A MoE layer's router, permutes and expert launches beyond the dense MLP (GroupedLinear's
+// cuBLAS launch per expert under Megatron-TE) and the optimizer's multi_tensor_apply launches
+// over its many expert weights: a slower host shows in the small MoE model's step.
+TEST(HostLane, MoeSmallModelHostOps) {
+  const auto te = run_json(kSmallMoe, "m_te", "--set training.stack=megatron-te");
+  const auto slow = run_json(kSmallMoe, "m_slow", "--set training.stack=megatron-te --set platform.runtime.host_op=40us");
+  const auto graphs = run_json(kSmallMoe, "m_graphs", "--set training.stack=megatron-te --set platform.runtime.graphs=true");
+  EXPECT_GE(step(te), step(graphs));
+  EXPECT_GT(step(slow), 1.08 * step(te));
 }
 
 // "compute by layer type" is GPU time: the host lane's ops are not in it, so a run with CUDA

@@ -77,4 +77,44 @@ TEST(HostOps, RingStepsCarryTheirMergeOps) {
   EXPECT_EQ(model::ring_step_host(Stack::MegatronTe, false).ops, 8);
 }
 
+// The regions outside the softmax layers issue host ops too: the embedding and the LM head with
+// its loss, a Gated DeltaNet layer (FLA's chunk kernels launched from Python), a MoE layer's
+// router, permutes and experts beyond the dense MLP, and the optimizer step.
+TEST(HostOps, RegionsOutsideAttentionLayersIssueOps) {
+  for (const Stack s : {Stack::TorchEager, Stack::TorchCompile, Stack::MegatronTe}) {
+    EXPECT_GT(model::embedding_host_ops(s, 1).ops, 0);
+    for (const bool bwd : {false, true}) {
+      EXPECT_GT(model::lm_head_host_ops(s, bwd, 1, 1).ops, 0);
+      // Two loss chunks issue the ops twice.
+      EXPECT_EQ(model::lm_head_host_ops(s, bwd, 2, 1).ops, 2 * model::lm_head_host_ops(s, bwd, 1, 1).ops);
+      const auto gdn = model::gdn_layer_host_ops(s, bwd, gqa());
+      // FLA's chunk call: its autograd Function and 8 (forward) / 9 (backward) Triton kernels.
+      EXPECT_EQ(gdn.attention.ops, bwd ? 10 : 9);
+      EXPECT_GT(gdn.total().ops, gdn.attention.ops);
+      EXPECT_GT(model::moe_host_ops(s, bwd, 8, true).ops, 0);
+      // One GEMM call per expert costs more host time than a grouped call as experts grow.
+      EXPECT_GT(model::moe_host_ops(s, bwd, 64, false).units, model::moe_host_ops(s, bwd, 64, true).units);
+    }
+  }
+  // Megatron's vocab-parallel embedding masks the ids first.
+  EXPECT_EQ(model::embedding_host_ops(Stack::MegatronTe, 2).ops, 7);
+  // TE GroupedLinear's C++ loop: one cuBLAS launch per further expert and GEMM (fc1, fc2).
+  EXPECT_EQ(model::moe_host_ops(Stack::MegatronTe, false, 9, true).ops - model::moe_host_ops(Stack::MegatronTe, false, 1, true).ops, 16);
+}
+
+// multi_tensor_apply launches a kernel per 320 chunks of 65536 values or per 36 tensors (ATen,
+// depth 4) / 30 (TE FusedAdam with master weights, depth 5), whichever fills first.
+TEST(HostOps, OptimizerLaunchesFollowMultiTensorApplyChunks) {
+  const auto small = model::optimizer_host_ops(Stack::TorchEager, 72, 1e6);  // tensor-limited: 2 launches
+  const auto big = model::optimizer_host_ops(Stack::TorchEager, 72, 65536.0 * 320 * 10);  // 10 launches
+  // 8 Python-issued ops (step count add, fused AdamW, the clip's 6) and the clip's foreach launches.
+  EXPECT_EQ(small.ops, 2 + 8 + 3);
+  EXPECT_EQ(big.ops - small.ops, 8);
+  const auto te = model::optimizer_host_ops(Stack::MegatronTe, 60, 1e6);  // 2 launches of FusedAdam
+  EXPECT_EQ(te.ops, 2 + 5 + 3 * 2);
+  EXPECT_EQ(model::layer_param_tensors(Stack::TorchEager, true, 0), 9);
+  EXPECT_EQ(model::layer_param_tensors(Stack::MegatronTe, true, 0), 6);
+  EXPECT_EQ(model::layer_param_tensors(Stack::MegatronTe, true, 8), 6 + 1 + 16);
+}
+
 }  // namespace CPSIM_TEST_TU
