@@ -98,10 +98,12 @@ class StageBuilder {
   Ops sequence_mixing(int layer, int mb, bool backward, const Ops& deps);
   /// The framework's host ops of a region built from op `first` on (schedule/host_lane.hpp).
   void region_host(const char* name, const model::HostLoad& load, int mb, int layer, Phase ph, OpId first);
+  /// ZeRO-3 / FSDP's gather of `layer`'s weights before pass `pass` (param_gather.cpp).
   void gather_params(int layer, int mb, int pass);
   /// Activation CPU offloading: the copy of `layer`'s activations to host memory after its
   /// forward, and back before its backward (model/offload.hpp).
   Ops host_copy(bool to_host, int layer, int mb, const Ops& deps);
+  /// Megatron's overlapped gather of the updated weights, bucket by bucket (param_gather.cpp).
   void overlapped_param_gather(int layer, int mb, int pass, const Ops& entry);
   Ops moe(int layer, int mb, bool backward, const Ops& entry);
   Widths widths(int layer) const;
