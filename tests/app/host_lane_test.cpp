@@ -60,13 +60,9 @@ simulation: {engine: analytic, scope: step}
 )";
 
 nlohmann::json run_json(const char* yaml, const std::string& tag, const std::string& sets = "") {
-  const auto dir = std::filesystem::temp_directory_path() / ("cpsim_host_lane_" + tag);
-  std::filesystem::create_directories(dir);
-  const auto file = dir / "s.yaml";
-  std::ofstream(file) << yaml;
-  const auto out = cli::run(cli::kCpsim + " run " + file.string() + " " + sets + " --json " + (dir / "r.json").string());
-  EXPECT_EQ(out.rc, 0) << out.text;
-  return nlohmann::json::parse(cli::slurp(dir / "r.json"));
+  const auto r = cli::run_yaml(yaml, "host_lane_" + tag, sets);
+  EXPECT_EQ(r.out.rc, 0) << r.out.text;
+  return nlohmann::json::parse(cli::slurp(r.dir / "r.json"));
 }
 
 double overhead(const nlohmann::json& j) {

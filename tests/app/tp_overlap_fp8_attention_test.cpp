@@ -43,14 +43,10 @@ struct RunOut {
 };
 
 RunOut run(const std::string& yaml, const std::string& tag, const std::string& sets = "") {
-  const auto dir = std::filesystem::temp_directory_path() / ("cpsim_tpov_" + tag);
-  std::filesystem::create_directories(dir);
-  const auto file = dir / "s.yaml";
-  std::ofstream(file) << yaml;
-  const auto out = cli::run(cli::kCpsim + " run " + file.string() + " " + sets + " --json " +
-                            (dir / "r.json").string() + " --trace " + (dir / "t.json").string());
-  EXPECT_EQ(out.rc, 0) << out.text;
-  return {nlohmann::json::parse(cli::slurp(dir / "r.json")), cli::slurp(dir / "t.json")};
+  const auto trace = std::filesystem::temp_directory_path() / ("cpsim_tpov_" + tag) / "t.json";
+  const auto r = cli::run_yaml(yaml, "tpov_" + tag, sets + " --trace " + trace.string());
+  EXPECT_EQ(r.out.rc, 0) << r.out.text;
+  return {nlohmann::json::parse(cli::slurp(r.dir / "r.json")), cli::slurp(trace)};
 }
 
 size_t count(const std::string& text, const std::string& what) {

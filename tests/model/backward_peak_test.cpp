@@ -6,6 +6,7 @@
 
 #include "model/memory.hpp"
 #include "support/fixtures.hpp"
+#include "support/memory_terms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -34,12 +35,7 @@ scenario::Scenario llama3_8b(scenario::Stack stack) {
   return sc;
 }
 
-double term(const model::MemoryEstimate& m, const std::string& prefix) {
-  double s = 0;
-  for (const auto& t : m.terms)
-    if (t.name.rfind(prefix, 0) == 0) s += t.bytes;
-  return s;
-}
+using test::term;
 
 constexpr double kTokens = 8192, kVocab = 128256;
 

@@ -9,6 +9,7 @@
 #include "model/moe.hpp"
 #include "model/offload.hpp"
 #include "model/transformer.hpp"
+#include "support/memory_terms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -16,12 +17,7 @@ using namespace cpsim;
 
 namespace {
 
-double term(const model::MemoryEstimate& m, const std::string& prefix) {
-  double s = 0;
-  for (const auto& t : m.terms)
-    if (t.name.rfind(prefix, 0) == 0) s += t.bytes;
-  return s;
-}
+using test::term;
 
 scenario::Scenario llama8b(int dp, int pp, int zero) {
   scenario::Scenario sc;

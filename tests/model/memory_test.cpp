@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "support/fixtures.hpp"
+#include "support/memory_terms.hpp"
 
 namespace CPSIM_TEST_TU {  // unique per file: tests/CMakeLists.txt compiles unity batches
 
@@ -24,12 +25,7 @@ scenario::Scenario anchor_128k(int cp, int pp, int micro_batches) {
   return sc;
 }
 
-double term(const model::MemoryEstimate& m, const std::string& prefix) {
-  double s = 0;
-  for (const auto& t : m.terms)
-    if (t.name.rfind(prefix, 0) == 0) s += t.bytes;
-  return s;
-}
+using test::term;
 
 }  // namespace
 

@@ -54,6 +54,14 @@ inline Output run(const std::string& cmd) {
 /// `cmd` run from the source tree.
 inline Output in_source(const std::string& cmd) { return run("cd " + kSource + " && " + cmd); }
 
+/// A scenario written as `yaml` into a temporary folder named cpsim_<tag>, run by `cpsim run`
+/// with `args` and `--json r.json` there: the command's result and the folder.
+struct YamlRun {
+  Output out;
+  std::filesystem::path dir;
+};
+inline YamlRun run_yaml(const std::string& yaml, const std::string& tag, const std::string& args);
+
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;
@@ -95,6 +103,14 @@ inline std::vector<std::map<std::string, std::string>> read_csv(const std::files
     out.push_back(m);
   }
   return out;
+}
+
+inline YamlRun run_yaml(const std::string& yaml, const std::string& tag, const std::string& args) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cpsim_" + tag);
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "s.yaml";
+  std::ofstream(file) << yaml;
+  return {run(kCpsim + " run " + file.string() + " " + args + " --json " + (dir / "r.json").string()), dir};
 }
 
 }  // namespace cpsim::cli
